@@ -1,0 +1,112 @@
+/**
+ * Typed errors with a stable `code`, a `name` ending in `Error`, an optional `cause`
+ * and `toJSON()` (house style, STYLE.md "Errors, logs, ids"). Only the HTTP edge maps
+ * codes to status codes; everything else treats them as data.
+ */
+
+/** Stable machine-readable error codes used across the system. */
+export type ErrorCode =
+  | 'VALIDATION'
+  | 'INVALID_URN'
+  | 'NOT_FOUND'
+  | 'POLICY_DENIED'
+  | 'LIMIT_EXCEEDED'
+  | 'BUDGET_EXCEEDED'
+  | 'MODEL_ERROR'
+  | 'CONFIG'
+  | 'TOOL_ERROR';
+
+/** Base class: every error the domain throws on purpose is a `CldError`. */
+export class CldError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown; details?: Record<string, unknown> },
+  ) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.details = options?.details;
+    this.name = new.target.name;
+  }
+
+  /** `{ name, code, message, details? }`: safe to log and to store in a resource. */
+  toJSON(): { name: string; code: ErrorCode; message: string; details?: Record<string, unknown> } {
+    return {
+      name: this.name,
+      code: this.code,
+      message: this.message,
+      ...(this.details ? { details: this.details } : {}),
+    };
+  }
+}
+
+/** Input from outside (event, body, model output, stored JSON, CLI argument) did not parse. */
+export class ValidationError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('VALIDATION', message, options);
+  }
+}
+
+/** A string is not a well-formed `cld:` URN (see shared/urn.ts for the grammar). */
+export class InvalidUrnError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('INVALID_URN', message, options);
+  }
+}
+
+/** A resource or key that was asked for does not exist. */
+export class NotFoundError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('NOT_FOUND', message, options);
+  }
+}
+
+/** The policy gate denied a get or put; `details.reason` carries the policy's reason. */
+export class PolicyDeniedError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('POLICY_DENIED', message, options);
+  }
+}
+
+/** A per-conversation limit (depth, breadth, iterations, corrective rounds, tokens) was hit. */
+export class LimitExceededError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('LIMIT_EXCEEDED', message, options);
+  }
+}
+
+/** A per-conversation budget (tokens, model calls, tool calls, wall time) was exceeded. */
+export class BudgetExceededError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('BUDGET_EXCEEDED', message, options);
+  }
+}
+
+/** The model adapter failed (throttled after retries, timed out, or answered malformed output). */
+export class ModelError extends CldError {
+  readonly retryable: boolean;
+  constructor(
+    message: string,
+    options?: { cause?: unknown; details?: Record<string, unknown>; retryable?: boolean },
+  ) {
+    super('MODEL_ERROR', message, options);
+    this.retryable = options?.retryable ?? false;
+  }
+}
+
+/** Configuration (environment, CLI flags) is missing or invalid; thrown at init. */
+export class ConfigError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('CONFIG', message, options);
+  }
+}
+
+/** Serialises any thrown value into `{ code, message }` for storing in a resource. */
+export function toErrorInfo(error: unknown): { code: string; message: string } {
+  if (error instanceof CldError) return { code: error.code, message: error.message };
+  if (error instanceof Error) return { code: 'ERROR', message: error.message };
+  return { code: 'ERROR', message: String(error) };
+}

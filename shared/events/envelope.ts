@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import { typeOf, urnOfKey } from '../urn.js';
+
+/**
+ * Events. S3 emits an EventBridge "Object Created" event for every create
+ * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html); handlers normalise
+ * it into the seeds' `RESOURCE_PUT` envelope (seed roadmap-v1 step 08 `event.proto`).
+ */
+
+/** The S3 "Object Created" EventBridge event, as S3 sends it (validated, extra fields kept). */
+export const S3ObjectCreatedEventSchema = z.looseObject({
+  version: z.string(),
+  id: z.string().min(1),
+  'detail-type': z.literal('Object Created'),
+  source: z.literal('aws.s3'),
+  account: z.string(),
+  time: z.string(),
+  region: z.string(),
+  resources: z.array(z.string()),
+  detail: z.looseObject({
+    version: z.string(),
+    bucket: z.looseObject({ name: z.string().min(1) }),
+    object: z.looseObject({
+      key: z.string().min(1),
+      size: z.number().int().nonnegative().optional(),
+      etag: z.string().optional(),
+      sequencer: z.string().optional(),
+    }),
+    'request-id': z.string().optional(),
+    requester: z.string().optional(),
+    reason: z.string().optional(),
+  }),
+});
+export type S3ObjectCreatedEvent = z.infer<typeof S3ObjectCreatedEventSchema>;
+
+/** Normalised `RESOURCE_PUT` (seed `event.Event` with `DetailType.RESOURCE_PUT`). */
+export interface ResourcePutEvent {
+  /** Event id (EventBridge `id`); duplicates of one delivery share it. */
+  id: string;
+  detailType: 'RESOURCE_PUT';
+  /** `aws.s3` */
+  source: string;
+  /** ISO 8601 */
+  time: string;
+  bucket: string;
+  key: string;
+  /** URN of the created resource. */
+  urn: string;
+  /** `namespace.Name` of the resource. */
+  type: string;
+}
+
+/**
+ * Validates an S3 "Object Created" event and normalises it to `RESOURCE_PUT`. Keys are used as
+ * sent; a URL-encoded key (as S3 sends to SNS/SQS targets) is decoded when the raw key is not a
+ * resource key.
+ * @throws ValidationError for a malformed event or a key that is not `<urn>.json`.
+ */
+export function toResourcePut(event: unknown): ResourcePutEvent {
+  const parsed = S3ObjectCreatedEventSchema.safeParse(event);
+  if (!parsed.success)
+    throw new ValidationError(`not an S3 Object Created event: ${z.prettifyError(parsed.error)}`);
+  const { detail } = parsed.data;
+  let key = detail.object.key;
+  let urn = urnOfKey(key);
+  if (urn === undefined && key.includes('%')) {
+    try {
+      key = decodeURIComponent(key.replace(/\+/g, ' '));
+      urn = urnOfKey(key);
+    } catch {
+      urn = undefined;
+    }
+  }
+  if (urn === undefined) throw new ValidationError(`object key is not a resource key: ${key.slice(0, 200)}`);
+  return {
+    id: parsed.data.id,
+    detailType: 'RESOURCE_PUT',
+    source: parsed.data.source,
+    time: parsed.data.time,
+    bucket: detail.bucket.name,
+    key,
+    urn,
+    type: typeOf(urn),
+  };
+}
+
+/**
+ * Builds the event S3 sends for a created object: what the filesystem storage emits locally,
+ * so the same handlers see the same input everywhere.
+ */
+export function s3ObjectCreatedEvent(
+  bucket: string,
+  key: string,
+  size: number,
+  now: Date = new Date(),
+): S3ObjectCreatedEvent {
+  return {
+    version: '0',
+    id: randomUUID(),
+    'detail-type': 'Object Created',
+    source: 'aws.s3',
+    account: '000000000000',
+    time: now.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    region: 'local',
+    resources: [`arn:aws:s3:::${bucket}`],
+    detail: {
+      version: '0',
+      bucket: { name: bucket },
+      object: { key, size, sequencer: now.getTime().toString(16).toUpperCase().padStart(18, '0') },
+      'request-id': randomUUID(),
+      requester: '000000000000',
+      reason: 'PutObject',
+    },
+  };
+}

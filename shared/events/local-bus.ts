@@ -1,0 +1,213 @@
+import { toErrorInfo } from '../errors.js';
+import type { EventBus } from './bus.js';
+import type { S3ObjectCreatedEvent } from './envelope.js';
+import { matchesPattern } from './pattern.js';
+import { type Route, routeAccepts, type StepName } from './routing.js';
+
+/** A step function as the bus invokes it: the Lambda handler's event in, nothing out. */
+export type StepInvoker = (event: S3ObjectCreatedEvent) => Promise<void>;
+
+/** An event that failed every attempt (Lambda's on-failure destination / DLQ). */
+export interface DeadLetter {
+  route: string;
+  target: StepName;
+  event: S3ObjectCreatedEvent;
+  attempts: number;
+  error: { code: string; message: string };
+}
+
+/** Counters of what the bus did. */
+export interface BusStats {
+  /** Events published by storage. */
+  published: number;
+  /** Deliveries to a route (after duplication). */
+  routed: number;
+  invocations: number;
+  failures: number;
+  retries: number;
+  deadLetters: number;
+  /** Deliveries per target. */
+  byTarget: Record<StepName, number>;
+}
+
+/** Fault injection: what the bus does to deliveries (tests and the fault harness). */
+export interface DeliveryFaults {
+  /** Copies of each delivery (1 = exactly once). Default 1. */
+  copies?: number;
+  /** Deliver queued events in random order instead of FIFO. */
+  shuffle?: boolean;
+  /** Random delay before each delivery, in milliseconds (uniform in [0, maxDelayMs]). */
+  maxDelayMs?: number;
+  /** Seed of the pseudo-random generator, so a run can be repeated. */
+  seed?: number;
+}
+
+/** LocalBus options. */
+export interface LocalBusOptions {
+  routes: readonly Route[];
+  targets: Record<StepName, StepInvoker>;
+  /** Invocations running at once. Default 4. */
+  concurrency?: number;
+  /** Retries after the first failure, like Lambda's asynchronous invocation. Default 2. */
+  retries?: number;
+  /** Backoff before retry n (1-based), in milliseconds. Default 50·2^(n-1). */
+  backoffMs?: (attempt: number) => number;
+  faults?: DeliveryFaults;
+  /** Called for each delivery, before the invocation (progress display). */
+  onDelivery?: (target: StepName, event: S3ObjectCreatedEvent) => void;
+  onDeadLetter?: (letter: DeadLetter) => void;
+}
+
+interface Job {
+  route: Route;
+  event: S3ObjectCreatedEvent;
+  attempt: number;
+}
+
+/**
+ * In-process EventBridge + Lambda async invocation: routes each published event to every
+ * route whose pattern (and shape) matches, invokes targets asynchronously with bounded
+ * concurrency, retries failures with backoff, keeps dead letters, and tells when it is idle.
+ * Delivery is at least once; with faults it is several times, shuffled and delayed.
+ */
+export class LocalBus implements EventBus {
+  readonly deadLetters: DeadLetter[] = [];
+  readonly stats: BusStats = {
+    published: 0,
+    routed: 0,
+    invocations: 0,
+    failures: 0,
+    retries: 0,
+    deadLetters: 0,
+    byTarget: { plan: 0, assistant: 0, tool: 0 },
+  };
+  private readonly queue: Job[] = [];
+  private running = 0;
+  private timers = 0;
+  private waiters: Array<() => void> = [];
+  private readonly random: () => number;
+  private readonly options: Required<Omit<LocalBusOptions, 'onDelivery' | 'onDeadLetter' | 'faults'>> &
+    Pick<LocalBusOptions, 'onDelivery' | 'onDeadLetter'> & { faults: DeliveryFaults };
+
+  constructor(options: LocalBusOptions) {
+    this.options = {
+      concurrency: 4,
+      retries: 2,
+      backoffMs: (attempt) => 50 * 2 ** (attempt - 1),
+      faults: {},
+      ...options,
+    };
+    this.random = mulberry32(this.options.faults.seed ?? 1);
+  }
+
+  publish(event: S3ObjectCreatedEvent): void {
+    this.stats.published++;
+    const key = event.detail.object.key;
+    const urn = key.endsWith('.json') ? key.slice(0, -'.json'.length) : key;
+    for (const route of this.options.routes) {
+      if (!matchesPattern(route.pattern, event)) continue;
+      let accepted = false;
+      try {
+        accepted = routeAccepts(route, urn);
+      } catch {
+        accepted = true; // a malformed key reaches the handler, which rejects it with a clear error
+      }
+      if (!accepted) continue;
+      const copies = Math.max(1, this.options.faults.copies ?? 1);
+      for (let i = 0; i < copies; i++) {
+        this.stats.routed++;
+        this.stats.byTarget[route.target]++;
+        this.schedule({ route, event: structuredClone(event), attempt: 1 }, this.delay());
+      }
+    }
+  }
+
+  /** Resolves when no delivery is queued, running or waiting for a retry. */
+  idle(): Promise<void> {
+    if (this.isIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private isIdle(): boolean {
+    return this.queue.length === 0 && this.running === 0 && this.timers === 0;
+  }
+
+  private delay(): number {
+    const max = this.options.faults.maxDelayMs ?? 0;
+    return max > 0 ? Math.floor(this.random() * max) : 0;
+  }
+
+  private schedule(job: Job, delayMs: number): void {
+    if (delayMs <= 0) {
+      this.queue.push(job);
+      this.pump();
+      return;
+    }
+    this.timers++;
+    setTimeout(() => {
+      this.timers--;
+      this.queue.push(job);
+      this.pump();
+    }, delayMs);
+  }
+
+  private pump(): void {
+    while (this.running < this.options.concurrency && this.queue.length > 0) {
+      const index = this.options.faults.shuffle ? Math.floor(this.random() * this.queue.length) : 0;
+      const [job] = this.queue.splice(index, 1);
+      if (job) this.run(job);
+    }
+    if (this.isIdle()) {
+      const waiters = this.waiters;
+      this.waiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  private run(job: Job): void {
+    this.running++;
+    this.stats.invocations++;
+    this.options.onDelivery?.(job.route.target, job.event);
+    const target = this.options.targets[job.route.target];
+    // setImmediate: invocations never run inside the publisher's call stack (as in AWS).
+    setImmediate(() => {
+      target(job.event)
+        .catch((error: unknown) => this.fail(job, error))
+        .finally(() => {
+          this.running--;
+          this.pump();
+        });
+    });
+  }
+
+  private fail(job: Job, error: unknown): void {
+    this.stats.failures++;
+    if (job.attempt <= this.options.retries) {
+      this.stats.retries++;
+      this.schedule({ ...job, attempt: job.attempt + 1 }, this.options.backoffMs(job.attempt));
+      return;
+    }
+    const letter: DeadLetter = {
+      route: job.route.id,
+      target: job.route.target,
+      event: job.event,
+      attempts: job.attempt,
+      error: toErrorInfo(error),
+    };
+    this.stats.deadLetters++;
+    this.deadLetters.push(letter);
+    this.options.onDeadLetter?.(letter);
+  }
+}
+
+/** Small seeded PRNG (mulberry32) so fault-injected runs are repeatable. */
+function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * Model port shaped after the Bedrock Runtime Converse API
+ * (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html):
+ * messages of content blocks (`text`, `toolUse`, `toolResult`), `toolConfig`, `stopReason`,
+ * `usage`. The Bedrock adapter passes these through; the offline adapter answers them
+ * deterministically without a network.
+ */
+
+/** A JSON value. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** Content of a tool result (Converse `ToolResultContentBlock`, the text and json variants). */
+export type ToolResultContent = { text: string } | { json: JsonValue };
+
+/** Converse `ContentBlock`, the variants this system uses. */
+export type ContentBlock =
+  | { text: string }
+  | { toolUse: { toolUseId: string; name: string; input: JsonValue } }
+  | { toolResult: { toolUseId: string; content: ToolResultContent[]; status?: 'success' | 'error' } };
+
+/** Converse `Message`. */
+export interface ConverseMessage {
+  role: 'user' | 'assistant';
+  content: ContentBlock[];
+}
+
+/** Converse `ToolSpecification` inside `toolConfig.tools[].toolSpec`. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  inputSchema: { json: { [key: string]: JsonValue } };
+}
+
+/** Converse `ToolConfiguration`. */
+export interface ToolConfig {
+  tools: { toolSpec: ToolSpec }[];
+  /** `{ auto: {} }` (default), `{ any: {} }` or `{ tool: { name } }` to force one tool. */
+  toolChoice?: { auto: Record<string, never> } | { any: Record<string, never> } | { tool: { name: string } };
+}
+
+/** Converse request (model id comes from the adapter's config unless given). */
+export interface ConverseRequest {
+  modelId?: string;
+  system?: { text: string }[];
+  messages: ConverseMessage[];
+  toolConfig?: ToolConfig;
+  inferenceConfig?: { maxTokens?: number; temperature?: number; topP?: number };
+}
+
+/** Converse `StopReason`. */
+export type StopReason =
+  | 'end_turn'
+  | 'tool_use'
+  | 'max_tokens'
+  | 'stop_sequence'
+  | 'guardrail_intervened'
+  | 'content_filtered';
+
+/** Converse response, the fields this system reads. */
+export interface ConverseResponse {
+  output: { message: ConverseMessage };
+  stopReason: StopReason;
+  usage: { inputTokens: number; outputTokens: number; totalTokens: number };
+  /** Latency reported by the service, in milliseconds (0 offline). */
+  metrics?: { latencyMs: number };
+}
+
+/** The port: a chat model with tool use, plus text embeddings for similarity. */
+export interface ChatModel {
+  /** Shown to the user: `offline` or `bedrock:<modelId>`. */
+  readonly name: string;
+  /**
+   * One Converse call.
+   * @throws ModelError (retryable for throttling/timeouts after the adapter's own retries)
+   */
+  converse(request: ConverseRequest): Promise<ConverseResponse>;
+}
+
+/** Text embeddings (the seeds' Vector service input). */
+export interface Embedder {
+  readonly name: string;
+  /** One vector per text, all of the same length, L2-normalised. */
+  embed(texts: readonly string[]): Promise<number[][]>;
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+
+/**
+ * Policy port (seed roadmap-v1 step 05, `libpolicy`, grown up): every get and put of a
+ * resource is decided by `evaluate({ actor, action, resources })`, deny by default. The
+ * built-in evaluator (rules.ts) and the OPA wasm engine (issue: OPA policies) take the same
+ * input and give the same decisions and reasons.
+ */
+
+/** Who acts. `kind` selects the rules; the URNs fill the rules' `{placeholders}`. */
+export const ActorSchema = z.strictObject({
+  kind: z.enum(['plan', 'assistant', 'tool', 'user', 'system']),
+  /** Identity: an Assistant URN, a user id, a function name, ... */
+  id: z.string().min(1),
+  /** Conversation URN the actor works in. */
+  conversation: z.string().optional(),
+  /** User Message URN being planned (plan actor). */
+  message: z.string().optional(),
+  /** Task URN the actor works on (assistant and tool actors). */
+  task: z.string().optional(),
+  /** Tool function name (tool actor). */
+  tool: z.string().optional(),
+});
+export type Actor = z.infer<typeof ActorSchema>;
+
+/** Actions a policy decides; there is deliberately no rule that grants `delete`. */
+export const ActionSchema = z.enum(['get', 'put', 'list', 'delete']);
+export type Action = z.infer<typeof ActionSchema>;
+
+/** Input to a decision (OPA's `input`). */
+export interface PolicyInput {
+  actor: Actor;
+  action: Action;
+  /** URNs (or URN prefixes for `list`) the action touches; all must be allowed. */
+  resources: readonly string[];
+}
+
+/** A decision: `reason` names the rule that allowed, or says why nothing did. */
+export interface Decision {
+  allow: boolean;
+  reason: string;
+}
+
+/** The port. Implementations must deny by default and never throw for a well-typed input. */
+export interface Policy {
+  /** Engine name for logs and benchmarks (`builtin`, `opa-wasm`). */
+  readonly engine: string;
+  evaluate(input: PolicyInput): Decision;
+}

@@ -1,0 +1,147 @@
+import { NotFoundError, PolicyDeniedError, ValidationError } from '../errors.js';
+import type { Action, Actor, Policy } from '../policy/port.js';
+import type { StorageInterface } from '../storage/port.js';
+import { keyOf, parseUrn, urnOfKey } from '../urn.js';
+import { assertMetaConsistent } from './meta.js';
+import { type AnyResource, parseAs, parseResource, type ResourceOf, type ResourceType } from './schemas.js';
+
+/** Result of {@link ResourceIndex.put}. */
+export interface PutOutcome<R> {
+  /** True when this put created the resource; false when it existed (the stored one is returned). */
+  created: boolean;
+  /** The resource as stored: on `created: false`, the earlier writer's content, not the argument. */
+  resource: R;
+}
+
+/** Options for {@link ResourceIndex.list}. */
+export interface ListOptions {
+  /** Only resources whose last element has this type. */
+  type?: ResourceType;
+  /** Only direct children of the prefix URN (default: the whole subtree). */
+  childrenOnly?: boolean;
+}
+
+/**
+ * The Resource index (seed roadmap-v1 step 06 `ResourceIndex`): typed, policy-gated access to
+ * resources in storage. Every get, list and put is decided by the `Policy` for the actor first;
+ * stored JSON is parsed with the type's schema on the way out and validated on the way in.
+ */
+export class ResourceIndex {
+  constructor(
+    private readonly storage: StorageInterface,
+    private readonly policy: Policy,
+  ) {}
+
+  /**
+   * Gets one resource.
+   * @throws PolicyDeniedError, NotFoundError, InvalidUrnError, ValidationError (stored JSON malformed)
+   */
+  async get(actor: Actor, urn: string): Promise<AnyResource> {
+    parseUrn(urn);
+    this.authorize(actor, 'get', [urn]);
+    return decode(urn, await this.storage.get(keyOf(urn)));
+  }
+
+  /** Gets one resource of a known type. @throws as {@link get}, and ValidationError for another type. */
+  async getAs<T extends ResourceType>(actor: Actor, type: T, urn: string): Promise<ResourceOf<T>> {
+    const resource = await this.get(actor, urn);
+    return parseAs(type, resource);
+  }
+
+  /** Gets a resource of a type, or undefined when it does not exist. */
+  async find<T extends ResourceType>(actor: Actor, type: T, urn: string): Promise<ResourceOf<T> | undefined> {
+    try {
+      return await this.getAs(actor, type, urn);
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Gets several resources; missing ones are absent from the result (order of `urns` kept).
+   * @throws PolicyDeniedError when any URN is denied (all-or-nothing, as the policy decides)
+   */
+  async getMany(actor: Actor, urns: readonly string[]): Promise<AnyResource[]> {
+    if (urns.length === 0) return [];
+    for (const urn of urns) parseUrn(urn);
+    this.authorize(actor, 'get', urns);
+    const found = await this.storage.getMany(urns.map(keyOf));
+    const result: AnyResource[] = [];
+    for (const urn of urns) {
+      const data = found.get(keyOf(urn));
+      if (data) result.push(decode(urn, data));
+    }
+    return result;
+  }
+
+  /**
+   * Lists resources under `urn` (its subtree, not itself), sorted by key.
+   * @throws PolicyDeniedError when the actor may not list that subtree
+   */
+  async list(actor: Actor, urn: string, options: ListOptions = {}): Promise<AnyResource[]> {
+    const urns = await this.listUrns(actor, urn, options);
+    return this.getMany(actor, urns);
+  }
+
+  /** URNs under `urn` (not itself), filtered as {@link list}. @throws PolicyDeniedError */
+  async listUrns(actor: Actor, urn: string, options: ListOptions = {}): Promise<string[]> {
+    parseUrn(urn);
+    this.authorize(actor, 'list', [urn]);
+    const depth = urn.split('/').length + 1;
+    const keys = await this.storage.findByPrefix(`${urn}/`);
+    const urns: string[] = [];
+    for (const key of keys) {
+      const child = urnOfKey(key);
+      if (child === undefined) continue;
+      if (options.childrenOnly && child.split('/').length !== depth) continue;
+      if (options.type && !child.slice(child.lastIndexOf('/') + 1).startsWith(`${options.type}.`)) continue;
+      urns.push(child);
+    }
+    return urns;
+  }
+
+  /**
+   * Creates a resource (create-only). Validates it against its type's schema and its meta
+   * against its URN, asks the policy, then writes `<urn>.json`. When the resource already
+   * exists nothing is written and the stored resource is returned: callers continue with what
+   * the first writer stored, which makes retried and duplicated handlers converge.
+   * @throws ValidationError, PolicyDeniedError
+   */
+  async put<R extends AnyResource>(actor: Actor, resource: R): Promise<PutOutcome<R>> {
+    const parsed = parseResource(resource) as R;
+    assertMetaConsistent(parsed.meta);
+    this.authorize(actor, 'put', [parsed.meta.id]);
+    const { created } = await this.storage.put(keyOf(parsed.meta.id), JSON.stringify(parsed));
+    if (created) return { created, resource: parsed };
+    const stored = decode(parsed.meta.id, await this.storage.get(keyOf(parsed.meta.id)));
+    if (stored.meta.type !== parsed.meta.type) {
+      throw new ValidationError(`stored ${parsed.meta.id} has type ${stored.meta.type}`);
+    }
+    return { created, resource: stored as R };
+  }
+
+  /**
+   * Asks the policy. @throws PolicyDeniedError with the policy's reason in `details.reason`
+   */
+  authorize(actor: Actor, action: Action, resources: readonly string[]): void {
+    const decision = this.policy.evaluate({ actor, action, resources });
+    if (!decision.allow) {
+      throw new PolicyDeniedError(`policy denied ${action}: ${decision.reason}`, {
+        details: { reason: decision.reason, actor: actor.id, kind: actor.kind, action },
+      });
+    }
+  }
+}
+
+function decode(urn: string, data: Buffer): AnyResource {
+  let json: unknown;
+  try {
+    json = JSON.parse(data.toString('utf8'));
+  } catch (error) {
+    throw new ValidationError(`stored ${urn} is not JSON`, { cause: error });
+  }
+  const resource = parseResource(json);
+  if (resource.meta.id !== urn) throw new ValidationError(`stored ${urn} claims id ${resource.meta.id}`);
+  return resource;
+}

@@ -1,0 +1,272 @@
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import { isUrn } from '../urn.js';
+
+/**
+ * zod schemas: the single source of the resource types (DESIGN.md "URNs"; seed roadmap-v1
+ * steps 06 and 08). Every resource has `meta`; state changes are new child resources, so
+ * nothing here is ever edited after it is stored.
+ */
+
+/** A string that parses as a `cld:` URN. */
+export const UrnSchema = z.string().refine(isUrn, { message: 'not a valid cld: URN' });
+
+/** Resource `meta` (seed step 06): identity plus the four description fields. */
+export const ResourceMetaSchema = z.strictObject({
+  /** URN of the resource. */
+  id: UrnSchema,
+  /** Logical name; with parent and type it determines the hash. */
+  name: z.string().min(1).max(512),
+  /** `namespace.Name`, for example `plan.Task`. */
+  type: z.string().regex(/^[a-z]+\.[A-Z][A-Za-z0-9]*$/),
+  /** Parent URN; absent for root resources. */
+  parent: UrnSchema.optional(),
+  hash: z.string().regex(/^[0-9a-f]{16}$/),
+  /** What the resource is meant to accomplish. */
+  purpose: z.string().default(''),
+  /** How to execute or work with the resource. */
+  instructions: z.string().default(''),
+  /** When or when not to use the resource. */
+  applicability: z.string().default(''),
+  /** What successful execution looks like. */
+  evaluation: z.string().default(''),
+  /** Tokens in the resource's content (cl100k estimate). */
+  tokens: z.number().int().nonnegative().optional(),
+  /** Similarity score, when the resource came from a search. */
+  score: z.number().optional(),
+  /** ISO 8601 creation time; excluded from content comparisons. */
+  createdAt: z.string().optional(),
+});
+export type ResourceMeta = z.infer<typeof ResourceMetaSchema>;
+
+/** The actor that started a conversation and where replies go. */
+export const ChannelSchema = z.strictObject({
+  kind: z.enum(['cli', 'http', 'slack', 'teams']),
+  /** Channel-specific reply address (Slack channel + thread, Teams webhook, ...). */
+  address: z.record(z.string(), z.string()).optional(),
+});
+
+/** `common.Conversation`: root of every conversation subtree. */
+export const ConversationSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  /** Identity of the user who started it (the policy's `user`). */
+  actor: z.string().min(1),
+  channel: ChannelSchema,
+});
+export type Conversation = z.infer<typeof ConversationSchema>;
+
+/** A tool call requested by the model (Bedrock Converse `toolUse`). */
+export const ToolCallSchema = z.strictObject({
+  /** `toolUseId` from the model. */
+  id: z.string().min(1).max(128),
+  /** Tool function name. */
+  name: z.string().min(1).max(64),
+  /** Arguments as given by the model (validated against the tool's schema when executed). */
+  input: z.unknown(),
+});
+export type ToolCall = z.infer<typeof ToolCallSchema>;
+
+/** Error info stored on failed outputs and tool results. */
+export const ErrorInfoSchema = z.strictObject({ code: z.string(), message: z.string() });
+
+/** Token usage of a model call (Bedrock Converse `usage`). */
+export const UsageSchema = z.strictObject({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  totalTokens: z.number().int().nonnegative(),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+
+/** Tool result status (seeds/tool-protocol.md `ToolStatus`). */
+export const ToolStatusSchema = z.enum(['OK', 'ERROR', 'TIMEOUT', 'NOT_FOUND', 'INVALID_ARGUMENTS']);
+export type ToolStatus = z.infer<typeof ToolStatusSchema>;
+
+/** What the context window left out of a model call (seeds/context-assembly.md `droppedMessages`). */
+export const WindowReportSchema = z.strictObject({
+  budget: z.number().int().nonnegative(),
+  tokens: z.number().int().nonnegative(),
+  dropped: z.array(z.string()),
+});
+
+/**
+ * `common.Message` (seed step 06 `MessageV2`, now simply Message): role
+ * `system|user|assistant|tool`, content, tool calls (role assistant) or tool call id (role tool).
+ * A task's output is the Message named `output` under it; `error` set means the task failed.
+ */
+export const MessageSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  role: z.enum(['system', 'user', 'assistant', 'tool']),
+  content: z.string().default(''),
+  toolCalls: z.array(ToolCallSchema).optional(),
+  toolCallId: z.string().optional(),
+  /** Tool result status, for role `tool`. */
+  status: ToolStatusSchema.optional(),
+  /** URNs of the sources the content relies on. */
+  citations: z.array(UrnSchema).optional(),
+  error: ErrorInfoSchema.optional(),
+  usage: UsageSchema.optional(),
+  window: WindowReportSchema.optional(),
+  /** For a final answer: the user Message it answers. */
+  inReplyTo: UrnSchema.optional(),
+});
+export type Message = z.infer<typeof MessageSchema>;
+
+/** Why an assistant was elected for a task. */
+export const ElectionSchema = z.strictObject({
+  assistant: UrnSchema,
+  name: z.string(),
+  score: z.number(),
+  runnerUp: z.strictObject({ assistant: UrnSchema, name: z.string(), score: z.number() }).optional(),
+});
+export type Election = z.infer<typeof ElectionSchema>;
+
+/** `plan.Task` (seed step 08): a node of the task tree. */
+export const TaskSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  /** URNs of the planned subtasks (corrective subtasks are listed by verdicts). */
+  subtasks: z.array(UrnSchema),
+  /** URN of the assigned Assistant. */
+  assistant: UrnSchema,
+  election: ElectionSchema,
+  /** Status at creation; later status is derived from child resources (output, verdicts). */
+  status: z.literal('pending'),
+  /** Depth in the tree; root tasks are 1. */
+  depth: z.number().int().positive(),
+  /** Corrective round that created the task (0 for planned tasks). */
+  round: z.number().int().nonnegative(),
+});
+export type Task = z.infer<typeof TaskSchema>;
+
+/** `common.Assistant`: a role with instructions and the tools it may use. */
+export const AssistantSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  /** Names of the tools this assistant may call. */
+  tools: z.array(z.string()),
+});
+export type Assistant = z.infer<typeof AssistantSchema>;
+
+/** JSON Schema of tool parameters (an object schema, as Bedrock `inputSchema.json` expects). */
+export const JsonSchemaObjectSchema = z.looseObject({
+  type: z.literal('object'),
+  properties: z.record(z.string(), z.unknown()),
+  required: z.array(z.string()).optional(),
+});
+
+/** `common.Tool` (seed step 06 `Tool`/`ToolFunction`): function name, description, parameters. */
+export const ToolSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  function: z.strictObject({
+    name: z.string().regex(/^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/),
+    description: z.string().min(1),
+    parameters: JsonSchemaObjectSchema,
+  }),
+  /** Execution timeout, in milliseconds. */
+  timeoutMs: z.number().int().positive().max(900_000).default(10_000),
+});
+export type Tool = z.infer<typeof ToolSchema>;
+
+/** `tool.Call`: one requested tool call, stored under its task; the tool function reacts to it. */
+export const ToolCallResourceSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  call: ToolCallSchema,
+  /** URN of the assistant turn (Message) that requested the call. */
+  turn: UrnSchema,
+});
+export type ToolCallResource = z.infer<typeof ToolCallResourceSchema>;
+
+/** `plan.Plan`: the planner's result for one user Message. */
+export const PlanSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  /** Root task URNs, in order. */
+  tasks: z.array(UrnSchema),
+  model: z.string(),
+  usage: UsageSchema.optional(),
+  error: ErrorInfoSchema.optional(),
+});
+export type Plan = z.infer<typeof PlanSchema>;
+
+/** `plan.Verdict`: a supervisor's judgement of a round of subtasks. */
+export const VerdictSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  round: z.number().int().positive(),
+  pass: z.boolean(),
+  reason: z.string(),
+  subtasks: z.array(z.strictObject({ urn: UrnSchema, pass: z.boolean(), reason: z.string() })),
+  /** Corrective subtasks created by this verdict (empty on pass). */
+  corrective: z.array(UrnSchema),
+  usage: UsageSchema.optional(),
+});
+export type Verdict = z.infer<typeof VerdictSchema>;
+
+/** `doc.Document`: one ingested file; its chunks are children. */
+export const DocumentSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  /** Path as given to ingest, relative to the working directory. */
+  path: z.string(),
+  /** SHA-256 of the file content. */
+  contentHash: z.string(),
+  bytes: z.number().int().nonnegative(),
+  chunks: z.number().int().nonnegative(),
+});
+export type Document = z.infer<typeof DocumentSchema>;
+
+/** `doc.Chunk`: a piece of a document, the unit of search and citation. */
+export const ChunkSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  text: z.string(),
+  index: z.number().int().nonnegative(),
+  /** Heading trail of the chunk, when the splitter kept it. */
+  heading: z.string().optional(),
+});
+export type Chunk = z.infer<typeof ChunkSchema>;
+
+/** Schema per resource type: `parseResource` picks by `meta.type`. */
+export const RESOURCE_SCHEMAS = {
+  'common.Conversation': ConversationSchema,
+  'common.Message': MessageSchema,
+  'common.Assistant': AssistantSchema,
+  'common.Tool': ToolSchema,
+  'plan.Task': TaskSchema,
+  'plan.Plan': PlanSchema,
+  'plan.Verdict': VerdictSchema,
+  'tool.Call': ToolCallResourceSchema,
+  'doc.Document': DocumentSchema,
+  'doc.Chunk': ChunkSchema,
+} as const;
+
+/** A known resource type name. */
+export type ResourceType = keyof typeof RESOURCE_SCHEMAS;
+
+/** Resource type name → TypeScript type. */
+export type ResourceOf<T extends ResourceType> = z.infer<(typeof RESOURCE_SCHEMAS)[T]>;
+
+/** Any resource. */
+export type AnyResource = { [T in ResourceType]: ResourceOf<T> }[ResourceType];
+
+/**
+ * Parses stored or received JSON into a typed resource, choosing the schema by `meta.type`.
+ * @throws ValidationError for an unknown type or a shape that does not match its schema.
+ */
+export function parseResource(value: unknown): AnyResource {
+  const type = (value as { meta?: { type?: unknown } } | null)?.meta?.type;
+  if (typeof type !== 'string' || !(type in RESOURCE_SCHEMAS)) {
+    throw new ValidationError(`unknown resource type: ${String(type)}`);
+  }
+  const result = RESOURCE_SCHEMAS[type as ResourceType].safeParse(value);
+  if (!result.success) {
+    throw new ValidationError(`invalid ${type}: ${z.prettifyError(result.error)}`, { cause: result.error });
+  }
+  return result.data as AnyResource;
+}
+
+/**
+ * Parses `value` as a resource of the given type.
+ * @throws ValidationError when the value is another type or malformed.
+ */
+export function parseAs<T extends ResourceType>(type: T, value: unknown): ResourceOf<T> {
+  const resource = parseResource(value);
+  if (resource.meta.type !== type) {
+    throw new ValidationError(`expected ${type}, got ${resource.meta.type} (${resource.meta.id})`);
+  }
+  return resource as ResourceOf<T>;
+}

@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { link, mkdir, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { dirname, join, sep } from 'node:path';
+import { NotFoundError } from '../errors.js';
+import { assertValidKey, compareKeys } from './keys.js';
+import type { PutResult, StorageInterface } from './port.js';
+
+const TMP_DIR = '.tmp';
+
+/**
+ * Filesystem adapter (the embedded default). Keys map to paths under `root`; a key's `/`
+ * becomes a directory separator. Creates are atomic and exclusive: the data is written to a
+ * temporary file, then hard-linked to its final name (`link(2)` fails with `EEXIST` when the
+ * key exists), so a crash never leaves a half-written object and a second create never
+ * overwrites.
+ */
+export class FilesystemStorage implements StorageInterface {
+  readonly root: string;
+
+  /** @param root directory holding the objects; created on first put. */
+  constructor(root: string) {
+    this.root = root;
+  }
+
+  async get(key: string): Promise<Buffer> {
+    assertValidKey(key);
+    try {
+      return await readFile(this.pathOf(key));
+    } catch (error) {
+      if (isCode(error, 'ENOENT') || isCode(error, 'EISDIR')) throw new NotFoundError(`no object at ${key}`);
+      throw error;
+    }
+  }
+
+  async getMany(keys: readonly string[]): Promise<Map<string, Buffer>> {
+    const found = new Map<string, Buffer>();
+    await Promise.all(
+      keys.map(async (key) => {
+        try {
+          found.set(key, await this.get(key));
+        } catch (error) {
+          if (!(error instanceof NotFoundError)) throw error;
+        }
+      }),
+    );
+    return found;
+  }
+
+  async put(key: string, data: Buffer | string): Promise<PutResult> {
+    assertValidKey(key);
+    const target = this.pathOf(key);
+    const tmpDir = join(this.root, TMP_DIR);
+    const tmp = join(tmpDir, randomUUID());
+    await mkdir(tmpDir, { recursive: true });
+    await mkdir(dirname(target), { recursive: true });
+    await writeFile(tmp, data);
+    try {
+      await link(tmp, target);
+      return { created: true };
+    } catch (error) {
+      if (isCode(error, 'EEXIST')) return { created: false };
+      throw error;
+    } finally {
+      await unlink(tmp).catch(() => undefined);
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    assertValidKey(key);
+    await rm(this.pathOf(key), { force: true });
+  }
+
+  async findByPrefix(prefix: string): Promise<string[]> {
+    const slash = prefix.lastIndexOf('/');
+    const base = slash === -1 ? '' : prefix.slice(0, slash);
+    if (base !== '') assertValidKey(base);
+    const keys = await this.walk(base);
+    return keys.filter((key) => key.startsWith(prefix)).sort(compareKeys);
+  }
+
+  async findByExtension(extension: string): Promise<string[]> {
+    const keys = await this.walk('');
+    return keys.filter((key) => key.endsWith(extension)).sort(compareKeys);
+  }
+
+  private pathOf(key: string): string {
+    return join(this.root, ...key.split('/'));
+  }
+
+  private async walk(base: string): Promise<string[]> {
+    const dir = base === '' ? this.root : this.pathOf(base);
+    let entries: import('node:fs').Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true, recursive: true });
+    } catch (error) {
+      if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return [];
+      throw error;
+    }
+    const keys: string[] = [];
+    for (const entry of entries) {
+      if (!entry.isFile()) continue;
+      const full = join(entry.parentPath, entry.name);
+      const relative = full
+        .slice(this.root.length + 1)
+        .split(sep)
+        .join('/');
+      if (relative.startsWith(`${TMP_DIR}/`)) continue;
+      keys.push(relative);
+    }
+    return keys;
+  }
+}
+
+function isCode(error: unknown, code: string): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
+}

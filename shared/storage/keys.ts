@@ -1,0 +1,29 @@
+import { ValidationError } from '../errors.js';
+import { MAX_KEY_BYTES } from '../urn.js';
+
+/**
+ * Validates a storage key: non-empty, at most 1,024 UTF-8 bytes (the S3 limit), no empty,
+ * `.` or `..` segments, not absolute, no NUL or backslash. Shared by both adapters so they
+ * accept exactly the same keys.
+ * @throws ValidationError
+ */
+export function assertValidKey(key: string): void {
+  if (typeof key !== 'string' || key.length === 0)
+    throw new ValidationError('storage key must be a non-empty string');
+  if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) {
+    throw new ValidationError(`storage key over ${MAX_KEY_BYTES} bytes`);
+  }
+  if (key.includes('\u0000') || key.includes('\\'))
+    throw new ValidationError('storage key contains NUL or backslash');
+  if (key.startsWith('/')) throw new ValidationError('storage key must not be absolute');
+  for (const segment of key.split('/')) {
+    if (segment === '' || segment === '.' || segment === '..') {
+      throw new ValidationError(`storage key has an empty, "." or ".." segment: ${key.slice(0, 120)}`);
+    }
+  }
+}
+
+/** Compares two keys by UTF-8 bytes, the order S3 `ListObjectsV2` returns. */
+export function compareKeys(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
