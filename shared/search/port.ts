@@ -1,0 +1,46 @@
+/**
+ * Ranked retrieval over indexed resources (the seeds' Vector service, roadmap-v1 step 07):
+ * a query plus filters by resource type and URN prefix.
+ */
+
+/** An indexed item: a resource's searchable text plus what filters need. */
+export interface IndexedItem {
+  /** Resource URN. */
+  urn: string;
+  /** Resource type, `namespace.Name`. */
+  type: string;
+  /** Searchable text. */
+  text: string;
+  /** Optional title or heading trail (weighted higher than text). */
+  title?: string;
+}
+
+/** Search filters. */
+export interface SearchFilter {
+  /** Only items of this resource type. */
+  type?: string;
+  /** Only items whose URN starts with this prefix (path-boundary aware: the prefix or under it). */
+  prefix?: string;
+}
+
+/** One hit. */
+export interface SearchHit {
+  urn: string;
+  type: string;
+  title?: string;
+  text: string;
+  /** Relevance score (BM25-based; higher is better; comparable within one query only). */
+  score: number;
+}
+
+/** The search port. */
+export interface ChunkSearch {
+  /**
+   * Ranked hits for `query`, best first, at most `limit`, after `filter`; `accept` (the policy
+   * gate) drops hits the caller may not read before the limit is applied.
+   */
+  search(
+    query: string,
+    options?: { filter?: SearchFilter; limit?: number; accept?: (urn: string) => boolean },
+  ): Promise<SearchHit[]>;
+}
