@@ -123,6 +123,8 @@ export type Election = z.infer<typeof ElectionSchema>;
 /** `plan.Task` (seed step 08): a node of the task tree. */
 export const TaskSchema = z.strictObject({
   meta: ResourceMetaSchema,
+  /** Short title for display. */
+  title: z.string().min(1).max(200),
   /** URNs of the planned subtasks (corrective subtasks are listed by verdicts). */
   subtasks: z.array(UrnSchema),
   /** URN of the assigned Assistant. */
@@ -134,6 +136,8 @@ export const TaskSchema = z.strictObject({
   depth: z.number().int().positive(),
   /** Corrective round that created the task (0 for planned tasks). */
   round: z.number().int().nonnegative(),
+  /** For a corrective subtask: the subtask it redoes. */
+  corrects: UrnSchema.optional(),
 });
 export type Task = z.infer<typeof TaskSchema>;
 
@@ -249,7 +253,7 @@ export type AnyResource = { [T in ResourceType]: ResourceOf<T> }[ResourceType];
  */
 export function parseResource(value: unknown): AnyResource {
   const type = (value as { meta?: { type?: unknown } } | null)?.meta?.type;
-  if (typeof type !== 'string' || !(type in RESOURCE_SCHEMAS)) {
+  if (typeof type !== 'string' || !Object.hasOwn(RESOURCE_SCHEMAS, type)) {
     throw new ValidationError(`unknown resource type: ${String(type)}`);
   }
   const result = RESOURCE_SCHEMAS[type as ResourceType].safeParse(value);

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import { withMeta } from '../resources/meta.js';
+import { type Assistant, type Tool, ToolSchema } from '../resources/schemas.js';
+import coordinator from './assistants/coordinator.json' with { type: 'json' };
+import editor from './assistants/editor.json' with { type: 'json' };
+import researcher from './assistants/researcher.json' with { type: 'json' };
+import read from './tools/read.json' with { type: 'json' };
+import search from './tools/search.json' with { type: 'json' };
+
+/**
+ * The default catalog: Assistants and Tools defined as files in the repo (four description
+ * fields each) and stored as root resources `cld:common.Assistant.<hash>` /
+ * `cld:common.Tool.<hash>`, never hard-coded in handlers. JSON imports are bundled into each
+ * function, so the catalog ships with the code that uses it.
+ */
+
+const Description = {
+  name: z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/),
+  purpose: z.string().min(1),
+  instructions: z.string().min(1),
+  applicability: z.string().min(1),
+  evaluation: z.string().min(1),
+};
+
+/** An assistant definition file. */
+export const AssistantFileSchema = z.strictObject({ ...Description, tools: z.array(z.string()) });
+
+/** A tool definition file. */
+export const ToolFileSchema = z.strictObject({
+  ...Description,
+  description: z.string().min(1),
+  parameters: ToolSchema.shape.function.shape.parameters,
+  timeoutMs: z.number().int().positive().optional(),
+});
+
+/** Fixed creation time of catalog resources, so the catalog's content is the same on every machine. */
+const CATALOG_TIME = new Date('2026-01-01T00:00:00.000Z');
+
+function parseFile<T extends z.ZodType>(schema: T, file: unknown, what: string): z.infer<T> {
+  const parsed = schema.safeParse(file);
+  if (!parsed.success) throw new ValidationError(`invalid catalog ${what}: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** Builds an Assistant resource from a definition file. @throws ValidationError */
+export function assistantFromFile(file: unknown): Assistant {
+  const def = parseFile(AssistantFileSchema, file, 'assistant');
+  const { tools, ...description } = def;
+  return { meta: withMeta({ type: 'common.Assistant', ...description }, CATALOG_TIME), tools };
+}
+
+/** Builds a Tool resource from a definition file. @throws ValidationError */
+export function toolFromFile(file: unknown): Tool {
+  const def = parseFile(ToolFileSchema, file, 'tool');
+  const { description, parameters, timeoutMs, ...meta } = def;
+  return {
+    meta: withMeta({ type: 'common.Tool', ...meta }, CATALOG_TIME),
+    function: { name: def.name, description, parameters },
+    timeoutMs: timeoutMs ?? 10_000,
+  };
+}
+
+/** The default catalog's resources. @throws ValidationError when a file is malformed */
+export function defaultCatalog(): { assistants: Assistant[]; tools: Tool[] } {
+  return {
+    assistants: [coordinator, editor, researcher].map(assistantFromFile),
+    tools: [read, search].map(toolFromFile),
+  };
+}

@@ -1,0 +1,151 @@
+import type { ContentBlock, ConverseMessage, ConverseRequest, ToolSpec } from '../llm/port.js';
+import { toDescription } from '../resources/meta.js';
+import type { AnyResource, Assistant, Message, Task, Tool } from '../resources/schemas.js';
+import { countTokens } from './tokens.js';
+
+/**
+ * Context window assembly (the seeds' Context service `GetWindow`; contract in
+ * seeds/context-assembly.md: system + messages + tools within a token budget, with what was
+ * dropped recorded). Deterministic for the same input; no I/O.
+ */
+
+/** One prior model turn of the inner loop and the results of its tool calls. */
+export interface PriorTurn {
+  turn: Message;
+  /** Tool result Messages, one per tool call of the turn, in call order. */
+  results: Message[];
+}
+
+/** Input of {@link buildWindow}. */
+export interface WindowInput {
+  assistant: Assistant;
+  tools: readonly Tool[];
+  /** Ancestors of the task, root first: Conversation, user Message, parent Tasks. */
+  ancestors: readonly AnyResource[];
+  task: Task;
+  turns: readonly PriorTurn[];
+  /** Token budget of the whole request (cl100k estimate). */
+  budget: number;
+}
+
+/** The assembled window and what it cost. */
+export interface Window {
+  request: ConverseRequest;
+  /** `budget`, the tokens used, and the URNs of resources left out or truncated. */
+  report: { budget: number; tokens: number; dropped: string[] };
+}
+
+const RULES =
+  'Use the tools to find facts; do not invent them. When you answer, cite the URNs (cld:...) of the ' +
+  'document chunks you relied on, listed under "Sources:". Answer concisely.';
+
+/** Converse tool spec of a Tool resource. */
+export function toToolSpec(tool: Tool): ToolSpec {
+  return {
+    name: tool.function.name,
+    description: tool.function.description,
+    inputSchema: { json: tool.function.parameters as ToolSpec['inputSchema']['json'] },
+  };
+}
+
+/**
+ * Builds the Converse request of one inner-loop turn: system = the assistant's description and
+ * house rules; first user message = conversation message, parent tasks and the task; then the
+ * prior turns (assistant `toolUse` blocks and user `toolResult` blocks, pairing kept intact).
+ * Over budget, it drops (1) the oldest tool results' content, replaced by a marker, (2) parent
+ * task descriptions, (3) the tail of the conversation message — in that order — and records each
+ * dropped URN.
+ */
+export function buildWindow(input: WindowInput): Window {
+  const dropped: string[] = [];
+  const system = `You are the assistant "${input.assistant.meta.name}".\n\n${toDescription(input.assistant.meta)}\n\n${RULES}`;
+  const toolSpecs = input.tools.map(toToolSpec);
+  const fixed = countTokens(system) + countTokens(JSON.stringify(toolSpecs));
+
+  const userMessage = input.ancestors.find(
+    (r): r is Message => r.meta.type === 'common.Message' && (r as Message).role === 'user',
+  );
+  let parents = input.ancestors.filter((r): r is Task => r.meta.type === 'plan.Task');
+  let conversationText = userMessage?.content ?? '';
+  const taskText = `## Task\n${toDescription(input.task.meta)}`;
+
+  const results = input.turns.flatMap((t) => t.results);
+  const resultText = new Map(results.map((r) => [r.meta.id, r.content]));
+  const turnsTokens = () =>
+    input.turns.reduce(
+      (sum, t) =>
+        sum +
+        countTokens(t.turn.content) +
+        countTokens(JSON.stringify(t.turn.toolCalls ?? [])) +
+        t.results.reduce((s, r) => s + countTokens(resultText.get(r.meta.id) ?? ''), 0),
+      0,
+    );
+  const headTokens = () =>
+    countTokens(conversationText) +
+    parents.reduce((sum, p) => sum + countTokens(toDescription(p.meta)), 0) +
+    countTokens(taskText);
+
+  let total = fixed + headTokens() + turnsTokens();
+  // (1) oldest tool results first, but keep the latest turn's results while anything else can go
+  for (const result of results) {
+    if (total <= input.budget) break;
+    const isLatest = input.turns.at(-1)?.results.includes(result) ?? false;
+    if (isLatest && results.length > 1 && result !== results.at(-1)) continue;
+    resultText.set(result.meta.id, `[content dropped to fit the context budget: ${result.meta.id}]`);
+    dropped.push(result.meta.id);
+    total = fixed + headTokens() + turnsTokens();
+  }
+  // (2) parent task descriptions, farthest first
+  while (total > input.budget && parents.length > 0) {
+    const [first, ...rest] = parents as [Task, ...Task[]];
+    dropped.push(first.meta.id);
+    parents = rest;
+    total = fixed + headTokens() + turnsTokens();
+  }
+  // (3) the conversation message's tail
+  if (total > input.budget && userMessage && conversationText.length > 0) {
+    const excess = total - input.budget;
+    const keepChars = Math.max(0, conversationText.length - excess * 4 - 16);
+    conversationText = `${conversationText.slice(0, keepChars)} [truncated]`;
+    dropped.push(userMessage.meta.id);
+    total = fixed + headTokens() + turnsTokens();
+  }
+
+  const head = [
+    userMessage ? `## Conversation\n${conversationText}` : '',
+    parents.length ? `## Parent tasks\n${parents.map((p) => `- ${toDescription(p.meta)}`).join('\n')}` : '',
+    taskText,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+
+  const messages: ConverseMessage[] = [{ role: 'user', content: [{ text: head }] }];
+  for (const { turn, results: turnResults } of input.turns) {
+    const content: ContentBlock[] = [];
+    if (turn.content) content.push({ text: turn.content });
+    for (const call of turn.toolCalls ?? []) {
+      content.push({ toolUse: { toolUseId: call.id, name: call.name, input: (call.input ?? {}) as never } });
+    }
+    if (content.length === 0) content.push({ text: '(no text)' });
+    messages.push({ role: 'assistant', content });
+    if (turnResults.length > 0) {
+      messages.push({
+        role: 'user',
+        content: turnResults.map((r) => ({
+          toolResult: {
+            toolUseId: r.toolCallId ?? '',
+            content: [{ text: resultText.get(r.meta.id) ?? '' }],
+            status: r.status === 'OK' ? ('success' as const) : ('error' as const),
+          },
+        })),
+      });
+    }
+  }
+
+  const request: ConverseRequest = {
+    system: [{ text: system }],
+    messages,
+    ...(toolSpecs.length ? { toolConfig: { tools: toolSpecs.map((toolSpec) => ({ toolSpec })) } } : {}),
+  };
+  return { request, report: { budget: input.budget, tokens: total, dropped } };
+}

@@ -1,0 +1,292 @@
+import { LimitExceededError, ModelError, toErrorInfo, ValidationError } from '../errors.js';
+import type { ResourcePutEvent } from '../events/envelope.js';
+import { buildWindow, type PriorTurn } from '../context/window.js';
+import type { ContentBlock } from '../llm/port.js';
+import { toDescription, withMeta } from '../resources/meta.js';
+import type { Message, Task, ToolCall, ToolCallResource, Verdict } from '../resources/schemas.js';
+import { ancestorsOf, parentOf, typeOf } from '../urn.js';
+import type { Deps } from '../runtime/deps.js';
+import {
+  assistantActor,
+  assistantOf,
+  buildTasks,
+  combineOutputs,
+  NAMES,
+  outputUrn,
+  type StepOutcome,
+  toolsOf,
+} from './common.js';
+import { parseVerdictPayload, SUBMIT_VERDICT, SUBMIT_VERDICT_SPEC } from './payloads.js';
+
+/**
+ * The assistant step (seed roadmap-v2 "Task Execution"):
+ * - direct mode (leaf task): the inner loop, one model turn per invocation; each requested tool
+ *   call becomes a `tool.Call` under the task; a tool result triggers the next turn; a turn with
+ *   no tool call becomes the task's output Message;
+ * - supervisory mode (task with subtasks): on each subtask output, checks from stored state
+ *   whether all are done; then judges them against the task's evaluation, stores the verdict,
+ *   and writes the output (pass) or corrective subtasks (fail, bounded rounds).
+ */
+export async function assistantStep(event: ResourcePutEvent, deps: Deps): Promise<StepOutcome> {
+  if (event.type === 'plan.Task') {
+    const task = await deps.resources.getAs(assistantActor(event.urn), 'plan.Task', event.urn);
+    if (task.subtasks.length > 0) return { action: 'supervising', urn: event.urn, detail: `${task.subtasks.length} subtasks` };
+    return advance(task, deps);
+  }
+  if (event.type !== 'common.Message') return { action: 'ignored', urn: event.urn };
+  const taskUrn = parentOf(event.urn) as string;
+  const name = await messageName(event.urn, deps);
+  if (name.startsWith('result-')) {
+    return advance(await deps.resources.getAs(assistantActor(taskUrn), 'plan.Task', taskUrn), deps);
+  }
+  if (name === NAMES.output) {
+    const parent = parentOf(taskUrn) as string;
+    if (typeOf(parent) !== 'plan.Task') return { action: 'ignored', urn: event.urn, detail: 'root output (plan step)' };
+    return supervise(await deps.resources.getAs(assistantActor(parent), 'plan.Task', parent), deps);
+  }
+  return { action: 'ignored', urn: event.urn, detail: name };
+}
+
+async function messageName(urn: string, deps: Deps): Promise<string> {
+  const message = await deps.resources.getAs(assistantActor(parentOf(urn) as string), 'common.Message', urn);
+  return message.meta.name;
+}
+
+/** Loads the task's turns (with their tool results), sorted by turn number. */
+async function loadTurns(task: Task, deps: Deps): Promise<{ turns: PriorTurn[]; calls: ToolCallResource[] }> {
+  const actor = assistantActor(task.meta.id, task.assistant);
+  const children = await deps.resources.list(actor, task.meta.id, { childrenOnly: true });
+  const messages = children.filter((r): r is Message => r.meta.type === 'common.Message');
+  const calls = children.filter((r): r is ToolCallResource => r.meta.type === 'tool.Call');
+  const turnMessages = messages
+    .filter((m) => /^turn-\d+$/.test(m.meta.name))
+    .sort((a, b) => turnNumber(a) - turnNumber(b));
+  const results = new Map(messages.filter((m) => m.meta.name.startsWith('result-')).map((m) => [m.meta.name, m]));
+  const turns = turnMessages.map((turn) => {
+    const k = turnNumber(turn);
+    const found = (turn.toolCalls ?? []).flatMap((c) => {
+      const result = results.get(NAMES.result(NAMES.call(k, c.id)));
+      return result ? [result] : [];
+    });
+    return { turn, results: found };
+  });
+  return { turns, calls };
+}
+
+function turnNumber(message: Message): number {
+  return Number(message.meta.name.slice('turn-'.length));
+}
+
+/** One step of the inner loop for a leaf task. */
+async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
+  const actor = assistantActor(task.meta.id, task.assistant);
+  if (await deps.resources.find(actor, 'common.Message', outputUrn(task.meta.id))) {
+    return { action: 'ignored', urn: task.meta.id, detail: 'task already has output' };
+  }
+  const { turns } = await loadTurns(task, deps);
+  const last = turns.at(-1);
+  if (last) {
+    const calls = last.turn.toolCalls ?? [];
+    if (calls.length === 0) return writeOutput(task, last.turn, turns, deps); // crash between turn and output
+    await persistCalls(task, last.turn, deps); // crash between turn and its calls
+    if (last.results.length < calls.length) {
+      return { action: 'waiting', urn: task.meta.id, detail: `${last.results.length}/${calls.length} tool results` };
+    }
+  }
+  if (turns.length >= deps.limits.maxTurns) {
+    return fail(task, new LimitExceededError(`inner loop reached ${deps.limits.maxTurns} turns without an answer`), deps);
+  }
+  const spent = turns.reduce((sum, t) => sum + (t.turn.usage?.totalTokens ?? 0), 0);
+  if (spent > deps.limits.taskTokens) {
+    return fail(task, new LimitExceededError(`task spent ${spent} tokens; the limit is ${deps.limits.taskTokens}`), deps);
+  }
+
+  const assistant = assistantOf(deps, task.assistant);
+  const ancestors = await deps.resources.getMany(actor, ancestorsOf(task.meta.id));
+  const window = buildWindow({
+    assistant,
+    tools: toolsOf(deps, assistant),
+    ancestors,
+    task,
+    turns,
+    budget: deps.limits.contextTokens,
+  });
+  let response: Awaited<ReturnType<Deps['model']['converse']>>;
+  try {
+    response = await deps.model.converse(window.request);
+  } catch (error) {
+    if (error instanceof ModelError && !error.retryable) return fail(task, error, deps);
+    throw error; // retryable: the invocation fails and the event is retried
+  }
+  const k = turns.length + 1;
+  const blocks = response.output.message.content;
+  const toolCalls: ToolCall[] = blocks.flatMap((b: ContentBlock) =>
+    'toolUse' in b ? [{ id: b.toolUse.toolUseId, name: b.toolUse.name, input: b.toolUse.input }] : [],
+  );
+  if (toolCalls.length > deps.limits.toolCallsPerTurn) {
+    return fail(
+      task,
+      new LimitExceededError(`model asked for ${toolCalls.length} tool calls in one turn; the limit is ${deps.limits.toolCallsPerTurn}`),
+      deps,
+    );
+  }
+  const turn: Message = {
+    meta: withMeta({ type: 'common.Message', name: NAMES.turn(k), parent: task.meta.id }, deps.now()),
+    role: 'assistant',
+    content: blocks.flatMap((b) => ('text' in b ? [b.text] : [])).join('\n'),
+    ...(toolCalls.length ? { toolCalls } : {}),
+    usage: response.usage,
+    window: window.report,
+  };
+  const stored = (await deps.resources.put(actor, turn)).resource;
+  if ((stored.toolCalls ?? []).length === 0) return writeOutput(task, stored, [...turns, { turn: stored, results: [] }], deps);
+  const written = await persistCalls(task, stored, deps);
+  return { action: 'tool-calls', urn: stored.meta.id, detail: written.join(', ') };
+}
+
+async function persistCalls(task: Task, turn: Message, deps: Deps): Promise<string[]> {
+  const actor = assistantActor(task.meta.id, task.assistant);
+  const k = turnNumber(turn);
+  const names: string[] = [];
+  for (const call of turn.toolCalls ?? []) {
+    const resource: ToolCallResource = {
+      meta: withMeta({ type: 'tool.Call', name: NAMES.call(k, call.id), parent: task.meta.id }, deps.now()),
+      call,
+      turn: turn.meta.id,
+    };
+    await deps.resources.put(actor, resource);
+    names.push(call.name);
+  }
+  return names;
+}
+
+const URN_IN_TEXT = /cld:[A-Za-z0-9.:/]+[0-9a-f]/g;
+
+/** Writes the task output from the final turn; citations = URNs in the answer that tool results returned. */
+async function writeOutput(task: Task, turn: Message, turns: readonly PriorTurn[], deps: Deps): Promise<StepOutcome> {
+  const seen = new Set(turns.flatMap((t) => t.results.flatMap((r) => r.content.match(URN_IN_TEXT) ?? [])));
+  const citations = [...new Set(turn.content.match(URN_IN_TEXT) ?? [])].filter((urn) => seen.has(urn));
+  const output: Message = {
+    meta: withMeta({ type: 'common.Message', name: NAMES.output, parent: task.meta.id }, deps.now()),
+    role: 'assistant',
+    content: turn.content,
+    citations,
+  };
+  await deps.resources.put(assistantActor(task.meta.id, task.assistant), output);
+  return { action: 'output', urn: output.meta.id, detail: `${citations.length} citations` };
+}
+
+/** Fails a task: its output Message carries the error, so the parent (or the plan) is told. */
+async function fail(task: Task, error: unknown, deps: Deps): Promise<StepOutcome> {
+  const info = toErrorInfo(error);
+  const output: Message = {
+    meta: withMeta({ type: 'common.Message', name: NAMES.output, parent: task.meta.id }, deps.now()),
+    role: 'assistant',
+    content: '',
+    error: info,
+  };
+  await deps.resources.put(assistantActor(task.meta.id, task.assistant), output);
+  deps.logger.warn('task failed', { task: task.meta.id, ...info });
+  return { action: 'failed', urn: task.meta.id, detail: info.message };
+}
+
+/** Supervisory mode for a task with subtasks. */
+async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
+  const actor = assistantActor(task.meta.id, task.assistant);
+  if (await deps.resources.find(actor, 'common.Message', outputUrn(task.meta.id))) {
+    return { action: 'ignored', urn: task.meta.id, detail: 'task already has output' };
+  }
+  const verdicts = (await deps.resources.list(actor, task.meta.id, { childrenOnly: true, type: 'plan.Verdict' }))
+    .map((v) => v as Verdict)
+    .sort((a, b) => a.round - b.round);
+  // The effective subtasks: planned ones, each replaced by the latest corrective that redoes it.
+  const slots: string[] = [...task.subtasks];
+  for (const verdict of verdicts) {
+    const correctives = (await deps.resources.getMany(actor, verdict.corrective)) as Task[];
+    for (const corrective of correctives) {
+      const index = corrective.corrects ? slots.indexOf(corrective.corrects) : -1;
+      if (index === -1) slots.push(corrective.meta.id);
+      else slots[index] = corrective.meta.id;
+    }
+  }
+  const outputs = (await deps.resources.getMany(actor, slots.map(outputUrn))) as Message[];
+  if (outputs.length < slots.length) {
+    return { action: 'waiting', urn: task.meta.id, detail: `${outputs.length}/${slots.length} subtasks done` };
+  }
+  const subtasks = (await deps.resources.getMany(actor, slots)) as Task[];
+  const last = verdicts.at(-1);
+  if (last?.pass) return writeCombined(task, subtasks, outputs, deps);
+  if (last && last.corrective.length === 0) {
+    return fail(task, new ValidationError(`supervisor found no way to correct: ${last.reason}`), deps);
+  }
+  const round = verdicts.length + 1;
+  const response = await deps.model.converse({
+    system: [{ text: `You are the supervisor "${assistantOf(deps, task.assistant).meta.name}".\n\n${toDescription(assistantOf(deps, task.assistant).meta)}` }],
+    messages: [{ role: 'user', content: [{ text: supervisorPrompt(task, subtasks, outputs) }] }],
+    toolConfig: { tools: [{ toolSpec: SUBMIT_VERDICT_SPEC }], toolChoice: { tool: { name: SUBMIT_VERDICT } } },
+  });
+  const use = response.output.message.content.find((b) => 'toolUse' in b && b.toolUse.name === SUBMIT_VERDICT);
+  let payload: ReturnType<typeof parseVerdictPayload>;
+  try {
+    if (!use || !('toolUse' in use)) throw new ValidationError('model reply has no submit_verdict tool call');
+    payload = parseVerdictPayload(use.toolUse.input, deps.limits, task.depth);
+  } catch (error) {
+    return fail(task, error, deps);
+  }
+  const exhausted = !payload.pass && round > deps.limits.maxCorrectiveRounds;
+  const corrective =
+    payload.pass || exhausted
+      ? []
+      : await buildTasks(deps, payload.corrective, task.meta.id, task.depth + 1, round, (i) =>
+          NAMES.corrective(round, i + 1),
+        );
+  for (const sub of corrective) await deps.resources.put(actor, sub);
+  const verdict: Verdict = {
+    meta: withMeta(
+      { type: 'plan.Verdict', name: NAMES.verdict(round), parent: task.meta.id, evaluation: task.meta.evaluation },
+      deps.now(),
+    ),
+    round,
+    pass: payload.pass,
+    reason: payload.reason,
+    subtasks: payload.subtasks.filter((s) => slots.includes(s.urn)),
+    corrective: corrective.filter((t) => t.round === round && parentOf(t.meta.id) === task.meta.id).map((t) => t.meta.id),
+    usage: response.usage,
+  };
+  const stored = (await deps.resources.put(actor, verdict)).resource;
+  if (stored.pass) return writeCombined(task, subtasks, outputs, deps);
+  if (exhausted) {
+    return fail(task, new LimitExceededError(`still failing after ${deps.limits.maxCorrectiveRounds} corrective rounds: ${stored.reason}`), deps);
+  }
+  if (stored.corrective.length === 0) return fail(task, new ValidationError(`verdict failed with no corrective subtasks: ${stored.reason}`), deps);
+  return { action: 'corrective', urn: stored.meta.id, detail: `round ${round}: ${stored.corrective.length} corrective subtask(s)` };
+}
+
+function supervisorPrompt(task: Task, subtasks: readonly Task[], outputs: readonly Message[]): string {
+  const view = {
+    task: { urn: task.meta.id, title: task.title, evaluation: task.meta.evaluation },
+    subtasks: subtasks.map((s, i) => ({
+      urn: s.meta.id,
+      title: s.title,
+      purpose: s.meta.purpose,
+      instructions: s.meta.instructions,
+      evaluation: s.meta.evaluation,
+      output: outputs[i]?.content ?? '',
+      citations: outputs[i]?.citations ?? [],
+      error: outputs[i]?.error ?? null,
+    })),
+  };
+  return `## Task\n${toDescription(task.meta)}\n\n## Subtask outputs\n\`\`\`json\n${JSON.stringify(view, null, 2)}\n\`\`\`\n\nJudge each subtask output against its evaluation and the task's evaluation, then call submit_verdict. When something falls short, ask for corrective subtasks (set "corrects" to the URN of the subtask each one redoes).`;
+}
+
+async function writeCombined(task: Task, subtasks: readonly Task[], outputs: readonly Message[], deps: Deps): Promise<StepOutcome> {
+  const { content, citations } = combineOutputs(subtasks.map((s, i) => ({ title: s.title, output: outputs[i] as Message })));
+  const output: Message = {
+    meta: withMeta({ type: 'common.Message', name: NAMES.output, parent: task.meta.id }, deps.now()),
+    role: 'assistant',
+    content,
+    citations,
+  };
+  await deps.resources.put(assistantActor(task.meta.id, task.assistant), output);
+  return { action: 'output', urn: output.meta.id, detail: `supervised ${subtasks.length} subtasks` };
+}

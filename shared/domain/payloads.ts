@@ -1,0 +1,117 @@
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import type { JsonValue, ToolSpec } from '../llm/port.js';
+import type { Limits } from './limits.js';
+
+/**
+ * Payloads the model produces through tool calls: the recursive plan (`create_plan`, seed
+ * roadmap-v2 "Tasks are created by the Plan service through a single Tool call with a recursive
+ * JSON payload") and the supervisor's verdict (`submit_verdict`). The zod schemas are the
+ * source of the tools' JSON schemas, so what the model is told and what is validated agree.
+ */
+
+const text = (max: number, description: string) => z.string().trim().min(1).max(max).describe(description);
+
+/** One task of a plan, recursively. */
+export interface TaskPayload {
+  title: string;
+  purpose: string;
+  instructions: string;
+  applicability: string;
+  evaluation: string;
+  subtasks?: TaskPayload[] | undefined;
+}
+
+export const TaskPayloadSchema: z.ZodType<TaskPayload> = z.strictObject({
+  title: text(200, 'Short title of the task'),
+  purpose: text(2_000, 'What the task must accomplish (for a question: the question itself)'),
+  instructions: text(2_000, 'How to carry it out'),
+  applicability: text(1_000, 'What kind of task this is, for choosing an assistant'),
+  evaluation: text(1_000, 'What a successful result looks like; judged by the supervisor'),
+  get subtasks() {
+    return z.array(TaskPayloadSchema).optional().describe('Subtasks; omit for a task one assistant can do directly');
+  },
+});
+
+/** The `create_plan` tool input. */
+export const PlanPayloadSchema = z.strictObject({
+  tasks: z.array(TaskPayloadSchema).min(1).describe('Root tasks; a multi-part request is one root task with subtasks'),
+});
+export type PlanPayload = z.infer<typeof PlanPayloadSchema>;
+
+/** A corrective subtask: a task payload plus the URN of the subtask it corrects, if any. */
+export const CorrectivePayloadSchema = z.strictObject({
+  ...(TaskPayloadSchema as unknown as z.ZodObject<z.ZodRawShape>).shape,
+  corrects: z.string().optional().describe('URN of the subtask this one redoes, if it replaces one'),
+}) as unknown as z.ZodType<TaskPayload & { corrects?: string | undefined }>;
+export type CorrectivePayload = TaskPayload & { corrects?: string | undefined };
+
+/** The `submit_verdict` tool input. */
+export const VerdictPayloadSchema = z.strictObject({
+  pass: z.boolean().describe('True when the subtasks together meet the task evaluation'),
+  reason: text(2_000, 'Why'),
+  subtasks: z
+    .array(z.strictObject({ urn: z.string(), pass: z.boolean(), reason: z.string().max(2_000) }))
+    .describe('Judgement of each subtask output'),
+  corrective: z.array(CorrectivePayloadSchema).max(8).default([]).describe('Corrective subtasks when pass is false'),
+});
+export type VerdictPayload = z.infer<typeof VerdictPayloadSchema>;
+
+/** Name of the planner tool. */
+export const CREATE_PLAN = 'create_plan';
+/** Name of the supervisor tool. */
+export const SUBMIT_VERDICT = 'submit_verdict';
+
+function toolSpec(name: string, description: string, schema: z.ZodType): ToolSpec {
+  const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io: 'input' }) as Record<string, JsonValue>;
+  return { name, description, inputSchema: { json } };
+}
+
+/** Converse tool spec of `create_plan`. */
+export const CREATE_PLAN_SPEC: ToolSpec = toolSpec(
+  CREATE_PLAN,
+  'Create the task tree for the user message: one root task per independent request, subtasks for its parts.',
+  PlanPayloadSchema,
+);
+
+/** Converse tool spec of `submit_verdict`. */
+export const SUBMIT_VERDICT_SPEC: ToolSpec = toolSpec(
+  SUBMIT_VERDICT,
+  'Judge the subtask outputs against the task evaluation; when they fall short, ask for corrective subtasks.',
+  VerdictPayloadSchema,
+);
+
+/**
+ * Validates a plan from the model and enforces depth and breadth limits.
+ * @throws ValidationError naming the first problem (shape, depth or breadth)
+ */
+export function parsePlanPayload(input: unknown, limits: Limits, baseDepth = 0): PlanPayload {
+  const parsed = PlanPayloadSchema.safeParse(input);
+  if (!parsed.success) throw new ValidationError(`model reply is not a valid plan: ${z.prettifyError(parsed.error)}`);
+  checkBounds(parsed.data.tasks, baseDepth + 1, limits);
+  return parsed.data;
+}
+
+/**
+ * Validates a verdict from the model.
+ * @throws ValidationError
+ */
+export function parseVerdictPayload(input: unknown, limits: Limits, depth: number): VerdictPayload {
+  const parsed = VerdictPayloadSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new ValidationError(`model reply is not a valid verdict: ${z.prettifyError(parsed.error)}`);
+  }
+  checkBounds(parsed.data.corrective, depth + 1, limits, true);
+  return parsed.data;
+}
+
+function checkBounds(tasks: readonly TaskPayload[], depth: number, limits: Limits, allowEmpty = false): void {
+  if (!allowEmpty && tasks.length === 0) throw new ValidationError('plan has no tasks');
+  if (tasks.length > limits.maxSubtasks) {
+    throw new ValidationError(`plan has ${tasks.length} tasks at depth ${depth}; the limit is ${limits.maxSubtasks}`);
+  }
+  if (depth > limits.maxDepth) {
+    throw new ValidationError(`plan nests tasks to depth ${depth}; the limit is ${limits.maxDepth}`);
+  }
+  for (const task of tasks) if (task.subtasks?.length) checkBounds(task.subtasks, depth + 1, limits);
+}

@@ -1,0 +1,171 @@
+import { toErrorInfo, ValidationError } from '../errors.js';
+import type { ResourcePutEvent } from '../events/envelope.js';
+import { typePathOf } from '../events/routing.js';
+import type { ContentBlock, ConverseMessage, ConverseRequest } from '../llm/port.js';
+import { withMeta } from '../resources/meta.js';
+import type { Message, Plan } from '../resources/schemas.js';
+import { childUrn, parentOf, rootOf } from '../urn.js';
+import type { Deps } from '../runtime/deps.js';
+import { buildTasks, combineOutputs, NAMES, outputUrn, planActor, type StepOutcome } from './common.js';
+import { CREATE_PLAN, CREATE_PLAN_SPEC, type PlanPayload, parsePlanPayload } from './payloads.js';
+
+/**
+ * The plan step (DESIGN.md "Flow"; seed roadmap-v2 steps 3 and 5):
+ * - on a user Message under a Conversation: one model call with the `create_plan` tool, the
+ *   validated task tree persisted with an elected Assistant per task, then the `plan.Plan`;
+ * - on the output of a root task: when every root task has output, the final assistant
+ *   Message under the conversation.
+ * Decisions come from stored state, so duplicates and any delivery order give one result.
+ */
+export async function planStep(event: ResourcePutEvent, deps: Deps): Promise<StepOutcome> {
+  const path = typePathOf(event.urn);
+  if (path === 'common.Conversation/common.Message') return onConversationMessage(event.urn, deps);
+  if (path === 'common.Conversation/common.Message/plan.Task/common.Message') {
+    const task = parentOf(event.urn) as string;
+    if (event.urn !== outputUrn(task)) return { action: 'ignored', urn: event.urn, detail: 'not a task output' };
+    return completeAnswer(parentOf(task) as string, deps);
+  }
+  return { action: 'ignored', urn: event.urn, detail: `not for plan: ${path}` };
+}
+
+const PLANNER =
+  'You are the planner. Turn the user message into a task tree with ONE call of the create_plan tool. ' +
+  'Make one root task per independent request; split a request with several parts into subtasks ' +
+  '(one per part), nesting only as deep as the work needs. Give every task a purpose, instructions, ' +
+  'applicability and evaluation: the evaluation is what a supervisor will check.';
+
+async function onConversationMessage(messageUrn: string, deps: Deps): Promise<StepOutcome> {
+  const actor = planActor(messageUrn);
+  const message = await deps.resources.getAs(actor, 'common.Message', messageUrn);
+  if (message.role !== 'user') return { action: 'ignored', urn: messageUrn, detail: `role ${message.role}` };
+  const planUrn = childUrn(messageUrn, 'plan.Plan', NAMES.plan);
+  if (await deps.resources.find(actor, 'plan.Plan', planUrn)) return completeAnswer(messageUrn, deps);
+
+  const assistants = deps.catalog.assistants.map((a) => `- ${a.meta.name}: ${a.meta.purpose}`).join('\n');
+  const request: ConverseRequest = {
+    system: [{ text: `${PLANNER}\n\nAvailable assistants:\n${assistants}` }],
+    messages: [{ role: 'user', content: [{ text: message.content }] }],
+    toolConfig: { tools: [{ toolSpec: CREATE_PLAN_SPEC }], toolChoice: { tool: { name: CREATE_PLAN } } },
+  };
+
+  let payload: PlanPayload | undefined;
+  let failure: unknown;
+  let usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+  // One model call; a reply that is not a valid plan gets one correction with the error.
+  for (let attempt = 1; attempt <= 2 && !payload; attempt++) {
+    const response = await deps.model.converse(request);
+    usage = addUsage(usage, response.usage);
+    const use = response.output.message.content.find(
+      (b): b is Extract<ContentBlock, { toolUse: unknown }> => 'toolUse' in b && b.toolUse.name === CREATE_PLAN,
+    );
+    try {
+      if (!use) throw new ValidationError('model reply has no create_plan tool call');
+      payload = parsePlanPayload(use.toolUse.input, deps.limits);
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      failure = error;
+      deps.logger.warn('invalid plan from model', { messageUrn, attempt, error: error.message });
+      request.messages.push(response.output.message as ConverseMessage, {
+        role: 'user',
+        content: use
+          ? [{ toolResult: { toolUseId: use.toolUse.toolUseId, content: [{ text: error.message }], status: 'error' } }]
+          : [{ text: `${error.message}. Call create_plan.` }],
+      });
+    }
+  }
+
+  if (!payload) {
+    const plan: Plan = {
+      meta: withMeta({ type: 'plan.Plan', name: NAMES.plan, parent: messageUrn }, deps.now()),
+      tasks: [],
+      model: deps.model.name,
+      usage,
+      error: toErrorInfo(failure),
+    };
+    await deps.resources.put(actor, plan);
+    return completeAnswer(messageUrn, deps);
+  }
+
+  const tasks = await buildTasks(deps, payload.tasks, messageUrn, 1, 0);
+  for (const task of tasks) await deps.resources.put(actor, task);
+  const plan: Plan = {
+    meta: withMeta(
+      {
+        type: 'plan.Plan',
+        name: NAMES.plan,
+        parent: messageUrn,
+        purpose: `Plan for: ${message.content.slice(0, 200)}`,
+      },
+      deps.now(),
+    ),
+    tasks: tasks.filter((t) => t.depth === 1).map((t) => t.meta.id),
+    model: deps.model.name,
+    usage,
+  };
+  await deps.resources.put(actor, plan);
+  deps.logger.info('planned', { messageUrn, tasks: tasks.length, roots: plan.tasks.length });
+  // A fast leaf may have finished before the Plan existed: check completion now as well.
+  const completion = await completeAnswer(messageUrn, deps);
+  return completion.action === 'answered' ? completion : { action: 'planned', urn: planUrn, detail: `${tasks.length} tasks` };
+}
+
+/**
+ * Writes the final assistant Message under the conversation once every root task has output.
+ * Root task failures are reported in the answer and its `error`.
+ */
+async function completeAnswer(messageUrn: string, deps: Deps): Promise<StepOutcome> {
+  const actor = planActor(messageUrn);
+  const plan = await deps.resources.find(actor, 'plan.Plan', childUrn(messageUrn, 'plan.Plan', NAMES.plan));
+  if (!plan) return { action: 'waiting', urn: messageUrn, detail: 'no plan yet' };
+  const outputs = await deps.resources.getMany(actor, plan.tasks.map(outputUrn));
+  if (outputs.length < plan.tasks.length) {
+    return { action: 'waiting', urn: messageUrn, detail: `${outputs.length}/${plan.tasks.length} root tasks done` };
+  }
+  const roots = await deps.resources.getMany(actor, plan.tasks);
+  const parts = (outputs as Message[]).map((output, i) => ({
+    title: (roots[i] as { title?: string } | undefined)?.title ?? `Task ${i + 1}`,
+    output,
+  }));
+  const failed = parts.filter((p) => p.output.error);
+  const combined = combineOutputs(parts.filter((p) => !p.output.error));
+  const error = plan.error ?? (failed.length ? failed[0]?.output.error : undefined);
+  const content = plan.error
+    ? `I could not plan this request: ${plan.error.message}`
+    : failed.length
+      ? [
+          combined.content,
+          `Not completed: ${failed.map((f) => `${f.title}: ${f.output.error?.message}`).join('; ')}`,
+        ]
+          .filter(Boolean)
+          .join('\n\n')
+      : combined.content;
+  const answer: Message = {
+    meta: withMeta(
+      {
+        type: 'common.Message',
+        name: NAMES.answer(messageUrn),
+        parent: rootOf(messageUrn),
+        purpose: 'Final answer to the user message',
+      },
+      deps.now(),
+    ),
+    role: 'assistant',
+    content,
+    citations: combined.citations,
+    inReplyTo: messageUrn,
+    ...(error ? { error } : {}),
+  };
+  const { created } = await deps.resources.put(actor, answer);
+  return { action: created ? 'answered' : 'ignored', urn: answer.meta.id, detail: created ? undefined : 'answer existed' };
+}
+
+function addUsage(
+  a: { inputTokens: number; outputTokens: number; totalTokens: number },
+  b: { inputTokens: number; outputTokens: number; totalTokens: number },
+) {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+  };
+}

@@ -1,0 +1,274 @@
+import { countTokens } from '../context/tokens.js';
+import { CREATE_PLAN, type CorrectivePayload, SUBMIT_VERDICT, type TaskPayload } from '../domain/payloads.js';
+import { contentWords, cosine, HashingEmbedder } from '../search/similarity.js';
+import type {
+  ChatModel,
+  ContentBlock,
+  ConverseMessage,
+  ConverseRequest,
+  ConverseResponse,
+  JsonValue,
+  ToolSpec,
+} from './port.js';
+
+/**
+ * The offline model: deterministic, no network, chosen when no model is configured and shown
+ * as "model: offline". It is honest plumbing for running the whole system without a model, not
+ * a pretend LLM (issue 2, part 6):
+ * - planner (`create_plan` offered): one task per numbered/bulleted item, question, or
+ *   `then`/`;` clause; several parts become one root task with subtasks;
+ * - inner loop: calls the tool whose description best matches the task, with the task's
+ *   question as its text argument; given tool results, answers extractively (the sentences that
+ *   share most words with the question) and cites the URNs it used;
+ * - supervisor (`submit_verdict` offered): passes a subtask whose output is non-empty, cites a
+ *   source and covers at least half of the key terms its evaluation lists after "mentions:";
+ *   otherwise asks for one corrective subtask.
+ * It reads only the Converse request, like a real model.
+ */
+export class OfflineChatModel implements ChatModel {
+  readonly name = 'offline';
+  private readonly embedder = new HashingEmbedder();
+
+  async converse(request: ConverseRequest): Promise<ConverseResponse> {
+    const tools = request.toolConfig?.tools.map((t) => t.toolSpec) ?? [];
+    let content: ContentBlock[];
+    if (tools.some((t) => t.name === CREATE_PLAN)) content = [toolUse(CREATE_PLAN, 'plan', plan(lastUserText(request)))];
+    else if (tools.some((t) => t.name === SUBMIT_VERDICT)) {
+      content = [toolUse(SUBMIT_VERDICT, 'verdict', verdict(lastUserText(request)))];
+    } else content = await this.innerLoop(request, tools);
+    const stopReason = content.some((block) => 'toolUse' in block) ? 'tool_use' : 'end_turn';
+    const inputTokens = countTokens(JSON.stringify(request));
+    const outputTokens = countTokens(JSON.stringify(content));
+    return {
+      output: { message: { role: 'assistant', content } },
+      stopReason,
+      usage: { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens },
+      metrics: { latencyMs: 0 },
+    };
+  }
+
+  private async innerLoop(request: ConverseRequest, tools: ToolSpec[]): Promise<ContentBlock[]> {
+    const question = taskQuestion(request.messages);
+    const results = toolResults(request.messages);
+    const turn = request.messages.filter((m) => m.role === 'assistant').length + 1;
+    if (results.length === 0 && tools.length > 0) {
+      const tool = await this.bestTool(question, tools);
+      const argument = firstStringParameter(tool);
+      if (argument) return [toolUse(tool.name, `${turn}`, { [argument]: question })];
+    }
+    return [{ text: extractiveAnswer(question, results) }];
+  }
+
+  private async bestTool(question: string, tools: ToolSpec[]): Promise<ToolSpec> {
+    const [q, ...vectors] = await this.embedder.embed([question, ...tools.map((t) => `${t.name} ${t.description}`)]);
+    let best = tools[0] as ToolSpec;
+    let bestScore = Number.NEGATIVE_INFINITY;
+    tools.forEach((tool, i) => {
+      const score = cosine(q as number[], vectors[i] as number[]);
+      if (score > bestScore) {
+        best = tool;
+        bestScore = score;
+      }
+    });
+    return best;
+  }
+}
+
+function toolUse(name: string, id: string, input: unknown): ContentBlock {
+  return { toolUse: { toolUseId: `offline-${name}-${id}`, name, input: input as JsonValue } };
+}
+
+function lastUserText(request: ConverseRequest): string {
+  const last = [...request.messages].reverse().find((m) => m.role === 'user');
+  return (last?.content ?? []).flatMap((b) => ('text' in b ? [b.text] : [])).join('\n');
+}
+
+/** Splits a request into parts: numbered or bulleted items, questions, or then/; clauses. */
+export function splitParts(text: string): string[] {
+  const clean = text.replace(/\s+/g, ' ').trim();
+  const numbered = clean.split(/(?:^|\s)\d{1,2}[.)]\s+/).map((p) => p.trim());
+  if (numbered.filter(Boolean).length >= 2) return numbered.filter(Boolean);
+  const bullets = text
+    .split(/\n\s*[-*•]\s+/)
+    .map((p) => p.replace(/^\s*[-*•]\s+/, '').trim())
+    .filter(Boolean);
+  if (bullets.length >= 2) return bullets;
+  const questions = clean.match(/[^?]+\?/g)?.map((q) => q.trim()) ?? [];
+  if (questions.length >= 2) return questions;
+  const clauses = clean
+    .split(/;|\bthen\b/i)
+    .map((p) => p.trim().replace(/^(and|,)\s*/i, ''))
+    .filter((p) => p.length > 0);
+  return clauses.length >= 2 ? clauses : [clean];
+}
+
+/** Key terms of a question: its distinct content words, at most five, minus generic verbs. */
+export function keyTerms(text: string): string[] {
+  const generic = new Set(['give', 'tell', 'explain', 'show', 'want', 'need', 'get', 'make', 'way', 'about']);
+  return [...new Set(contentWords(text))].filter((w) => !generic.has(w)).slice(0, 5);
+}
+
+function leaf(part: string): TaskPayload {
+  const terms = keyTerms(part);
+  return {
+    title: part.length > 80 ? `${part.slice(0, 77)}...` : part,
+    purpose: `Answer the question: ${part}`,
+    instructions: `Search the documentation for ${terms.join(', ')}; read the most relevant chunks and answer with citations.`,
+    applicability: 'A single question answerable from the ingested documentation.',
+    evaluation: `The answer cites at least one documentation chunk and mentions: ${terms.join(', ')}.`,
+  };
+}
+
+function plan(text: string): { tasks: TaskPayload[] } {
+  const parts = splitParts(text);
+  if (parts.length === 1) return { tasks: [leaf(parts[0] as string)] };
+  return {
+    tasks: [
+      {
+        title: `Answer ${parts.length} parts`,
+        purpose: `Answer every part of the request and combine the answers: ${text.replace(/\s+/g, ' ').trim()}`,
+        instructions: `Supervise the ${parts.length} subtasks, judge each against its evaluation, and combine the passing answers into one reply.`,
+        applicability: 'A multi-part request split into subtasks that must be combined.',
+        evaluation: 'Every part is answered by a subtask that passes its own evaluation.',
+        subtasks: parts.map(leaf),
+      },
+    ],
+  };
+}
+
+interface SubtaskView {
+  urn: string;
+  title?: string;
+  purpose?: string;
+  instructions?: string;
+  evaluation?: string;
+  output?: string;
+  citations?: string[];
+  error?: { message?: string } | null;
+}
+
+/** Parses the first ```json block of the supervisor's message. */
+function parseJsonBlock(text: string): { subtasks?: SubtaskView[] } {
+  const match = /```json\s*([\s\S]*?)```/.exec(text);
+  try {
+    return match ? (JSON.parse(match[1] as string) as { subtasks?: SubtaskView[] }) : {};
+  } catch {
+    return {};
+  }
+}
+
+function verdict(text: string): {
+  pass: boolean;
+  reason: string;
+  subtasks: { urn: string; pass: boolean; reason: string }[];
+  corrective: CorrectivePayload[];
+} {
+  const subtasks = parseJsonBlock(text).subtasks ?? [];
+  const judged = subtasks.map((s) => ({ subtask: s, ...judge(s) }));
+  const failing = judged.filter((j) => !j.pass);
+  return {
+    pass: failing.length === 0 && subtasks.length > 0,
+    reason:
+      subtasks.length === 0
+        ? 'no subtask outputs to judge'
+        : failing.length === 0
+          ? `all ${subtasks.length} subtasks meet their evaluation`
+          : `${failing.length} of ${subtasks.length} subtasks fall short: ${failing.map((f) => f.reason).join('; ')}`,
+    subtasks: judged.map((j) => ({ urn: j.subtask.urn, pass: j.pass, reason: j.reason })),
+    corrective: failing.map(({ subtask, missing }) => ({
+      title: `Retry: ${subtask.title ?? subtask.purpose ?? subtask.urn}`.slice(0, 200),
+      purpose: subtask.purpose ?? 'Redo the failed subtask.',
+      instructions: `Search again, this time for ${missing.length ? missing.join(', ') : 'the key terms of the question'}, and answer with citations.`,
+      applicability: 'A single question answerable from the ingested documentation.',
+      evaluation: subtask.evaluation ?? 'The answer cites at least one documentation chunk.',
+      corrects: subtask.urn,
+    })),
+  };
+}
+
+function judge(s: SubtaskView): { pass: boolean; reason: string; missing: string[] } {
+  if (s.error) return { pass: false, reason: `failed: ${s.error.message ?? 'error'}`, missing: [] };
+  const output = s.output?.trim() ?? '';
+  if (!output) return { pass: false, reason: 'empty output', missing: [] };
+  if (!s.citations?.length) return { pass: false, reason: 'cites no source', missing: [] };
+  const mentions = /mentions:\s*(.+?)\.?$/i.exec(s.evaluation ?? '');
+  const terms = mentions ? (mentions[1] as string).split(/,\s*/).filter(Boolean) : keyTerms(s.evaluation ?? '');
+  const words = new Set(contentWords(output));
+  const missing = terms.filter((t) => !words.has(contentWords(t)[0] ?? t));
+  if (terms.length > 0 && missing.length / terms.length > 0.5) {
+    return { pass: false, reason: `does not mention ${missing.join(', ')}`, missing };
+  }
+  return { pass: true, reason: `cites ${s.citations.length} source(s), covers ${terms.length - missing.length}/${terms.length} key terms`, missing };
+}
+
+/** The task's question: the Purpose line of the "## Task" section, minus "Answer the question:". */
+function taskQuestion(messages: readonly ConverseMessage[]): string {
+  const first = messages[0]?.content.flatMap((b) => ('text' in b ? [b.text] : [])).join('\n') ?? '';
+  const section = first.slice(first.lastIndexOf('## Task'));
+  const purpose = /\*\*Purpose:\*\*\s*(.+)/.exec(section)?.[1] ?? section;
+  return purpose.replace(/^Answer the question:\s*/i, '').trim();
+}
+
+interface Hit {
+  urn: string;
+  text: string;
+}
+
+function toolResults(messages: readonly ConverseMessage[]): Hit[] {
+  const hits: Hit[] = [];
+  for (const message of messages) {
+    for (const block of message.content) {
+      if (!('toolResult' in block) || block.toolResult.status === 'error') continue;
+      for (const part of block.toolResult.content) {
+        let value: unknown = 'json' in part ? part.json : undefined;
+        if ('text' in part) {
+          try {
+            value = JSON.parse(part.text);
+          } catch {
+            value = undefined;
+          }
+        }
+        const results = (value as { results?: unknown })?.results;
+        const items = Array.isArray(results) ? results : value ? [value] : [];
+        for (const item of items as { urn?: unknown; text?: unknown }[]) {
+          if (typeof item?.urn === 'string' && typeof item.text === 'string') hits.push({ urn: item.urn, text: item.text });
+        }
+      }
+    }
+  }
+  return hits;
+}
+
+const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
+
+function extractiveAnswer(question: string, hits: readonly Hit[]): string {
+  if (hits.length === 0) return 'I found no documentation that answers this question.';
+  const terms = new Set(contentWords(question));
+  const scored: { sentence: string; urn: string; score: number; order: number }[] = [];
+  hits.forEach((hit, hitIndex) => {
+    let order = 0;
+    for (const { segment } of segmenter.segment(hit.text.replace(/```[a-z]*\n?/g, ''))) {
+      const sentence = segment.replace(/\s+/g, ' ').trim();
+      if (sentence.length < 20 || sentence.length > 600) continue;
+      const words = contentWords(sentence);
+      const overlap = new Set(words.filter((w) => terms.has(w))).size;
+      if (overlap === 0) continue;
+      scored.push({ sentence, urn: hit.urn, score: overlap - hitIndex * 0.01, order: order++ });
+    }
+  });
+  scored.sort((a, b) => b.score - a.score || a.order - b.order);
+  const chosen: typeof scored = [];
+  for (const candidate of scored) {
+    if (chosen.length === 3) break;
+    if (!chosen.some((c) => c.sentence === candidate.sentence)) chosen.push(candidate);
+  }
+  if (chosen.length === 0) return 'The documentation found does not mention the terms of this question.';
+  const sources = [...new Set(chosen.map((c) => c.urn))];
+  return `${chosen.map((c) => c.sentence).join(' ')}\n\nSources:\n${sources.map((u) => `- ${u}`).join('\n')}`;
+}
+
+function firstStringParameter(tool: ToolSpec): string | undefined {
+  const schema = tool.inputSchema.json as { properties?: Record<string, { type?: string }>; required?: string[] };
+  const required = schema.required ?? Object.keys(schema.properties ?? {});
+  return required.find((name) => schema.properties?.[name]?.type === 'string');
+}

@@ -1,0 +1,26 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Limits } from '../domain/limits.js';
+import type { ChatModel, Embedder } from '../llm/port.js';
+import type { ResourceIndex } from '../resources/resource-index.js';
+import type { Assistant, Tool } from '../resources/schemas.js';
+import type { ChunkSearch } from '../search/port.js';
+import type { ToolImplementation } from '../tools/port.js';
+
+/**
+ * What a step needs, built once per cold start by a composition root (runtime/compose.ts for
+ * Lambda, runtime/local.ts for the embedded default) and passed in. Domain code depends on
+ * these ports only.
+ */
+export interface Deps {
+  resources: ResourceIndex;
+  model: ChatModel;
+  embedder: Embedder;
+  search: ChunkSearch;
+  /** Tool implementations by function name. */
+  tools: ReadonlyMap<string, ToolImplementation>;
+  /** The catalog (assistants and tools), as stored. */
+  catalog: { assistants: readonly Assistant[]; tools: readonly Tool[] };
+  limits: Limits;
+  logger: Logger;
+  now: () => Date;
+}
