@@ -1,0 +1,178 @@
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { userInfo } from 'node:os';
+import { parseArgs } from 'node:util';
+import { randomUUID } from 'node:crypto';
+import logUpdate from 'log-update';
+import { CldError, ValidationError } from '../shared/errors.js';
+import type { Message, AnyResource } from '../shared/resources/schemas.js';
+import { modelFor, parseEnv, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
+import { startConversation } from '../shared/runtime/conversation.js';
+import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.js';
+import { ingest } from '../shared/search/ingest.js';
+import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
+import { parseUrn, rootOf } from '../shared/urn.js';
+import { renderTree } from './tree.js';
+
+/**
+ * `cld` — the local CLI (`npm start -- <command>`): `ingest`, `ask`, `show`. Runs the embedded
+ * default: data in `.cld/` under the working directory unless `CLD_DATA_DIR` names another
+ * place; the model is offline unless `CLD_MODEL_ID` names a Bedrock model. Exit code 0 on
+ * success; 1 with one clear line on failure; 2 for bad usage.
+ */
+
+const USAGE = `usage:
+  cld ingest <dir-or-file>...             split documents into chunks and index them
+  cld ask [--docs <dir>]... [--conversation <name>] "<message>"
+                                          plan, run and answer (ingests --docs first)
+  cld show <urn>                          print a stored subtree`;
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const env = parseEnv(process.env);
+  const dataDir = resolve(env.CLD_DATA_DIR);
+  switch (command) {
+    case 'ingest': {
+      const { positionals } = parseArgs({ args: rest, allowPositionals: true, options: {} });
+      if (positionals.length === 0) throw new UsageError('ingest needs at least one folder or file');
+      const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
+      await runIngest(runtime, positionals);
+      return 0;
+    }
+    case 'ask':
+      return ask(rest, dataDir, env);
+    case 'show': {
+      const { positionals } = parseArgs({ args: rest, allowPositionals: true, options: {} });
+      if (positionals.length !== 1) throw new UsageError('show needs exactly one URN');
+      const urn = positionals[0] as string;
+      parseUrn(urn);
+      const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
+      const resources = await subtree(runtime, urn);
+      if (resources.length === 0) throw new ValidationError(`nothing stored at ${urn}`);
+      console.log(renderTree(resources, urn).join('\n'));
+      const answer = resources.find((r) => r.meta.type === 'common.Message' && (r as Message).inReplyTo) as Message | undefined;
+      if (answer) console.log(`\n${answer.content}`);
+      return 0;
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+      console.log(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+async function runIngest(runtime: LocalRuntime, paths: string[]): Promise<void> {
+  for (const path of paths) {
+    const found = await stat(resolve(path)).catch(() => undefined);
+    if (!found) throw new ValidationError(`docs path does not exist: ${path}`);
+  }
+  const report = await ingest(paths, {
+    resources: runtime.deps.resources,
+    index: runtime.deps.search as MiniSearchIndex,
+    actor: SYSTEM_ACTOR,
+    cwd: process.cwd(),
+  });
+  await runtime.bus.idle();
+  console.log(
+    `ingested ${report.files} files: ${report.documents} new (${report.chunks} chunks, ${(report.bytes / 1024).toFixed(0)} KB), ${report.skipped} unchanged, in ${(report.ms / 1000).toFixed(1)} s`,
+  );
+}
+
+async function subtree(runtime: LocalRuntime, urn: string): Promise<AnyResource[]> {
+  const { resources } = runtime.deps;
+  const self = await resources.find(SYSTEM_ACTOR, parseUrn(urn).elements.at(-1)?.type as never, urn).catch(() => undefined);
+  const below = await resources.list(SYSTEM_ACTOR, urn);
+  return self ? [self as AnyResource, ...below] : below;
+}
+
+async function ask(args: string[], dataDir: string, env: ReturnType<typeof parseEnv>): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { docs: { type: 'string', multiple: true }, conversation: { type: 'string' } },
+  });
+  const content = positionals.join(' ').trim();
+  if (!content) throw new UsageError('ask needs a message');
+  const started = Date.now();
+  const model = modelFor(env);
+  const runtime = await createLocalRuntime({ dataDir, model });
+  console.log(`model: ${model.name}   data: ${dataDir}`);
+  if (values.docs?.length) await runIngest(runtime, values.docs);
+  else if ((runtime.deps.search as MiniSearchIndex).size === 0) {
+    throw new ValidationError('nothing has been ingested yet: pass --docs <folder>');
+  }
+
+  const askStarted = Date.now();
+  const routedBefore = runtime.bus.stats.routed;
+  const conversationName = values.conversation ?? randomUUID();
+  const started2 = await startConversation(runtime.deps.resources, {
+    user: `cli:${userInfo().username}`,
+    channel: { kind: 'cli' },
+    content,
+    conversationName,
+  });
+
+  const tty = process.stdout.isTTY === true;
+  const printed = new Set<string>();
+  const render = async () => {
+    const resources = await subtree(runtime, started2.conversation);
+    const lines = renderTree(resources, started2.conversation);
+    if (tty) logUpdate(lines.join('\n'));
+    else
+      for (const line of lines) {
+        const key = line.trim();
+        if (!printed.has(key)) {
+          printed.add(key);
+          console.log(line);
+        }
+      }
+    return resources;
+  };
+  const timer = setInterval(() => void render().catch(() => undefined), tty ? 150 : 500);
+  await runtime.bus.idle();
+  clearInterval(timer);
+  const resources = await render();
+  if (tty) logUpdate.done();
+
+  const answer = resources.find((r) => r.meta.id === started2.answer) as Message | undefined;
+  const stats = runtime.bus.stats;
+  const written = resources.length;
+  if (runtime.bus.deadLetters.length > 0) {
+    const letter = runtime.bus.deadLetters[0];
+    console.error(`dead-lettered: ${letter?.target} ${letter?.event.detail.object.key}: ${letter?.error.message}`);
+  }
+  if (!answer) throw new CliFailure(`no answer was produced for ${started2.message} (${runtime.bus.deadLetters.length} dead letters)`);
+  console.log(`\n${answer.content}\n`);
+  if (answer.citations?.length) console.log(`citations:\n${answer.citations.map((c) => `  ${c}`).join('\n')}`);
+  console.log(`conversation: ${rootOf(started2.conversation)}`);
+  console.log(
+    `${written} resources, ${stats.routed - routedBefore} events routed, ask ${((Date.now() - askStarted) / 1000).toFixed(2)} s (total ${((Date.now() - started) / 1000).toFixed(2)} s)`,
+  );
+  if (answer.error) throw new CliFailure(`the request failed: ${answer.error.message}`);
+  return 0;
+}
+
+class CliFailure extends Error {}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    const message =
+      error instanceof UsageError
+        ? `${error.message}\n${USAGE}`
+        : error instanceof CldError || error instanceof CliFailure
+          ? error.message
+          : error instanceof Error
+            ? error.message
+            : String(error);
+    console.error(`cld: ${message}`);
+    process.exitCode = error instanceof UsageError ? 2 : 1;
+  },
+);

@@ -1,0 +1,58 @@
+import { withMeta } from '../resources/meta.js';
+import type { ResourceIndex } from '../resources/resource-index.js';
+import type { Conversation, Message } from '../resources/schemas.js';
+import { childUrn } from '../urn.js';
+import type { Actor } from '../policy/port.js';
+import { NAMES } from '../domain/common.js';
+
+/** What a channel knows when a user writes. */
+export interface StartConversationInput {
+  /** The caller's identity (the policy's user). */
+  user: string;
+  channel: Conversation['channel'];
+  /** The user's message text. */
+  content: string;
+  /** Conversation name (a channel thread id, a UUID...); same name → same conversation URN. */
+  conversationName: string;
+  /** Message name within the conversation (default `message-1`). */
+  messageName?: string;
+  now?: Date;
+}
+
+/** URNs of what was stored and where the answer will appear. */
+export interface StartedConversation {
+  conversation: string;
+  message: string;
+  /** URN of the final assistant Message once the plan step writes it. */
+  answer: string;
+}
+
+/** The policy actor of a channel caller in a conversation. */
+export function userActor(user: string, conversation: string): Actor {
+  return { kind: 'user', id: user, conversation };
+}
+
+/**
+ * Stores a Conversation and the user's Message (DESIGN.md "Flow": a channel puts Conversation +
+ * user Message, which emits the `RESOURCE_PUT` that starts planning). Idempotent: the same
+ * names give the same URNs and a repeated call writes nothing new.
+ * @throws ValidationError for empty content, PolicyDeniedError
+ */
+export async function startConversation(resources: ResourceIndex, input: StartConversationInput): Promise<StartedConversation> {
+  const now = input.now ?? new Date();
+  const meta = withMeta({ type: 'common.Conversation', name: input.conversationName, purpose: input.content.slice(0, 200) }, now);
+  const actor = userActor(input.user, meta.id);
+  const conversation: Conversation = { meta, actor: input.user, channel: input.channel };
+  await resources.put(actor, conversation);
+  const message: Message = {
+    meta: withMeta({ type: 'common.Message', name: input.messageName ?? 'message-1', parent: meta.id }, now),
+    role: 'user',
+    content: input.content,
+  };
+  await resources.put(actor, message);
+  return {
+    conversation: meta.id,
+    message: message.meta.id,
+    answer: childUrn(meta.id, 'common.Message', NAMES.answer(message.meta.id)),
+  };
+}

@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { Context } from 'aws-lambda';
+import { handler as assistantHandler } from '../../functions/assistant/handler.js';
+import { handler as planHandler } from '../../functions/plan/handler.js';
+import { handler as toolHandler } from '../../functions/tool/handler.js';
+import type { Limits } from '../domain/limits.js';
+import type { S3ObjectCreatedEvent } from '../events/envelope.js';
+import { type DeadLetter, type DeliveryFaults, LocalBus, type StepInvoker } from '../events/local-bus.js';
+import { routingTable, type StepName } from '../events/routing.js';
+import { OfflineChatModel } from '../llm/offline.js';
+import type { ChatModel } from '../llm/port.js';
+import { FilesystemStorage } from '../storage/filesystem.js';
+import { NotifyingStorage } from '../storage/notifying.js';
+import { assembleDeps, parseLimits, provideDeps } from './compose.js';
+import type { Deps } from './deps.js';
+
+/** Bucket name the local storage puts into its events. */
+export const LOCAL_BUCKET = 'cld-local-resources';
+
+/** Options of the embedded default. */
+export interface LocalRuntimeOptions {
+  /** Data directory: resources under `resources/`, the chunk index under `indexes/`. */
+  dataDir: string;
+  model?: ChatModel;
+  limits?: Partial<Limits>;
+  faults?: DeliveryFaults;
+  /** Invocations at once (default 4). */
+  concurrency?: number;
+  /** Powertools log level (default SILENT: the CLI prints its own output). */
+  logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
+  onDelivery?: (target: StepName, event: S3ObjectCreatedEvent) => void;
+  onDeadLetter?: (letter: DeadLetter) => void;
+  now?: () => Date;
+  /** Backoff before retry n, in ms (default 50·2^(n-1)). */
+  backoffMs?: (attempt: number) => number;
+}
+
+/** A running embedded default. */
+export interface LocalRuntime {
+  deps: Deps;
+  bus: LocalBus;
+  /** The raw filesystem storage of resources (no notifications). */
+  storage: FilesystemStorage;
+}
+
+/** A Lambda context for a local invocation. */
+export function localContext(step: StepName): Context {
+  const name = `cld-${step}`;
+  return {
+    callbackWaitsForEmptyEventLoop: true,
+    functionName: name,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${name}`,
+    memoryLimitInMB: '1024',
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/${name}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => 900_000,
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+const HANDLERS: Record<StepName, (event: unknown, context: Context) => Promise<unknown>> = {
+  plan: planHandler,
+  assistant: assistantHandler,
+  tool: toolHandler,
+};
+
+/**
+ * Starts the embedded default (DESIGN.md "Local mode"): filesystem storage that emits the S3
+ * events, an in-process bus routing them with the cloud rules' patterns, and the very Lambda
+ * handlers of `functions/` invoked asynchronously with retries. Nothing here mocks the domain.
+ */
+export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
+  const storage = new FilesystemStorage(join(options.dataDir, 'resources'));
+  const targets = Object.fromEntries(
+    (Object.keys(HANDLERS) as StepName[]).map((step) => [
+      step,
+      (async (event) => {
+        await HANDLERS[step](event, localContext(step));
+      }) satisfies StepInvoker,
+    ]),
+  ) as Record<StepName, StepInvoker>;
+  const bus = new LocalBus({
+    routes: routingTable(LOCAL_BUCKET),
+    targets,
+    ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+    ...(options.faults ? { faults: options.faults } : {}),
+    ...(options.onDelivery ? { onDelivery: options.onDelivery } : {}),
+    ...(options.onDeadLetter ? { onDeadLetter: options.onDeadLetter } : {}),
+    ...(options.backoffMs ? { backoffMs: options.backoffMs } : {}),
+  });
+  const deps = await assembleDeps({
+    storage: new NotifyingStorage(storage, bus, LOCAL_BUCKET),
+    indexStorage: new FilesystemStorage(options.dataDir),
+    model: options.model ?? new OfflineChatModel(),
+    limits: parseLimits(undefined, options.limits),
+    logger: new Logger({ serviceName: 'cld', logLevel: options.logLevel ?? 'SILENT' }),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  provideDeps(deps);
+  return { deps, bus, storage };
+}
