@@ -12,7 +12,7 @@ import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.j
 import { ingest } from '../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { parseUrn, rootOf } from '../shared/urn.js';
-import { renderTree } from './tree.js';
+import { describeNew, renderTree } from './tree.js';
 
 /**
  * `cld` — the local CLI (`npm start -- <command>`): `ingest`, `ask`, `show`. Runs the embedded
@@ -124,12 +124,10 @@ async function ask(args: string[], dataDir: string, env: ReturnType<typeof parse
     const lines = renderTree(resources, started2.conversation);
     if (tty) logUpdate(lines.join('\n'));
     else
-      for (const line of lines) {
-        const key = line.trim();
-        if (!printed.has(key)) {
-          printed.add(key);
-          console.log(line);
-        }
+      for (const resource of resources) {
+        if (printed.has(resource.meta.id) || /\/common\.Message\.[0-9a-f]+$/.test(resource.meta.id) && (resource as Message).meta.name.startsWith('turn-')) continue;
+        printed.add(resource.meta.id);
+        console.log(describeNew(resource, resources));
       }
     return resources;
   };
@@ -138,6 +136,7 @@ async function ask(args: string[], dataDir: string, env: ReturnType<typeof parse
   clearInterval(timer);
   const resources = await render();
   if (tty) logUpdate.done();
+  else console.log(`\n${renderTree(resources, started2.conversation).join('\n')}`);
 
   const answer = resources.find((r) => r.meta.id === started2.answer) as Message | undefined;
   const stats = runtime.bus.stats;

@@ -52,8 +52,24 @@ export function renderTree(resources: readonly AnyResource[], root: string): str
   return lines;
 }
 
+const ORDER: Record<string, number> = { 'plan.Plan': 0, 'plan.Task': 1, 'tool.Call': 2, 'common.Message': 3, 'plan.Verdict': 4 };
+
+/** Children in the order things happened: creation time, then type (a call before its result). */
 function children(index: Index, urn: string): AnyResource[] {
-  return (index.byParent.get(urn) ?? []).filter((r) => !(r.meta.type === 'common.Message' && /^turn-\d+$/.test(r.meta.name)));
+  return (index.byParent.get(urn) ?? [])
+    .filter((r) => !(r.meta.type === 'common.Message' && /^turn-\d+$/.test(r.meta.name)))
+    .sort(
+      (a, b) =>
+        (a.meta.createdAt ?? '').localeCompare(b.meta.createdAt ?? '') ||
+        (ORDER[a.meta.type] ?? 9) - (ORDER[b.meta.type] ?? 9) ||
+        a.meta.name.localeCompare(b.meta.name, 'en', { numeric: true }),
+    );
+}
+
+/** One line for a resource seen for the first time (plain, non-TTY progress). */
+export function describeNew(resource: AnyResource, resources: readonly AnyResource[]): string {
+  const depth = resource.meta.id.split('/').length - 1;
+  return `${'  '.repeat(depth)}${describe(resource, indexOf(resources))}`;
 }
 
 function walk(urn: string, prefix: string, index: Index, lines: string[]): void {

@@ -51,10 +51,15 @@ export class OfflineChatModel implements ChatModel {
     const question = taskQuestion(request.messages);
     const results = toolResults(request.messages);
     const turn = request.messages.filter((m) => m.role === 'assistant').length + 1;
-    if (results.length === 0 && tools.length > 0) {
-      const tool = await this.bestTool(question, tools);
-      const argument = firstStringParameter(tool);
-      if (argument) return [toolUse(tool.name, `${turn}`, { [argument]: question })];
+    // Tools not tried yet that take free text (a string parameter without a pattern).
+    const tried = new Set(
+      request.messages.flatMap((m) => m.content.flatMap((b) => ('toolUse' in b ? [b.toolUse.name] : []))),
+    );
+    const candidates = tools.filter((t) => !tried.has(t.name) && firstStringParameter(t));
+    if (results.length === 0 && candidates.length > 0) {
+      const tool = await this.bestTool(question, candidates);
+      const argument = firstStringParameter(tool) as string;
+      return [toolUse(tool.name, `${turn}`, { [argument]: question })];
     }
     return [{ text: extractiveAnswer(question, results) }];
   }
@@ -267,8 +272,15 @@ function extractiveAnswer(question: string, hits: readonly Hit[]): string {
   return `${chosen.map((c) => c.sentence).join(' ')}\n\nSources:\n${sources.map((u) => `- ${u}`).join('\n')}`;
 }
 
+/** The first required string parameter that takes free text (no `pattern`, `enum` or `format`). */
 function firstStringParameter(tool: ToolSpec): string | undefined {
-  const schema = tool.inputSchema.json as { properties?: Record<string, { type?: string }>; required?: string[] };
+  const schema = tool.inputSchema.json as {
+    properties?: Record<string, { type?: string; pattern?: string; enum?: unknown; format?: string }>;
+    required?: string[];
+  };
   const required = schema.required ?? Object.keys(schema.properties ?? {});
-  return required.find((name) => schema.properties?.[name]?.type === 'string');
+  return required.find((name) => {
+    const property = schema.properties?.[name];
+    return property?.type === 'string' && !property.pattern && !property.enum && !property.format;
+  });
 }
