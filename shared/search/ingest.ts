@@ -1,0 +1,468 @@
+import { createHash } from 'node:crypto';
+import type { Dirent, Stats } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename, extname, join, relative, resolve, sep } from 'node:path';
+import { MarkdownTextSplitter, RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
+import { countTokens } from '../context/tokens.js';
+import { ValidationError } from '../errors.js';
+import type { Actor } from '../policy/port.js';
+import { withMeta } from '../resources/meta.js';
+import type { ResourceIndex } from '../resources/resource-index.js';
+import type { Chunk, Document } from '../resources/schemas.js';
+import { childUrn } from '../urn.js';
+import type { MiniSearchIndex } from './minisearch-index.js';
+import type { IndexedItem } from './port.js';
+
+/**
+ * Chunk size in characters. ~1,200 characters is ~300 cl100k tokens of English prose (more for
+ * code), small enough that 8 hits fit a context window comfortably and large enough to keep a
+ * README section with its example together.
+ */
+export const CHUNK_SIZE = 1200;
+
+/** Characters shared by consecutive chunks, so a sentence cut at a boundary is whole in one of them. */
+export const CHUNK_OVERLAP = 150;
+
+/** Files read, split and written at the same time. */
+export const INGEST_CONCURRENCY = 8;
+
+/** File extensions ingest picks up when walking a folder (lower case). */
+export const INGEST_EXTENSIONS: readonly string[] = ['.md', '.markdown', '.txt'];
+
+/** Longest document name `meta.name` accepts. */
+const MAX_NAME_LENGTH = 512;
+
+/** Separator between the headings of a heading trail. */
+const TRAIL_SEPARATOR = ' > ';
+
+/** Progress of one file, reported once per file in completion order. */
+export interface IngestProgress {
+  /** Files finished so far, this one included. */
+  done: number;
+  /** Files to process in this run. */
+  total: number;
+  /** Document name of the file (path relative to `cwd`, `/`-separated). */
+  path: string;
+  /** True when the file was already ingested with the same content. */
+  skipped: boolean;
+  /** Chunks written for this file (0 when skipped). */
+  chunks: number;
+}
+
+/** What {@link ingest} did. */
+export interface IngestReport {
+  /** Files found under the given paths. */
+  files: number;
+  /** Files skipped because their Document already exists with the same content hash. */
+  skipped: number;
+  /** Documents written in this run. */
+  documents: number;
+  /** Chunks written in this run. */
+  chunks: number;
+  /** Bytes of the files written in this run (skipped files not counted). */
+  bytes: number;
+  /** Wall time of the run, in milliseconds. */
+  ms: number;
+  /** Storage key of the index generation written, when the index was saved. */
+  index?: string;
+}
+
+/** What {@link ingest} needs. */
+export interface IngestDeps {
+  /** Policy-gated resource access; Documents and Chunks are written through it. */
+  resources: ResourceIndex;
+  /**
+   * The chunk index new chunks are added to. When it has a storage location (it came from
+   * `MiniSearchIndex.open` or was saved before) and something was added, it is saved there
+   * once, at the end, as a new generation; an in-memory index is only updated.
+   */
+  index: MiniSearchIndex;
+  /** The operator (kind `system`): the policy lets it put `cld:doc.Document.*` and below. */
+  actor: Actor;
+  /** Directory that document names are relative to, and that relative paths resolve against. */
+  cwd: string;
+  /** Clock for `meta.createdAt` (default: the system clock). */
+  now?: () => Date;
+  /** Called once per file as it finishes. */
+  onProgress?: (progress: IngestProgress) => void;
+}
+
+/** A file found under the given paths. */
+interface SourceFile {
+  absolute: string;
+  /** Path relative to cwd with `/` separators: the Document's name and `path`. */
+  name: string;
+  markdown: boolean;
+}
+
+/** A file read and checked against what is stored. */
+interface ReadFile extends SourceFile {
+  content: string;
+  bytes: number;
+  contentHash: string;
+  urn: string;
+  existing: Document | undefined;
+}
+
+/** The outcome for one file, in file order. */
+interface FileOutcome {
+  skipped: boolean;
+  bytes: number;
+  chunks: number;
+  items: IndexedItem[];
+}
+
+/**
+ * Ingests Markdown and text files into `doc.Document` resources (root resources named by the
+ * path relative to `cwd`) with their `doc.Chunk` children, and adds the chunks to the index.
+ *
+ * - `paths` are files or folders, relative to `cwd` or absolute. Folders are walked
+ *   recursively for `.md`, `.markdown` and `.txt` files without following symbolic links (no
+ *   folder is skipped by name: corpora live under `node_modules`). Files are processed in
+ *   sorted name order, {@link INGEST_CONCURRENCY} at a time; the resources and the index
+ *   contents do not depend on timing.
+ * - Markdown is split with langchain's `MarkdownTextSplitter` (headings, code fences, rules,
+ *   paragraphs, lines, words), text with `RecursiveCharacterTextSplitter`;
+ *   {@link CHUNK_SIZE} characters with {@link CHUNK_OVERLAP} overlap. A chunk is named
+ *   `chunk-<i>`, carries the heading trail in force where it starts (`# A` > `## B`) and its
+ *   cl100k token count in `meta.tokens`.
+ * - The Document is put after all its chunks, so an existing Document means complete chunks:
+ *   a run that crashed is simply run again. A file whose Document exists with the same SHA-256
+ *   is skipped without being split; chunks of it that the index lacks are re-added from storage.
+ * - Everything is checked before anything is written: missing paths, unsupported files, and
+ *   files whose content changed since they were ingested (resources are immutable, so a
+ *   changed file cannot be re-ingested under the same name).
+ *
+ * @throws ValidationError naming the paths that do not exist, are neither file nor folder, have
+ *   an unsupported extension, have a name over 512 characters, or changed since ingested
+ * @throws PolicyDeniedError when the actor may not read or write documents
+ */
+export async function ingest(paths: readonly string[], deps: IngestDeps): Promise<IngestReport> {
+  const started = performance.now();
+  const now = deps.now ?? (() => new Date());
+  const files = await collectFiles(paths, deps.cwd);
+
+  const read = await mapConcurrently(files, INGEST_CONCURRENCY, (file) => readSource(file, deps));
+  const changed = read.filter((file) => file.existing && file.existing.contentHash !== file.contentHash);
+  if (changed.length > 0) {
+    throw new ValidationError(
+      `${changed.length} file(s) changed since they were ingested and documents are immutable: ` +
+        `${changed.map((file) => file.name).join(', ')} (ingest into a fresh data directory)`,
+      { details: { changed: changed.map((file) => ({ path: file.name, urn: file.urn })) } },
+    );
+  }
+
+  let done = 0;
+  const outcomes = await mapConcurrently(read, INGEST_CONCURRENCY, async (file) => {
+    const outcome = file.existing
+      ? await reindexExisting(file, file.existing, deps)
+      : await write(file, deps, now);
+    done += 1;
+    deps.onProgress?.({
+      done,
+      total: read.length,
+      path: file.name,
+      skipped: outcome.skipped,
+      chunks: outcome.skipped ? 0 : outcome.chunks,
+    });
+    return outcome;
+  });
+
+  const report: IngestReport = { files: files.length, skipped: 0, documents: 0, chunks: 0, bytes: 0, ms: 0 };
+  let added = 0;
+  for (const outcome of outcomes) {
+    added += deps.index.add(outcome.items);
+    if (outcome.skipped) {
+      report.skipped += 1;
+      continue;
+    }
+    report.documents += 1;
+    report.chunks += outcome.chunks;
+    report.bytes += outcome.bytes;
+  }
+  if (added > 0 && deps.index.location) report.index = await deps.index.save();
+  report.ms = Math.round(performance.now() - started);
+  return report;
+}
+
+/** Resolves the given paths into the sorted, de-duplicated list of files to ingest. */
+async function collectFiles(paths: readonly string[], cwd: string): Promise<SourceFile[]> {
+  if (paths.length === 0) throw new ValidationError('ingest needs at least one file or folder');
+  const roots = await Promise.all(
+    paths.map(async (path) => {
+      const absolute = resolve(cwd, path);
+      return { path, absolute, stats: await statOrUndefined(absolute) };
+    }),
+  );
+  const missing = roots.filter((root) => root.stats === undefined).map((root) => root.path);
+  if (missing.length > 0) {
+    throw new ValidationError(`ingest path does not exist: ${missing.join(', ')}`, { details: { missing } });
+  }
+  const found = new Set<string>();
+  for (const root of roots) {
+    const stats = root.stats as Stats;
+    if (stats.isDirectory()) {
+      for (const file of await walk(root.absolute)) found.add(file);
+    } else if (stats.isFile()) {
+      if (!isSupported(root.absolute)) {
+        throw new ValidationError(`ingest path ${root.path} is not a ${INGEST_EXTENSIONS.join(', ')} file`);
+      }
+      found.add(root.absolute);
+    } else {
+      throw new ValidationError(`ingest path ${root.path} is neither a file nor a folder`);
+    }
+  }
+  const files = [...found].map((absolute) => ({
+    absolute,
+    name: relative(cwd, absolute).split(sep).join('/'),
+    markdown: extname(absolute).toLowerCase() !== '.txt',
+  }));
+  const tooLong = files.filter((file) => file.name.length > MAX_NAME_LENGTH);
+  if (tooLong.length > 0) {
+    throw new ValidationError(
+      `ingest path names over ${MAX_NAME_LENGTH} characters: ${tooLong.map((file) => file.name).join(', ')}`,
+    );
+  }
+  return files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** Supported files under `folder`, recursively; symbolic links are neither followed nor listed. */
+async function walk(folder: string): Promise<string[]> {
+  const entries: Dirent[] = await readdir(folder, { withFileTypes: true });
+  const files: string[] = [];
+  for (const entry of entries) {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory()) files.push(...(await walk(path)));
+    else if (entry.isFile() && isSupported(path)) files.push(path);
+  }
+  return files;
+}
+
+function isSupported(path: string): boolean {
+  return INGEST_EXTENSIONS.includes(extname(path).toLowerCase());
+}
+
+async function statOrUndefined(path: string): Promise<Stats | undefined> {
+  try {
+    return await stat(path);
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** Reads a file, hashes it and looks up its Document. */
+async function readSource(file: SourceFile, deps: IngestDeps): Promise<ReadFile> {
+  const data = await readFile(file.absolute);
+  const urn = childUrn(undefined, 'doc.Document', file.name);
+  return {
+    ...file,
+    content: data.toString('utf8'),
+    bytes: data.length,
+    contentHash: createHash('sha256').update(data).digest('hex'),
+    urn,
+    existing: await deps.resources.find(deps.actor, 'doc.Document', urn),
+  };
+}
+
+/** Splits a new file and puts its chunks, then its Document. */
+async function write(file: ReadFile, deps: IngestDeps, now: () => Date): Promise<FileOutcome> {
+  const pieces = await split(file.content, file.markdown);
+  const headings = file.markdown ? headingsOf(file.content) : [];
+  const title = headings[0]?.title ?? basename(file.name);
+  const trails = trailsOf(file.content, pieces, headings);
+  const items: IndexedItem[] = [];
+  for (const [index, text] of pieces.entries()) {
+    const heading = trails[index];
+    const chunk: Chunk = {
+      meta: withMeta(
+        { type: 'doc.Chunk', name: `chunk-${index}`, parent: file.urn, tokens: countTokens(text) },
+        now(),
+      ),
+      text,
+      index,
+      ...(heading !== undefined ? { heading } : {}),
+    };
+    const { resource } = await deps.resources.put(deps.actor, chunk);
+    items.push(toItem(resource, title));
+  }
+  const document: Document = {
+    meta: withMeta({ type: 'doc.Document', name: file.name, purpose: title }, now()),
+    path: file.name,
+    contentHash: file.contentHash,
+    bytes: file.bytes,
+    chunks: pieces.length,
+  };
+  await deps.resources.put(deps.actor, document);
+  return { skipped: false, bytes: file.bytes, chunks: pieces.length, items };
+}
+
+/** For a file already ingested: the stored chunks the index lacks (usually none). */
+async function reindexExisting(file: ReadFile, existing: Document, deps: IngestDeps): Promise<FileOutcome> {
+  const missing: string[] = [];
+  for (let index = 0; index < existing.chunks; index += 1) {
+    const urn = childUrn(existing.meta.id, 'doc.Chunk', `chunk-${index}`);
+    if (!deps.index.has(urn)) missing.push(urn);
+  }
+  const stored = missing.length > 0 ? await deps.resources.getMany(deps.actor, missing) : [];
+  const items = stored.flatMap((resource) =>
+    resource.meta.type === 'doc.Chunk' ? [toItem(resource as Chunk, existing.meta.purpose)] : [],
+  );
+  return { skipped: true, bytes: file.bytes, chunks: existing.chunks, items };
+}
+
+function toItem(chunk: Chunk, documentTitle: string): IndexedItem {
+  return { urn: chunk.meta.id, type: 'doc.Chunk', title: chunk.heading ?? documentTitle, text: chunk.text };
+}
+
+async function split(content: string, markdown: boolean): Promise<string[]> {
+  const options = { chunkSize: CHUNK_SIZE, chunkOverlap: CHUNK_OVERLAP };
+  const splitter = markdown ? new MarkdownTextSplitter(options) : new RecursiveCharacterTextSplitter(options);
+  return splitter.splitText(content);
+}
+
+/** A Markdown heading: its level (1–6), its text and where it is (UTF-16 offsets). */
+export interface Heading {
+  /** Start of the heading's (first) line. */
+  offset: number;
+  /** End of its last line (the setext underline), newline excluded. */
+  end: number;
+  level: number;
+  title: string;
+}
+
+const ATX_HEADING = /^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
+const SETEXT_UNDERLINE = /^ {0,3}(=+|-+)[ \t]*$/;
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+
+/**
+ * Headings of a Markdown text in order: ATX (`## Title`) and setext (`Title` over `===`/`---`),
+ * ignoring lines inside fenced code blocks (where `# comment` is not a heading).
+ */
+export function headingsOf(text: string): Heading[] {
+  const headings: Heading[] = [];
+  let fence: string | undefined;
+  let offset = 0;
+  let previous: { offset: number; line: string } | undefined;
+  for (const raw of text.split('\n')) {
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    const lineOffset = offset;
+    offset += raw.length + 1;
+    const fenceMatch = FENCE.exec(line);
+    if (fence !== undefined) {
+      const marker = fenceMatch?.[1] ?? '';
+      if (marker[0] === fence[0] && marker.length >= fence.length) fence = undefined;
+      previous = undefined;
+      continue;
+    }
+    if (fenceMatch) {
+      fence = fenceMatch[1];
+      previous = undefined;
+      continue;
+    }
+    const atx = ATX_HEADING.exec(line);
+    if (atx) {
+      headings.push({
+        offset: lineOffset,
+        end: lineOffset + raw.length,
+        level: atx[1]?.length ?? 1,
+        title: clean(atx[2] ?? ''),
+      });
+      previous = undefined;
+      continue;
+    }
+    const underline = SETEXT_UNDERLINE.exec(line);
+    if (underline && previous && previous.line.trim() !== '') {
+      const level = underline[1]?.startsWith('=') ? 1 : 2;
+      headings.push({
+        offset: previous.offset,
+        end: lineOffset + raw.length,
+        level,
+        title: clean(previous.line),
+      });
+      previous = undefined;
+      continue;
+    }
+    previous = { offset: lineOffset, line };
+  }
+  return headings.filter((heading) => heading.title !== '');
+}
+
+function clean(title: string): string {
+  return title.trim();
+}
+
+/**
+ * The heading trail in force where each piece's content starts (`Top > Section > Subsection`),
+ * or undefined before the first heading. Headings that open a piece count as in force, so a
+ * piece starting `## Install` belongs to "Install". Pieces are located in order in the original
+ * text (the splitter keeps separators and only trims, so each piece is a substring).
+ */
+function trailsOf(
+  content: string,
+  pieces: readonly string[],
+  headings: readonly Heading[],
+): (string | undefined)[] {
+  const byOffset = new Map(headings.map((heading) => [heading.offset, heading]));
+  const trails: (string | undefined)[] = [];
+  const stack: Heading[] = [];
+  let next = 0;
+  let searchFrom = 0;
+  let lastStart = 0;
+  for (const piece of pieces) {
+    const found = content.indexOf(piece, searchFrom);
+    if (found !== -1) {
+      searchFrom = found + 1;
+      lastStart = found;
+    }
+    const start = contentStart(content, found === -1 ? lastStart : found, byOffset);
+    while (next < headings.length && (headings[next] as Heading).offset <= start) {
+      const heading = headings[next] as Heading;
+      while (stack.length > 0 && (stack[stack.length - 1] as Heading).level >= heading.level) stack.pop();
+      stack.push(heading);
+      next += 1;
+    }
+    trails.push(stack.length > 0 ? stack.map((heading) => heading.title).join(TRAIL_SEPARATOR) : undefined);
+  }
+  return trails;
+}
+
+/** First offset at or after `start` that is neither whitespace nor part of a heading. */
+function contentStart(content: string, start: number, headings: ReadonlyMap<number, Heading>): number {
+  let position = start;
+  for (;;) {
+    while (position < content.length && /\s/.test(content[position] as string)) position += 1;
+    const lineStart = content.lastIndexOf('\n', position - 1) + 1;
+    const heading = headings.get(lineStart);
+    if (heading === undefined || heading.end <= position) return position;
+    position = heading.end;
+  }
+}
+
+/**
+ * Maps `items` with at most `concurrency` calls in flight; results keep the order of `items`.
+ * After a failure no new call starts; the first error is thrown once the calls in flight end.
+ */
+async function mapConcurrently<T, R>(
+  items: readonly T[],
+  concurrency: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let cursor = 0;
+  let failed = false;
+  const worker = async (): Promise<void> => {
+    while (cursor < items.length && !failed) {
+      const index = cursor;
+      cursor += 1;
+      try {
+        results[index] = await fn(items[index] as T);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return results;
+}

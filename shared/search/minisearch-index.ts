@@ -1,0 +1,248 @@
+import MiniSearch, { type AsPlainObject, type Options, type SearchResult } from 'minisearch';
+import { NotFoundError, ValidationError } from '../errors.js';
+import type { StorageInterface } from '../storage/port.js';
+import { isWithin } from '../urn.js';
+import type { ChunkSearch, IndexedItem, SearchFilter, SearchHit } from './port.js';
+
+/** Default storage key stem of the chunk index: generations are `indexes/chunks.<n>.json`. */
+export const DEFAULT_INDEX_KEY = 'indexes/chunks';
+
+/** Default number of hits returned by {@link MiniSearchIndex.search}. */
+export const DEFAULT_SEARCH_LIMIT = 8;
+
+/** Boost of a match in `title` (the heading trail) relative to one in `text`. */
+const TITLE_BOOST = 2;
+
+/** How many times {@link MiniSearchIndex.save} moves on to the next generation when one is taken. */
+const SAVE_ATTEMPTS = 5;
+
+/** The fields stored with every entry (returned with hits without reading the resource). */
+interface StoredFields {
+  urn: string;
+  type: string;
+  title?: string;
+  text: string;
+}
+
+/**
+ * MiniSearch options. `loadJSON` must be given the same options the index was built with, so
+ * they live in one place. Prefix search only for terms of 3+ characters (so "a" does not expand
+ * to every term starting with "a"); fuzzy search (edit distance ≈ 15 % of the term, at most 2)
+ * only for terms of 5+ characters, to absorb typos without drowning short terms.
+ */
+const OPTIONS: Options<StoredFields> = {
+  idField: 'urn',
+  fields: ['title', 'text'],
+  storeFields: ['urn', 'type', 'title', 'text'],
+  searchOptions: {
+    boost: { title: TITLE_BOOST },
+    prefix: (term) => term.length >= 3,
+    fuzzy: (term) => (term.length >= 5 ? 0.15 : false),
+    maxFuzzy: 2,
+  },
+};
+
+/**
+ * In-memory full-text index of chunks over minisearch (BM25+ ranking; fields `title`, boosted
+ * ×2, and `text`), implementing the {@link ChunkSearch} port.
+ *
+ * Persistence: storage objects are create-only ({@link StorageInterface.put} never overwrites),
+ * so the index is written as immutable *generations*: `<key>.<n>.json` with n = 1, 2, 3, ...
+ * {@link MiniSearchIndex.open} loads the highest n; {@link MiniSearchIndex.save} writes n + 1.
+ * Each generation is a complete minisearch serialisation, so older generations may be deleted
+ * at any time (nothing here deletes them). Two processes saving at once write two generations;
+ * the later one wins and the items only the other one added are missing from it until they are
+ * added again (ingest re-adds the chunks of already ingested documents that the index lacks).
+ */
+export class MiniSearchIndex implements ChunkSearch {
+  private readonly engine: MiniSearch<StoredFields>;
+  private origin: { storage: StorageInterface; key: string; generation: number } | undefined;
+
+  /** An empty index, or one wrapping a loaded minisearch instance (see {@link load}, {@link open}). */
+  constructor(engine?: MiniSearch<StoredFields>) {
+    this.engine = engine ?? new MiniSearch<StoredFields>(OPTIONS);
+  }
+
+  /** Number of indexed items. */
+  get size(): number {
+    return this.engine.documentCount;
+  }
+
+  /**
+   * Where this index was opened from or last saved to, with its generation number; undefined
+   * for an index that only lives in memory.
+   */
+  get location(): { storage: StorageInterface; key: string; generation: number } | undefined {
+    return this.origin;
+  }
+
+  /** True when an item with this URN is indexed. */
+  has(urn: string): boolean {
+    return this.engine.has(urn);
+  }
+
+  /**
+   * Adds items; items whose URN is already indexed (or repeated within `items`) are skipped,
+   * so adding the same items twice is a no-op.
+   * @returns how many items were added
+   */
+  add(items: readonly IndexedItem[]): number {
+    let added = 0;
+    for (const item of items) {
+      if (this.engine.has(item.urn)) continue;
+      const fields: StoredFields = { urn: item.urn, type: item.type, text: item.text };
+      if (item.title !== undefined && item.title !== '') fields.title = item.title;
+      this.engine.add(fields);
+      added += 1;
+    }
+    return added;
+  }
+
+  /**
+   * Ranked hits for `query`, best first. Filters by `filter.type` (exact resource type) and
+   * `filter.prefix` (path-boundary aware: the prefix URN itself or a URN under it, so `c1` does
+   * not match `c10`). `accept` (the policy gate) is asked lazily, in rank order, and hits it
+   * rejects are dropped *before* `limit` is applied, so a caller gets up to `limit` readable hits.
+   * An empty or whitespace-only query returns no hits.
+   * @param options.limit maximum hits, default {@link DEFAULT_SEARCH_LIMIT}; must be a positive integer
+   * @throws ValidationError for a limit that is not a positive integer
+   */
+  async search(
+    query: string,
+    options: { filter?: SearchFilter; limit?: number; accept?: (urn: string) => boolean } = {},
+  ): Promise<SearchHit[]> {
+    const { filter = {}, limit = DEFAULT_SEARCH_LIMIT, accept } = options;
+    if (!Number.isInteger(limit) || limit < 1) {
+      throw new ValidationError(`search limit must be a positive integer, got ${limit}`);
+    }
+    if (query.trim() === '') return [];
+    const results = this.engine.search(query, { filter: (result) => matchesFilter(result, filter) });
+    const hits: SearchHit[] = [];
+    for (const result of results) {
+      if (hits.length >= limit) break;
+      const urn = result.id as string;
+      if (accept && !accept(urn)) continue;
+      hits.push(toHit(result));
+    }
+    return hits;
+  }
+
+  /** minisearch's own serialisation (a plain object; `JSON.stringify(index)` uses it). */
+  toJSON(): AsPlainObject {
+    return this.engine.toJSON();
+  }
+
+  /**
+   * Loads an index serialised by {@link toJSON} (as a JSON string or the parsed object).
+   * @throws ValidationError when the JSON is not a minisearch index of this shape
+   */
+  static load(json: string | AsPlainObject): MiniSearchIndex {
+    try {
+      const engine =
+        typeof json === 'string'
+          ? MiniSearch.loadJSON<StoredFields>(json, OPTIONS)
+          : MiniSearch.loadJS<StoredFields>(json, OPTIONS);
+      return new MiniSearchIndex(engine);
+    } catch (error) {
+      throw new ValidationError('stored search index is not a loadable minisearch index', { cause: error });
+    }
+  }
+
+  /**
+   * Writes this index as the next generation `<key>.<n+1>.json` (n = highest generation in
+   * storage, 0 when none) and remembers it as this index's location. When another writer took
+   * that generation first, tries the next one (up to 5 times).
+   * @param storage defaults to the storage this index was opened from or last saved to
+   * @param key key stem, defaults to the stem it was opened with, else {@link DEFAULT_INDEX_KEY}
+   * @returns the key written
+   * @throws ValidationError when no storage is given and the index has no location, or when every
+   *   attempt found its generation taken
+   */
+  async save(storage?: StorageInterface, key?: string): Promise<string> {
+    const target = storage ?? this.origin?.storage;
+    if (!target) throw new ValidationError('index has no storage to save to: pass one to save()');
+    const stem = key ?? this.origin?.key ?? DEFAULT_INDEX_KEY;
+    const data = JSON.stringify(this);
+    let generation = (await latestGeneration(target, stem)) ?? 0;
+    for (let attempt = 0; attempt < SAVE_ATTEMPTS; attempt += 1) {
+      generation += 1;
+      const generationKey = keyOfGeneration(stem, generation);
+      const { created } = await target.put(generationKey, data);
+      if (created) {
+        this.origin = { storage: target, key: stem, generation };
+        return generationKey;
+      }
+    }
+    throw new ValidationError(
+      `could not save index ${stem}: ${SAVE_ATTEMPTS} generations taken concurrently`,
+    );
+  }
+
+  /**
+   * Opens the newest generation `<key>.<n>.json` (highest n) from storage, or an empty index
+   * when there is none yet. Either way the index remembers `storage` and `key`, so a later
+   * `save()` without arguments writes the next generation there.
+   * @throws ValidationError when the newest generation does not load
+   */
+  static async open(storage: StorageInterface, key: string = DEFAULT_INDEX_KEY): Promise<MiniSearchIndex> {
+    const generation = await latestGeneration(storage, key);
+    if (generation === undefined) {
+      const index = new MiniSearchIndex();
+      index.origin = { storage, key, generation: 0 };
+      return index;
+    }
+    let data: Buffer;
+    try {
+      data = await storage.get(keyOfGeneration(key, generation));
+    } catch (error) {
+      if (error instanceof NotFoundError) {
+        throw new ValidationError(`index generation ${generation} of ${key} vanished while opening`, {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+    const index = MiniSearchIndex.load(data.toString('utf8'));
+    index.origin = { storage, key, generation };
+    return index;
+  }
+}
+
+/** Storage key of generation `n` of the index stored under `stem`. */
+export function keyOfGeneration(stem: string, generation: number): string {
+  return `${stem}.${generation}.json`;
+}
+
+/** Highest generation number stored under `stem`, or undefined when there is none. */
+async function latestGeneration(storage: StorageInterface, stem: string): Promise<number | undefined> {
+  const pattern = new RegExp(`^${escapeRegExp(stem)}\\.([1-9][0-9]*)\\.json$`);
+  let latest: number | undefined;
+  for (const key of await storage.findByPrefix(`${stem}.`)) {
+    const match = pattern.exec(key);
+    if (!match) continue;
+    const generation = Number(match[1]);
+    if (latest === undefined || generation > latest) latest = generation;
+  }
+  return latest;
+}
+
+function matchesFilter(result: SearchResult, filter: SearchFilter): boolean {
+  if (filter.type !== undefined && result.type !== filter.type) return false;
+  if (filter.prefix !== undefined && !isWithin(result.id as string, filter.prefix)) return false;
+  return true;
+}
+
+function toHit(result: SearchResult): SearchHit {
+  const hit: SearchHit = {
+    urn: result.id as string,
+    type: result.type as string,
+    text: result.text as string,
+    score: result.score,
+  };
+  if (typeof result.title === 'string') hit.title = result.title;
+  return hit;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
