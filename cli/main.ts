@@ -1,11 +1,11 @@
-import { stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
-import { userInfo } from 'node:os';
-import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import { userInfo } from 'node:os';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import logUpdate from 'log-update';
 import { CldError, ValidationError } from '../shared/errors.js';
-import type { Message, AnyResource } from '../shared/resources/schemas.js';
+import type { AnyResource, Message } from '../shared/resources/schemas.js';
 import { modelFor, parseEnv, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { startConversation } from '../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.js';
@@ -52,7 +52,9 @@ async function main(argv: string[]): Promise<number> {
       const resources = await subtree(runtime, urn);
       if (resources.length === 0) throw new ValidationError(`nothing stored at ${urn}`);
       console.log(renderTree(resources, urn).join('\n'));
-      const answer = resources.find((r) => r.meta.type === 'common.Message' && (r as Message).inReplyTo) as Message | undefined;
+      const answer = resources.find((r) => r.meta.type === 'common.Message' && (r as Message).inReplyTo) as
+        | Message
+        | undefined;
       if (answer) console.log(`\n${answer.content}`);
       return 0;
     }
@@ -85,7 +87,9 @@ async function runIngest(runtime: LocalRuntime, paths: string[]): Promise<void> 
 
 async function subtree(runtime: LocalRuntime, urn: string): Promise<AnyResource[]> {
   const { resources } = runtime.deps;
-  const self = await resources.find(SYSTEM_ACTOR, parseUrn(urn).elements.at(-1)?.type as never, urn).catch(() => undefined);
+  const self = await resources
+    .find(SYSTEM_ACTOR, parseUrn(urn).elements.at(-1)?.type as never, urn)
+    .catch(() => undefined);
   const below = await resources.list(SYSTEM_ACTOR, urn);
   return self ? [self as AnyResource, ...below] : below;
 }
@@ -125,7 +129,12 @@ async function ask(args: string[], dataDir: string, env: ReturnType<typeof parse
     if (tty) logUpdate(lines.join('\n'));
     else
       for (const resource of resources) {
-        if (printed.has(resource.meta.id) || /\/common\.Message\.[0-9a-f]+$/.test(resource.meta.id) && (resource as Message).meta.name.startsWith('turn-')) continue;
+        if (
+          printed.has(resource.meta.id) ||
+          (/\/common\.Message\.[0-9a-f]+$/.test(resource.meta.id) &&
+            (resource as Message).meta.name.startsWith('turn-'))
+        )
+          continue;
         printed.add(resource.meta.id);
         console.log(describeNew(resource, resources));
       }
@@ -143,11 +152,17 @@ async function ask(args: string[], dataDir: string, env: ReturnType<typeof parse
   const written = resources.length;
   if (runtime.bus.deadLetters.length > 0) {
     const letter = runtime.bus.deadLetters[0];
-    console.error(`dead-lettered: ${letter?.target} ${letter?.event.detail.object.key}: ${letter?.error.message}`);
+    console.error(
+      `dead-lettered: ${letter?.target} ${letter?.event.detail.object.key}: ${letter?.error.message}`,
+    );
   }
-  if (!answer) throw new CliFailure(`no answer was produced for ${started2.message} (${runtime.bus.deadLetters.length} dead letters)`);
+  if (!answer)
+    throw new CliFailure(
+      `no answer was produced for ${started2.message} (${runtime.bus.deadLetters.length} dead letters)`,
+    );
   console.log(`\n${answer.content}\n`);
-  if (answer.citations?.length) console.log(`citations:\n${answer.citations.map((c) => `  ${c}`).join('\n')}`);
+  if (answer.citations?.length)
+    console.log(`citations:\n${answer.citations.map((c) => `  ${c}`).join('\n')}`);
   console.log(`conversation: ${rootOf(started2.conversation)}`);
   console.log(
     `${written} resources, ${stats.routed - routedBefore} events routed, ask ${((Date.now() - askStarted) / 1000).toFixed(2)} s (total ${((Date.now() - started) / 1000).toFixed(2)} s)`,

@@ -1,4 +1,11 @@
-import type { AnyResource, Message, Plan, Task, ToolCallResource, Verdict } from '../shared/resources/schemas.js';
+import type {
+  AnyResource,
+  Message,
+  Plan,
+  Task,
+  ToolCallResource,
+  Verdict,
+} from '../shared/resources/schemas.js';
 import { parentOf } from '../shared/urn.js';
 
 /**
@@ -52,7 +59,13 @@ export function renderTree(resources: readonly AnyResource[], root: string): str
   return lines;
 }
 
-const ORDER: Record<string, number> = { 'plan.Plan': 0, 'plan.Task': 1, 'tool.Call': 2, 'common.Message': 3, 'plan.Verdict': 4 };
+const ORDER: Record<string, number> = {
+  'plan.Plan': 0,
+  'plan.Task': 1,
+  'tool.Call': 2,
+  'common.Message': 3,
+  'plan.Verdict': 4,
+};
 
 /** Children in the order things happened: creation time, then type (a call before its result). */
 function children(index: Index, urn: string): AnyResource[] {
@@ -77,7 +90,9 @@ function walk(urn: string, prefix: string, index: Index, lines: string[]): void 
   list.forEach((resource, i) => {
     const last = i === list.length - 1;
     lines.push(`${prefix}${last ? '└─ ' : '├─ '}${describe(resource, index)}`);
-    const nested = resource.meta.type === 'plan.Task' || (resource.meta.type === 'common.Message' && (resource as Message).role === 'user');
+    const nested =
+      resource.meta.type === 'plan.Task' ||
+      (resource.meta.type === 'common.Message' && (resource as Message).role === 'user');
     if (nested) {
       walk(resource.meta.id, `${prefix}${last ? '   ' : '│  '}`, index, lines);
     }
@@ -91,7 +106,8 @@ function describe(resource: AnyResource, index: Index): string {
     case 'common.Message': {
       const message = resource as Message;
       if (message.role === 'user') return `user: "${short(message.content, 100)}"`;
-      if (message.role === 'tool') return `result ${message.status}${message.error ? `: ${short(message.error.message, 80)}` : ''}`;
+      if (message.role === 'tool')
+        return `result ${message.status}${message.error ? `: ${short(message.error.message, 80)}` : ''}`;
       if (message.meta.name === 'output') {
         return message.error
           ? `output FAILED: ${short(message.error.message, 100)}`
@@ -101,7 +117,9 @@ function describe(resource: AnyResource, index: Index): string {
     }
     case 'plan.Plan': {
       const plan = resource as Plan;
-      return plan.error ? `plan FAILED: ${plan.error.message}` : `plan: ${plan.tasks.length} root task(s), model ${plan.model}`;
+      return plan.error
+        ? `plan FAILED: ${plan.error.message}`
+        : `plan: ${plan.tasks.length} root task(s), model ${plan.model}`;
     }
     case 'plan.Task': {
       const task = resource as Task;

@@ -1,11 +1,11 @@
+import { buildWindow, type PriorTurn } from '../context/window.js';
 import { LimitExceededError, ModelError, toErrorInfo, ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
-import { buildWindow, type PriorTurn } from '../context/window.js';
 import type { ContentBlock } from '../llm/port.js';
 import { toDescription, withMeta } from '../resources/meta.js';
 import type { Message, Task, ToolCall, ToolCallResource, Verdict } from '../resources/schemas.js';
-import { ancestorsOf, parentOf, typeOf } from '../urn.js';
 import type { Deps } from '../runtime/deps.js';
+import { ancestorsOf, parentOf, typeOf } from '../urn.js';
 import {
   assistantActor,
   assistantOf,
@@ -30,7 +30,8 @@ import { parseVerdictPayload, SUBMIT_VERDICT, SUBMIT_VERDICT_SPEC } from './payl
 export async function assistantStep(event: ResourcePutEvent, deps: Deps): Promise<StepOutcome> {
   if (event.type === 'plan.Task') {
     const task = await deps.resources.getAs(assistantActor(event.urn), 'plan.Task', event.urn);
-    if (task.subtasks.length > 0) return { action: 'supervising', urn: event.urn, detail: `${task.subtasks.length} subtasks` };
+    if (task.subtasks.length > 0)
+      return { action: 'supervising', urn: event.urn, detail: `${task.subtasks.length} subtasks` };
     return advance(task, deps);
   }
   if (event.type !== 'common.Message') return { action: 'ignored', urn: event.urn };
@@ -41,7 +42,8 @@ export async function assistantStep(event: ResourcePutEvent, deps: Deps): Promis
   }
   if (name === NAMES.output) {
     const parent = parentOf(taskUrn) as string;
-    if (typeOf(parent) !== 'plan.Task') return { action: 'ignored', urn: event.urn, detail: 'root output (plan step)' };
+    if (typeOf(parent) !== 'plan.Task')
+      return { action: 'ignored', urn: event.urn, detail: 'root output (plan step)' };
     return supervise(await deps.resources.getAs(assistantActor(parent), 'plan.Task', parent), deps);
   }
   return { action: 'ignored', urn: event.urn, detail: name };
@@ -61,7 +63,9 @@ async function loadTurns(task: Task, deps: Deps): Promise<{ turns: PriorTurn[]; 
   const turnMessages = messages
     .filter((m) => /^turn-\d+$/.test(m.meta.name))
     .sort((a, b) => turnNumber(a) - turnNumber(b));
-  const results = new Map(messages.filter((m) => m.meta.name.startsWith('result-')).map((m) => [m.meta.name, m]));
+  const results = new Map(
+    messages.filter((m) => m.meta.name.startsWith('result-')).map((m) => [m.meta.name, m]),
+  );
   const turns = turnMessages.map((turn) => {
     const k = turnNumber(turn);
     const found = (turn.toolCalls ?? []).flatMap((c) => {
@@ -90,15 +94,27 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
     if (calls.length === 0) return writeOutput(task, last.turn, turns, deps); // crash between turn and output
     await persistCalls(task, last.turn, deps); // crash between turn and its calls
     if (last.results.length < calls.length) {
-      return { action: 'waiting', urn: task.meta.id, detail: `${last.results.length}/${calls.length} tool results` };
+      return {
+        action: 'waiting',
+        urn: task.meta.id,
+        detail: `${last.results.length}/${calls.length} tool results`,
+      };
     }
   }
   if (turns.length >= deps.limits.maxTurns) {
-    return fail(task, new LimitExceededError(`inner loop reached ${deps.limits.maxTurns} turns without an answer`), deps);
+    return fail(
+      task,
+      new LimitExceededError(`inner loop reached ${deps.limits.maxTurns} turns without an answer`),
+      deps,
+    );
   }
   const spent = turns.reduce((sum, t) => sum + (t.turn.usage?.totalTokens ?? 0), 0);
   if (spent > deps.limits.taskTokens) {
-    return fail(task, new LimitExceededError(`task spent ${spent} tokens; the limit is ${deps.limits.taskTokens}`), deps);
+    return fail(
+      task,
+      new LimitExceededError(`task spent ${spent} tokens; the limit is ${deps.limits.taskTokens}`),
+      deps,
+    );
   }
 
   const assistant = assistantOf(deps, task.assistant);
@@ -126,7 +142,9 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
   if (toolCalls.length > deps.limits.toolCallsPerTurn) {
     return fail(
       task,
-      new LimitExceededError(`model asked for ${toolCalls.length} tool calls in one turn; the limit is ${deps.limits.toolCallsPerTurn}`),
+      new LimitExceededError(
+        `model asked for ${toolCalls.length} tool calls in one turn; the limit is ${deps.limits.toolCallsPerTurn}`,
+      ),
       deps,
     );
   }
@@ -139,7 +157,8 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
     window: window.report,
   };
   const stored = (await deps.resources.put(actor, turn)).resource;
-  if ((stored.toolCalls ?? []).length === 0) return writeOutput(task, stored, [...turns, { turn: stored, results: [] }], deps);
+  if ((stored.toolCalls ?? []).length === 0)
+    return writeOutput(task, stored, [...turns, { turn: stored, results: [] }], deps);
   const written = await persistCalls(task, stored, deps);
   return { action: 'tool-calls', urn: stored.meta.id, detail: written.join(', ') };
 }
@@ -163,7 +182,12 @@ async function persistCalls(task: Task, turn: Message, deps: Deps): Promise<stri
 const URN_IN_TEXT = /cld:[A-Za-z0-9.:/]+[0-9a-f]/g;
 
 /** Writes the task output from the final turn; citations = URNs in the answer that tool results returned. */
-async function writeOutput(task: Task, turn: Message, turns: readonly PriorTurn[], deps: Deps): Promise<StepOutcome> {
+async function writeOutput(
+  task: Task,
+  turn: Message,
+  turns: readonly PriorTurn[],
+  deps: Deps,
+): Promise<StepOutcome> {
   const seen = new Set(turns.flatMap((t) => t.results.flatMap((r) => r.content.match(URN_IN_TEXT) ?? [])));
   const citations = [...new Set(turn.content.match(URN_IN_TEXT) ?? [])].filter((urn) => seen.has(urn));
   const output: Message = {
@@ -196,7 +220,9 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   if (await deps.resources.find(actor, 'common.Message', outputUrn(task.meta.id))) {
     return { action: 'ignored', urn: task.meta.id, detail: 'task already has output' };
   }
-  const verdicts = (await deps.resources.list(actor, task.meta.id, { childrenOnly: true, type: 'plan.Verdict' }))
+  const verdicts = (
+    await deps.resources.list(actor, task.meta.id, { childrenOnly: true, type: 'plan.Verdict' })
+  )
     .map((v) => v as Verdict)
     .sort((a, b) => a.round - b.round);
   // The effective subtasks: planned ones, each replaced by the latest corrective that redoes it.
@@ -211,7 +237,11 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   }
   const outputs = (await deps.resources.getMany(actor, slots.map(outputUrn))) as Message[];
   if (outputs.length < slots.length) {
-    return { action: 'waiting', urn: task.meta.id, detail: `${outputs.length}/${slots.length} subtasks done` };
+    return {
+      action: 'waiting',
+      urn: task.meta.id,
+      detail: `${outputs.length}/${slots.length} subtasks done`,
+    };
   }
   const subtasks = (await deps.resources.getMany(actor, slots)) as Task[];
   const last = verdicts.at(-1);
@@ -221,11 +251,20 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   }
   const round = verdicts.length + 1;
   const response = await deps.model.converse({
-    system: [{ text: `You are the supervisor "${assistantOf(deps, task.assistant).meta.name}".\n\n${toDescription(assistantOf(deps, task.assistant).meta)}` }],
+    system: [
+      {
+        text: `You are the supervisor "${assistantOf(deps, task.assistant).meta.name}".\n\n${toDescription(assistantOf(deps, task.assistant).meta)}`,
+      },
+    ],
     messages: [{ role: 'user', content: [{ text: supervisorPrompt(task, subtasks, outputs) }] }],
-    toolConfig: { tools: [{ toolSpec: SUBMIT_VERDICT_SPEC }], toolChoice: { tool: { name: SUBMIT_VERDICT } } },
+    toolConfig: {
+      tools: [{ toolSpec: SUBMIT_VERDICT_SPEC }],
+      toolChoice: { tool: { name: SUBMIT_VERDICT } },
+    },
   });
-  const use = response.output.message.content.find((b) => 'toolUse' in b && b.toolUse.name === SUBMIT_VERDICT);
+  const use = response.output.message.content.find(
+    (b) => 'toolUse' in b && b.toolUse.name === SUBMIT_VERDICT,
+  );
   let payload: ReturnType<typeof parseVerdictPayload>;
   try {
     if (!use || !('toolUse' in use)) throw new ValidationError('model reply has no submit_verdict tool call');
@@ -243,23 +282,45 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   for (const sub of corrective) await deps.resources.put(actor, sub);
   const verdict: Verdict = {
     meta: withMeta(
-      { type: 'plan.Verdict', name: NAMES.verdict(round), parent: task.meta.id, evaluation: task.meta.evaluation },
+      {
+        type: 'plan.Verdict',
+        name: NAMES.verdict(round),
+        parent: task.meta.id,
+        evaluation: task.meta.evaluation,
+      },
       deps.now(),
     ),
     round,
     pass: payload.pass,
     reason: payload.reason,
     subtasks: payload.subtasks.filter((s) => slots.includes(s.urn)),
-    corrective: corrective.filter((t) => t.round === round && parentOf(t.meta.id) === task.meta.id).map((t) => t.meta.id),
+    corrective: corrective
+      .filter((t) => t.round === round && parentOf(t.meta.id) === task.meta.id)
+      .map((t) => t.meta.id),
     usage: response.usage,
   };
   const stored = (await deps.resources.put(actor, verdict)).resource;
   if (stored.pass) return writeCombined(task, subtasks, outputs, deps);
   if (exhausted) {
-    return fail(task, new LimitExceededError(`still failing after ${deps.limits.maxCorrectiveRounds} corrective rounds: ${stored.reason}`), deps);
+    return fail(
+      task,
+      new LimitExceededError(
+        `still failing after ${deps.limits.maxCorrectiveRounds} corrective rounds: ${stored.reason}`,
+      ),
+      deps,
+    );
   }
-  if (stored.corrective.length === 0) return fail(task, new ValidationError(`verdict failed with no corrective subtasks: ${stored.reason}`), deps);
-  return { action: 'corrective', urn: stored.meta.id, detail: `round ${round}: ${stored.corrective.length} corrective subtask(s)` };
+  if (stored.corrective.length === 0)
+    return fail(
+      task,
+      new ValidationError(`verdict failed with no corrective subtasks: ${stored.reason}`),
+      deps,
+    );
+  return {
+    action: 'corrective',
+    urn: stored.meta.id,
+    detail: `round ${round}: ${stored.corrective.length} corrective subtask(s)`,
+  };
 }
 
 function supervisorPrompt(task: Task, subtasks: readonly Task[], outputs: readonly Message[]): string {
@@ -279,8 +340,15 @@ function supervisorPrompt(task: Task, subtasks: readonly Task[], outputs: readon
   return `## Task\n${toDescription(task.meta)}\n\n## Subtask outputs\n\`\`\`json\n${JSON.stringify(view, null, 2)}\n\`\`\`\n\nJudge each subtask output against its evaluation and the task's evaluation, then call submit_verdict. When something falls short, ask for corrective subtasks (set "corrects" to the URN of the subtask each one redoes).`;
 }
 
-async function writeCombined(task: Task, subtasks: readonly Task[], outputs: readonly Message[], deps: Deps): Promise<StepOutcome> {
-  const { content, citations } = combineOutputs(subtasks.map((s, i) => ({ title: s.title, output: outputs[i] as Message })));
+async function writeCombined(
+  task: Task,
+  subtasks: readonly Task[],
+  outputs: readonly Message[],
+  deps: Deps,
+): Promise<StepOutcome> {
+  const { content, citations } = combineOutputs(
+    subtasks.map((s, i) => ({ title: s.title, output: outputs[i] as Message })),
+  );
   const output: Message = {
     meta: withMeta({ type: 'common.Message', name: NAMES.output, parent: task.meta.id }, deps.now()),
     role: 'assistant',

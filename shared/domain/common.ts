@@ -2,9 +2,9 @@ import { NotFoundError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
 import type { Assistant, Message, Task, Tool } from '../resources/schemas.js';
+import type { Deps } from '../runtime/deps.js';
 import { electAssistant } from '../search/similarity.js';
 import { childUrn, rootOf } from '../urn.js';
-import type { Deps } from '../runtime/deps.js';
 import type { CorrectivePayload, TaskPayload } from './payloads.js';
 
 /**

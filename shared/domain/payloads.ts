@@ -29,13 +29,19 @@ export const TaskPayloadSchema: z.ZodType<TaskPayload> = z.strictObject({
   applicability: text(1_000, 'What kind of task this is, for choosing an assistant'),
   evaluation: text(1_000, 'What a successful result looks like; judged by the supervisor'),
   get subtasks() {
-    return z.array(TaskPayloadSchema).optional().describe('Subtasks; omit for a task one assistant can do directly');
+    return z
+      .array(TaskPayloadSchema)
+      .optional()
+      .describe('Subtasks; omit for a task one assistant can do directly');
   },
 });
 
 /** The `create_plan` tool input. */
 export const PlanPayloadSchema = z.strictObject({
-  tasks: z.array(TaskPayloadSchema).min(1).describe('Root tasks; a multi-part request is one root task with subtasks'),
+  tasks: z
+    .array(TaskPayloadSchema)
+    .min(1)
+    .describe('Root tasks; a multi-part request is one root task with subtasks'),
 });
 export type PlanPayload = z.infer<typeof PlanPayloadSchema>;
 
@@ -53,7 +59,11 @@ export const VerdictPayloadSchema = z.strictObject({
   subtasks: z
     .array(z.strictObject({ urn: z.string(), pass: z.boolean(), reason: z.string().max(2_000) }))
     .describe('Judgement of each subtask output'),
-  corrective: z.array(CorrectivePayloadSchema).max(8).default([]).describe('Corrective subtasks when pass is false'),
+  corrective: z
+    .array(CorrectivePayloadSchema)
+    .max(8)
+    .default([])
+    .describe('Corrective subtasks when pass is false'),
 });
 export type VerdictPayload = z.infer<typeof VerdictPayloadSchema>;
 
@@ -87,7 +97,8 @@ export const SUBMIT_VERDICT_SPEC: ToolSpec = toolSpec(
  */
 export function parsePlanPayload(input: unknown, limits: Limits, baseDepth = 0): PlanPayload {
   const parsed = PlanPayloadSchema.safeParse(input);
-  if (!parsed.success) throw new ValidationError(`model reply is not a valid plan: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success)
+    throw new ValidationError(`model reply is not a valid plan: ${z.prettifyError(parsed.error)}`);
   checkBounds(parsed.data.tasks, baseDepth + 1, limits);
   return parsed.data;
 }
@@ -108,7 +119,9 @@ export function parseVerdictPayload(input: unknown, limits: Limits, depth: numbe
 function checkBounds(tasks: readonly TaskPayload[], depth: number, limits: Limits, allowEmpty = false): void {
   if (!allowEmpty && tasks.length === 0) throw new ValidationError('plan has no tasks');
   if (tasks.length > limits.maxSubtasks) {
-    throw new ValidationError(`plan has ${tasks.length} tasks at depth ${depth}; the limit is ${limits.maxSubtasks}`);
+    throw new ValidationError(
+      `plan has ${tasks.length} tasks at depth ${depth}; the limit is ${limits.maxSubtasks}`,
+    );
   }
   if (depth > limits.maxDepth) {
     throw new ValidationError(`plan nests tasks to depth ${depth}; the limit is ${limits.maxDepth}`);

@@ -4,8 +4,8 @@ import { typePathOf } from '../events/routing.js';
 import type { ContentBlock, ConverseMessage, ConverseRequest } from '../llm/port.js';
 import { withMeta } from '../resources/meta.js';
 import type { Message, Plan } from '../resources/schemas.js';
-import { childUrn, parentOf, rootOf } from '../urn.js';
 import type { Deps } from '../runtime/deps.js';
+import { childUrn, parentOf, rootOf } from '../urn.js';
 import { buildTasks, combineOutputs, NAMES, outputUrn, planActor, type StepOutcome } from './common.js';
 import { CREATE_PLAN, CREATE_PLAN_SPEC, type PlanPayload, parsePlanPayload } from './payloads.js';
 
@@ -22,7 +22,8 @@ export async function planStep(event: ResourcePutEvent, deps: Deps): Promise<Ste
   if (path === 'common.Conversation/common.Message') return onConversationMessage(event.urn, deps);
   if (path === 'common.Conversation/common.Message/plan.Task/common.Message') {
     const task = parentOf(event.urn) as string;
-    if (event.urn !== outputUrn(task)) return { action: 'ignored', urn: event.urn, detail: 'not a task output' };
+    if (event.urn !== outputUrn(task))
+      return { action: 'ignored', urn: event.urn, detail: 'not a task output' };
     return completeAnswer(parentOf(task) as string, deps);
   }
   return { action: 'ignored', urn: event.urn, detail: `not for plan: ${path}` };
@@ -56,7 +57,8 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
     const response = await deps.model.converse(request);
     usage = addUsage(usage, response.usage);
     const use = response.output.message.content.find(
-      (b): b is Extract<ContentBlock, { toolUse: unknown }> => 'toolUse' in b && b.toolUse.name === CREATE_PLAN,
+      (b): b is Extract<ContentBlock, { toolUse: unknown }> =>
+        'toolUse' in b && b.toolUse.name === CREATE_PLAN,
     );
     try {
       if (!use) throw new ValidationError('model reply has no create_plan tool call');
@@ -68,7 +70,15 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
       request.messages.push(response.output.message as ConverseMessage, {
         role: 'user',
         content: use
-          ? [{ toolResult: { toolUseId: use.toolUse.toolUseId, content: [{ text: error.message }], status: 'error' } }]
+          ? [
+              {
+                toolResult: {
+                  toolUseId: use.toolUse.toolUseId,
+                  content: [{ text: error.message }],
+                  status: 'error',
+                },
+              },
+            ]
           : [{ text: `${error.message}. Call create_plan.` }],
       });
     }
@@ -106,7 +116,9 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
   deps.logger.info('planned', { messageUrn, tasks: tasks.length, roots: plan.tasks.length });
   // A fast leaf may have finished before the Plan existed: check completion now as well.
   const completion = await completeAnswer(messageUrn, deps);
-  return completion.action === 'answered' ? completion : { action: 'planned', urn: planUrn, detail: `${tasks.length} tasks` };
+  return completion.action === 'answered'
+    ? completion
+    : { action: 'planned', urn: planUrn, detail: `${tasks.length} tasks` };
 }
 
 /**
@@ -119,7 +131,11 @@ async function completeAnswer(messageUrn: string, deps: Deps): Promise<StepOutco
   if (!plan) return { action: 'waiting', urn: messageUrn, detail: 'no plan yet' };
   const outputs = await deps.resources.getMany(actor, plan.tasks.map(outputUrn));
   if (outputs.length < plan.tasks.length) {
-    return { action: 'waiting', urn: messageUrn, detail: `${outputs.length}/${plan.tasks.length} root tasks done` };
+    return {
+      action: 'waiting',
+      urn: messageUrn,
+      detail: `${outputs.length}/${plan.tasks.length} root tasks done`,
+    };
   }
   const roots = await deps.resources.getMany(actor, plan.tasks);
   const parts = (outputs as Message[]).map((output, i) => ({
@@ -156,7 +172,11 @@ async function completeAnswer(messageUrn: string, deps: Deps): Promise<StepOutco
     ...(error ? { error } : {}),
   };
   const { created } = await deps.resources.put(actor, answer);
-  return { action: created ? 'answered' : 'ignored', urn: answer.meta.id, detail: created ? undefined : 'answer existed' };
+  return {
+    action: created ? 'answered' : 'ignored',
+    urn: answer.meta.id,
+    detail: created ? undefined : 'answer existed',
+  };
 }
 
 function addUsage(

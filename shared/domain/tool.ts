@@ -1,11 +1,17 @@
 import { Ajv, type ValidateFunction } from 'ajv';
-import { NotFoundError, PolicyDeniedError, toErrorInfo, ValidationError } from '../errors.js';
+import {
+  InvalidUrnError,
+  NotFoundError,
+  PolicyDeniedError,
+  toErrorInfo,
+  ValidationError,
+} from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
 import type { JsonValue } from '../llm/port.js';
 import { withMeta } from '../resources/meta.js';
 import type { Message, Tool, ToolStatus } from '../resources/schemas.js';
-import { childUrn, parentOf } from '../urn.js';
 import type { Deps } from '../runtime/deps.js';
+import { childUrn, parentOf } from '../urn.js';
 import { assistantActor, assistantOf, NAMES, type StepOutcome, toolActor } from './common.js';
 
 /**
@@ -25,10 +31,21 @@ export async function toolStep(event: ResourcePutEvent, deps: Deps): Promise<Ste
   }
   const task = await deps.resources.getAs(reader, 'plan.Task', taskUrn);
   const started = Date.now();
-  const { status, content, error } = await execute(call.call.name, call.call.input, taskUrn, task.assistant, deps);
+  const { status, content, error } = await execute(
+    call.call.name,
+    call.call.input,
+    taskUrn,
+    task.assistant,
+    deps,
+  );
   const result: Message = {
     meta: withMeta(
-      { type: 'common.Message', name: NAMES.result(call.meta.name), parent: taskUrn, purpose: `Result of ${call.call.name}` },
+      {
+        type: 'common.Message',
+        name: NAMES.result(call.meta.name),
+        parent: taskUrn,
+        purpose: `Result of ${call.call.name}`,
+      },
       deps.now(),
     ),
     role: 'tool',
@@ -38,7 +55,12 @@ export async function toolStep(event: ResourcePutEvent, deps: Deps): Promise<Ste
     ...(error ? { error } : {}),
   };
   await deps.resources.put(toolActor(taskUrn, call.call.name), result);
-  deps.logger.info('tool executed', { call: event.urn, tool: call.call.name, status, ms: Date.now() - started });
+  deps.logger.info('tool executed', {
+    call: event.urn,
+    tool: call.call.name,
+    status,
+    ms: Date.now() - started,
+  });
   return { action: 'tool-result', urn: result.meta.id, detail: `${call.call.name}: ${status}` };
 }
 
@@ -51,7 +73,13 @@ interface Execution {
 const ajv = new Ajv({ allErrors: true, strict: false });
 const validators = new WeakMap<Tool, ValidateFunction>();
 
-async function execute(name: string, input: unknown, taskUrn: string, assistantUrn: string, deps: Deps): Promise<Execution> {
+async function execute(
+  name: string,
+  input: unknown,
+  taskUrn: string,
+  assistantUrn: string,
+  deps: Deps,
+): Promise<Execution> {
   const tool = deps.catalog.tools.find((t) => t.function.name === name);
   const implementation = deps.tools.get(name);
   if (!tool || !implementation) return failure('NOT_FOUND', `no tool named "${name}"`);
@@ -64,7 +92,10 @@ async function execute(name: string, input: unknown, taskUrn: string, assistantU
     validators.set(tool, validate);
   }
   if (!validate(input)) {
-    return failure('INVALID_ARGUMENTS', `arguments do not match the ${name} schema: ${ajv.errorsText(validate.errors)}`);
+    return failure(
+      'INVALID_ARGUMENTS',
+      `arguments do not match the ${name} schema: ${ajv.errorsText(validate.errors)}`,
+    );
   }
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
@@ -84,11 +115,14 @@ async function execute(name: string, input: unknown, taskUrn: string, assistantU
       }),
       timeout,
     ]);
-    if (outcome === 'timeout') return failure('TIMEOUT', `${name} did not finish within ${tool.timeoutMs} ms`);
+    if (outcome === 'timeout')
+      return failure('TIMEOUT', `${name} did not finish within ${tool.timeoutMs} ms`);
     return { status: 'OK', content: JSON.stringify(outcome as JsonValue) };
   } catch (error) {
     if (error instanceof NotFoundError) return failure('NOT_FOUND', error.message);
-    if (error instanceof ValidationError) return failure('INVALID_ARGUMENTS', error.message);
+    if (error instanceof ValidationError || error instanceof InvalidUrnError) {
+      return failure('INVALID_ARGUMENTS', error.message);
+    }
     if (error instanceof PolicyDeniedError) return failure('ERROR', error.message, error.code);
     return failure('ERROR', toErrorInfo(error).message);
   } finally {

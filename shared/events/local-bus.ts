@@ -170,8 +170,9 @@ export class LocalBus implements EventBus {
     this.options.onDelivery?.(job.route.target, job.event);
     const target = this.options.targets[job.route.target];
     // setImmediate: invocations never run inside the publisher's call stack (as in AWS).
+    // The executor turns a synchronous throw into a rejection, so it is retried like any failure.
     setImmediate(() => {
-      target(job.event)
+      new Promise<void>((resolve) => resolve(target(job.event)))
         .catch((error: unknown) => this.fail(job, error))
         .finally(() => {
           this.running--;

@@ -1,5 +1,5 @@
 import { countTokens } from '../context/tokens.js';
-import { CREATE_PLAN, type CorrectivePayload, SUBMIT_VERDICT, type TaskPayload } from '../domain/payloads.js';
+import { type CorrectivePayload, CREATE_PLAN, SUBMIT_VERDICT, type TaskPayload } from '../domain/payloads.js';
 import { contentWords, cosine, HashingEmbedder } from '../search/similarity.js';
 import type {
   ChatModel,
@@ -32,7 +32,8 @@ export class OfflineChatModel implements ChatModel {
   async converse(request: ConverseRequest): Promise<ConverseResponse> {
     const tools = request.toolConfig?.tools.map((t) => t.toolSpec) ?? [];
     let content: ContentBlock[];
-    if (tools.some((t) => t.name === CREATE_PLAN)) content = [toolUse(CREATE_PLAN, 'plan', plan(lastUserText(request)))];
+    if (tools.some((t) => t.name === CREATE_PLAN))
+      content = [toolUse(CREATE_PLAN, 'plan', plan(lastUserText(request)))];
     else if (tools.some((t) => t.name === SUBMIT_VERDICT)) {
       content = [toolUse(SUBMIT_VERDICT, 'verdict', verdict(lastUserText(request)))];
     } else content = await this.innerLoop(request, tools);
@@ -65,7 +66,10 @@ export class OfflineChatModel implements ChatModel {
   }
 
   private async bestTool(question: string, tools: ToolSpec[]): Promise<ToolSpec> {
-    const [q, ...vectors] = await this.embedder.embed([question, ...tools.map((t) => `${t.name} ${t.description}`)]);
+    const [q, ...vectors] = await this.embedder.embed([
+      question,
+      ...tools.map((t) => `${t.name} ${t.description}`),
+    ]);
     let best = tools[0] as ToolSpec;
     let bestScore = Number.NEGATIVE_INFINITY;
     tools.forEach((tool, i) => {
@@ -197,13 +201,19 @@ function judge(s: SubtaskView): { pass: boolean; reason: string; missing: string
   if (!output) return { pass: false, reason: 'empty output', missing: [] };
   if (!s.citations?.length) return { pass: false, reason: 'cites no source', missing: [] };
   const mentions = /mentions:\s*(.+?)\.?$/i.exec(s.evaluation ?? '');
-  const terms = mentions ? (mentions[1] as string).split(/,\s*/).filter(Boolean) : keyTerms(s.evaluation ?? '');
+  const terms = mentions
+    ? (mentions[1] as string).split(/,\s*/).filter(Boolean)
+    : keyTerms(s.evaluation ?? '');
   const words = new Set(contentWords(output));
   const missing = terms.filter((t) => !words.has(contentWords(t)[0] ?? t));
   if (terms.length > 0 && missing.length / terms.length > 0.5) {
     return { pass: false, reason: `does not mention ${missing.join(', ')}`, missing };
   }
-  return { pass: true, reason: `cites ${s.citations.length} source(s), covers ${terms.length - missing.length}/${terms.length} key terms`, missing };
+  return {
+    pass: true,
+    reason: `cites ${s.citations.length} source(s), covers ${terms.length - missing.length}/${terms.length} key terms`,
+    missing,
+  };
 }
 
 /** The task's question: the Purpose line of the "## Task" section, minus "Answer the question:". */
@@ -236,7 +246,8 @@ function toolResults(messages: readonly ConverseMessage[]): Hit[] {
         const results = (value as { results?: unknown })?.results;
         const items = Array.isArray(results) ? results : value ? [value] : [];
         for (const item of items as { urn?: unknown; text?: unknown }[]) {
-          if (typeof item?.urn === 'string' && typeof item.text === 'string') hits.push({ urn: item.urn, text: item.text });
+          if (typeof item?.urn === 'string' && typeof item.text === 'string')
+            hits.push({ urn: item.urn, text: item.text });
         }
       }
     }

@@ -31,7 +31,7 @@ export type Action = z.infer<typeof ActionSchema>;
 export interface PolicyInput {
   actor: Actor;
   action: Action;
-  /** URNs (or URN prefixes for `list`) the action touches; all must be allowed. */
+  /** URNs the action touches (for `list`, the URN whose subtree is listed); all must be allowed. */
   resources: readonly string[];
 }
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { isUrn } from '../urn.js';
-import { globMatch } from './glob.js';
+import { globMatch, globToRegExp } from './glob.js';
 import type { Action, Actor, Decision, Policy, PolicyInput } from './port.js';
 
 /**
@@ -39,6 +39,13 @@ export class RulesPolicy implements Policy {
     const parsed = RulesDocumentSchema.safeParse(document);
     if (!parsed.success) throw new ValidationError(`invalid policy rules: ${z.prettifyError(parsed.error)}`);
     for (const rule of parsed.data.rules) {
+      for (const pattern of rule.resources) {
+        try {
+          globToRegExp(pattern.replace(PLACEHOLDER, 'cld:common.Conversation.0000000000000000'));
+        } catch (error) {
+          throw new ValidationError(`rule ${rule.id} has an invalid glob: ${pattern}`, { cause: error });
+        }
+      }
       for (const action of rule.actions) {
         const key = `${rule.actor}:${action}`;
         const list = this.index.get(key) ?? [];
@@ -56,8 +63,9 @@ export class RulesPolicy implements Policy {
     const rules = this.index.get(`${actor.kind}:${action}`) ?? [];
     let lastRule = '';
     for (const resource of resources) {
-      if (action !== 'list' && !isUrn(resource))
-        return deny(`malformed URN: ${String(resource).slice(0, 120)}`);
+      // `list` names the URN whose subtree is listed: a non-URN prefix such as `{C}/../{C2}`
+      // would otherwise match `{conversation}/**`, so every action gets a parsed URN.
+      if (!isUrn(resource)) return deny(`malformed URN: ${String(resource).slice(0, 120)}`);
       const rule = rules.find((candidate) => matches(candidate, actor, resource));
       if (!rule) return deny(`no rule allows ${actor.kind} ${actor.id} to ${action} ${resource}`);
       lastRule = rule.id;

@@ -65,7 +65,7 @@ export function toDescription(meta: Description): string {
  */
 export function assertMetaConsistent(meta: ResourceMeta): void {
   const expected = childUrn(meta.parent, meta.type, meta.name);
-  if (expected !== meta.id) {
+  if (expected !== meta.id || !expected.endsWith(`.${meta.hash}`)) {
     throw new ValidationError(`meta of ${meta.id} does not match its URN (expected ${expected})`);
   }
 }

@@ -143,5 +143,7 @@ function decode(urn: string, data: Buffer): AnyResource {
   }
   const resource = parseResource(json);
   if (resource.meta.id !== urn) throw new ValidationError(`stored ${urn} claims id ${resource.meta.id}`);
+  // The id alone does not bind type, parent and name: a Task stored under a Message URN would pass.
+  assertMetaConsistent(resource.meta);
   return resource;
 }

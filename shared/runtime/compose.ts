@@ -3,7 +3,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { z } from 'zod';
 import rules from '../../policies/rules.json' with { type: 'json' };
 import { defaultCatalog } from '../catalog/catalog.js';
-import { LimitsSchema, type Limits } from '../domain/limits.js';
+import { type Limits, LimitsSchema } from '../domain/limits.js';
 import { ConfigError } from '../errors.js';
 import { BedrockChatModel, createBedrockClient } from '../llm/bedrock.js';
 import { OfflineChatModel } from '../llm/offline.js';
@@ -84,7 +84,8 @@ export async function assembleDeps(options: {
 }): Promise<Deps> {
   const resources = new ResourceIndex(options.storage, new RulesPolicy(rules));
   const catalog = defaultCatalog();
-  for (const resource of [...catalog.assistants, ...catalog.tools]) await resources.put(SYSTEM_ACTOR, resource);
+  for (const resource of [...catalog.assistants, ...catalog.tools])
+    await resources.put(SYSTEM_ACTOR, resource);
   const search = await MiniSearchIndex.open(options.indexStorage);
   return {
     resources,
@@ -102,7 +103,10 @@ export async function assembleDeps(options: {
 /** Builds Deps from the environment (Lambda cold start). @throws ConfigError */
 export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.env): Promise<Deps> {
   const env = parseEnv(environment);
-  const logger = new Logger({ serviceName: 'cld', ...(env.POWERTOOLS_LOG_LEVEL ? { logLevel: env.POWERTOOLS_LOG_LEVEL } : {}) });
+  const logger = new Logger({
+    serviceName: 'cld',
+    ...(env.POWERTOOLS_LOG_LEVEL ? { logLevel: env.POWERTOOLS_LOG_LEVEL } : {}),
+  });
   const limits = parseLimits(env.CLD_LIMITS);
   if (env.CLD_BUCKET) {
     const client = createS3Client({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });

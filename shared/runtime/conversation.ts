@@ -1,9 +1,9 @@
+import { NAMES } from '../domain/common.js';
+import type { Actor } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Conversation, Message } from '../resources/schemas.js';
 import { childUrn } from '../urn.js';
-import type { Actor } from '../policy/port.js';
-import { NAMES } from '../domain/common.js';
 
 /** What a channel knows when a user writes. */
 export interface StartConversationInput {
@@ -38,9 +38,15 @@ export function userActor(user: string, conversation: string): Actor {
  * names give the same URNs and a repeated call writes nothing new.
  * @throws ValidationError for empty content, PolicyDeniedError
  */
-export async function startConversation(resources: ResourceIndex, input: StartConversationInput): Promise<StartedConversation> {
+export async function startConversation(
+  resources: ResourceIndex,
+  input: StartConversationInput,
+): Promise<StartedConversation> {
   const now = input.now ?? new Date();
-  const meta = withMeta({ type: 'common.Conversation', name: input.conversationName, purpose: input.content.slice(0, 200) }, now);
+  const meta = withMeta(
+    { type: 'common.Conversation', name: input.conversationName, purpose: input.content.slice(0, 200) },
+    now,
+  );
   const actor = userActor(input.user, meta.id);
   const conversation: Conversation = { meta, actor: input.user, channel: input.channel };
   await resources.put(actor, conversation);

@@ -38,7 +38,11 @@ function routeFilter(step: StepName, logger: () => Logger): MiddlewareObj {
       const event = request.event as ResourcePutEvent;
       if (routes.some((route) => routeAccepts(route, event.urn))) return undefined;
       logger().debug('event not for this step', { urn: event.urn });
-      return { action: 'ignored', urn: event.urn, detail: 'shape not routed to this step' } satisfies StepOutcome;
+      return {
+        action: 'ignored',
+        urn: event.urn,
+        detail: 'shape not routed to this step',
+      } satisfies StepOutcome;
     },
   };
 }
@@ -49,7 +53,10 @@ function errorLogger(logger: () => Logger): MiddlewareObj {
     onError: (request) => {
       const error = request.error;
       const info = error instanceof CldError ? error.toJSON() : { message: String(error) };
-      logger().error('step failed', { error: info, stack: error instanceof CldError ? undefined : error?.stack });
+      logger().error('step failed', {
+        error: info,
+        stack: error instanceof CldError ? undefined : error?.stack,
+      });
     },
   };
 }

@@ -9,7 +9,9 @@ import type { Assistant, Election, ResourceMeta } from '../resources/schemas.js'
 
 const STOPWORDS = new Set(
   `a an and are as at be by can do does for from how i if in into is it its of on or that the this to was what
-  when where which who why will with you your should must each one all any not no use used using only`.split(/\s+/),
+  when where which who why will with you your should must each one all any not no use used using only`.split(
+    /\s+/,
+  ),
 );
 
 /** Content words of a text: lowercase alphanumeric runs, stopwords removed, plural `s` dropped. */
@@ -17,7 +19,9 @@ export function contentWords(text: string): string[] {
   const words = text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
   return words
     .filter((word) => word.length > 1 && !STOPWORDS.has(word))
-    .map((word) => (word.length > 3 && word.endsWith('s') && !word.endsWith('ss') ? word.slice(0, -1) : word));
+    .map((word) =>
+      word.length > 3 && word.endsWith('s') && !word.endsWith('ss') ? word.slice(0, -1) : word,
+    );
 }
 
 /**

@@ -53,7 +53,9 @@ describe('ask on the aws-cdk-lib documents, end to end (local runtime, offline m
     const calls = clean.resources.filter((r): r is ToolCallResource => r.meta.type === 'tool.Call');
     expect(calls.length).toBeGreaterThanOrEqual(2);
     expect(new Set(calls.map((c) => c.call.name))).toEqual(new Set(['search']));
-    const results = clean.resources.filter((r): r is Message => r.meta.type === 'common.Message' && r.role === 'tool');
+    const results = clean.resources.filter(
+      (r): r is Message => r.meta.type === 'common.Message' && (r as Message).role === 'tool',
+    );
     expect(results).toHaveLength(calls.length);
     expect(results.every((r) => r.status === 'OK')).toBe(true);
     for (const call of calls) expect(typeOf(parentOf(call.meta.id) as string)).toBe('plan.Task');
@@ -84,7 +86,8 @@ describe('ask on the aws-cdk-lib documents, end to end (local runtime, offline m
     const key = (r: { meta: { id: string } }) => r.meta.id;
     expect(faulty.resources.map(key).sort()).toEqual(clean.resources.map(key).sort());
     const byUrn = new Map(clean.resources.map((r) => [r.meta.id, withoutTimestamps(r)]));
-    for (const resource of faulty.resources) expect(withoutTimestamps(resource)).toEqual(byUrn.get(resource.meta.id));
+    for (const resource of faulty.resources)
+      expect(withoutTimestamps(resource)).toEqual(byUrn.get(resource.meta.id));
     expect(faulty.answer?.content).toBe(clean.answer?.content);
     expect(faulty.runtime.bus.deadLetters).toEqual([]);
   });

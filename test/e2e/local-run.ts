@@ -25,7 +25,9 @@ export interface RunResult {
 }
 
 /** Ingests the docs and asks the question on a fresh embedded default, waiting until the bus is idle. */
-export async function runAsk(options: { faults?: DeliveryFaults; conversationName?: string } = {}): Promise<RunResult> {
+export async function runAsk(
+  options: { faults?: DeliveryFaults; conversationName?: string } = {},
+): Promise<RunResult> {
   const dataDir = await mkdtemp(join(tmpdir(), 'cld-e2e-'));
   const runtime = await createLocalRuntime({
     dataDir,
@@ -48,7 +50,13 @@ export async function runAsk(options: { faults?: DeliveryFaults; conversationNam
   const conversation = await runtime.deps.resources.get(SYSTEM_ACTOR, started.conversation);
   const below = await runtime.deps.resources.list(SYSTEM_ACTOR, started.conversation);
   const answer = below.find((r) => r.meta.id === started.answer) as Message | undefined;
-  return { runtime, conversation: started.conversation, message: started.message, answer, resources: [conversation, ...below] };
+  return {
+    runtime,
+    conversation: started.conversation,
+    message: started.message,
+    answer,
+    resources: [conversation, ...below],
+  };
 }
 
 /** A resource's content without timestamps (createdAt) — what "same content" compares. */
