@@ -303,20 +303,20 @@ describe('BedrockChatModel over the real SDK client', () => {
     { exception: 'ValidationException', status: 400 },
     { exception: 'AccessDeniedException', status: 403 },
     { exception: 'ResourceNotFoundException', status: 404 },
-  ])(
-    'throws a non-retryable ModelError naming $exception ($status) without retrying',
-    async ({ exception, status }) => {
-      stub.enqueue(serviceError(exception, status, 'The provided model identifier is invalid.'));
+  ])('throws a non-retryable ModelError naming $exception ($status) without retrying', async ({
+    exception,
+    status,
+  }) => {
+    stub.enqueue(serviceError(exception, status, 'The provided model identifier is invalid.'));
 
-      const error = await expectModelError();
+    const error = await expectModelError();
 
-      expect(error.retryable).toBe(false);
-      expect(error.message).toContain(exception);
-      expect(error.message).toContain('The provided model identifier is invalid.');
-      expect(error.details).toMatchObject({ exception, httpStatusCode: status, attempts: 1 });
-      expect(stub.requests).toHaveLength(1);
-    },
-  );
+    expect(error.retryable).toBe(false);
+    expect(error.message).toContain(exception);
+    expect(error.message).toContain('The provided model identifier is invalid.');
+    expect(error.details).toMatchObject({ exception, httpStatusCode: status, attempts: 1 });
+    expect(stub.requests).toHaveLength(1);
+  });
 
   const assistant = (content: unknown[]) => ({ output: { message: { role: 'assistant', content } } });
   it.each([

@@ -178,26 +178,17 @@ describe('catalog tool files', () => {
   it.each([
     ['search', searchFile],
     ['read', readFile_],
-  ])(
-    '%s.json names its implementation, fills every description field and has an object schema',
-    (name, file) => {
-      const implementation = name === 'search' ? searchTool : readTool;
+  ])('%s.json names its implementation, fills every description field and has an object schema', (name, file) => {
+    const implementation = name === 'search' ? searchTool : readTool;
 
-      expect(file.name).toBe(implementation.name);
-      for (const field of [
-        'purpose',
-        'instructions',
-        'applicability',
-        'evaluation',
-        'description',
-      ] as const) {
-        expect(file[field].length).toBeGreaterThan(20);
-      }
-      expect(JsonSchemaObjectSchema.safeParse(file.parameters).success).toBe(true);
-      expect(() => ajv.compile(file.parameters)).not.toThrow();
-      expect(file.timeoutMs).toBeGreaterThan(0);
-    },
-  );
+    expect(file.name).toBe(implementation.name);
+    for (const field of ['purpose', 'instructions', 'applicability', 'evaluation', 'description'] as const) {
+      expect(file[field].length).toBeGreaterThan(20);
+    }
+    expect(JsonSchemaObjectSchema.safeParse(file.parameters).success).toBe(true);
+    expect(() => ajv.compile(file.parameters)).not.toThrow();
+    expect(file.timeoutMs).toBeGreaterThan(0);
+  });
 
   it.each([
     [{ query: 'bucket' }, true],

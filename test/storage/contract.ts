@@ -270,22 +270,22 @@ export function storageContract(
         ['a 1,025-byte key', keyOfBytes(1025)],
       ];
 
-      it.each(invalidKeys)(
-        'rejects %s in put, get, getMany and delete with ValidationError',
-        async (_, key) => {
-          await expect(storage.put(key, 'x')).rejects.toBeInstanceOf(ValidationError);
-          await expect(storage.get(key)).rejects.toBeInstanceOf(ValidationError);
-          await expect(storage.getMany([messageKey(60), key])).rejects.toBeInstanceOf(ValidationError);
-          await expect(storage.delete(key)).rejects.toBeInstanceOf(ValidationError);
-        },
-      );
+      it.each(
+        invalidKeys,
+      )('rejects %s in put, get, getMany and delete with ValidationError', async (_, key) => {
+        await expect(storage.put(key, 'x')).rejects.toBeInstanceOf(ValidationError);
+        await expect(storage.get(key)).rejects.toBeInstanceOf(ValidationError);
+        await expect(storage.getMany([messageKey(60), key])).rejects.toBeInstanceOf(ValidationError);
+        await expect(storage.delete(key)).rejects.toBeInstanceOf(ValidationError);
+      });
 
-      it.each(['../', 'cld:a//b/', 'cld:a/../'])(
-        'rejects findByPrefix(%j) with ValidationError',
-        async (prefix) => {
-          await expect(storage.findByPrefix(prefix)).rejects.toBeInstanceOf(ValidationError);
-        },
-      );
+      it.each([
+        '../',
+        'cld:a//b/',
+        'cld:a/../',
+      ])('rejects findByPrefix(%j) with ValidationError', async (prefix) => {
+        await expect(storage.findByPrefix(prefix)).rejects.toBeInstanceOf(ValidationError);
+      });
 
       it('writes nothing for a rejected key', async () => {
         await expect(storage.put('cld:a//b.json', 'x')).rejects.toBeInstanceOf(ValidationError);
