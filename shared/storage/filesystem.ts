@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { link, mkdir, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { link, lstat, mkdir, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
-import { NotFoundError } from '../errors.js';
+import { NotFoundError, ValidationError } from '../errors.js';
 import { assertValidKey, compareKeys } from './keys.js';
 import type { PutResult, StorageInterface } from './port.js';
 
@@ -12,7 +12,9 @@ const TMP_DIR = '.tmp';
  * becomes a directory separator. Creates are atomic and exclusive: the data is written to a
  * temporary file, then hard-linked to its final name (`link(2)` fails with `EEXIST` when the
  * key exists), so a crash never leaves a half-written object and a second create never
- * overwrites.
+ * overwrites. Unlike S3, a filesystem cannot hold both `a` and `a/b`: such a collision (never
+ * produced by resource keys, which all end in `.json`) is rejected with a ValidationError, and
+ * the `.tmp/` prefix is reserved.
  */
 export class FilesystemStorage implements StorageInterface {
   readonly root: string;
@@ -48,17 +50,35 @@ export class FilesystemStorage implements StorageInterface {
 
   async put(key: string, data: Buffer | string): Promise<PutResult> {
     assertValidKey(key);
+    if (key === TMP_DIR || key.startsWith(`${TMP_DIR}/`))
+      throw new ValidationError(`key prefix ${TMP_DIR}/ is reserved`);
     const target = this.pathOf(key);
     const tmpDir = join(this.root, TMP_DIR);
     const tmp = join(tmpDir, randomUUID());
     await mkdir(tmpDir, { recursive: true });
-    await mkdir(dirname(target), { recursive: true });
+    try {
+      await mkdir(dirname(target), { recursive: true });
+    } catch (error) {
+      if (isCode(error, 'ENOTDIR') || isCode(error, 'EEXIST')) {
+        throw new ValidationError(`key ${key} lies under an existing object on the filesystem`);
+      }
+      throw error;
+    }
     await writeFile(tmp, data);
     try {
       await link(tmp, target);
       return { created: true };
     } catch (error) {
-      if (isCode(error, 'EEXIST')) return { created: false };
+      if (isCode(error, 'EEXIST')) {
+        // A directory at the target means the key is a prefix of other keys, not an object.
+        const existing = await lstat(target);
+        if (existing.isDirectory())
+          throw new ValidationError(`key ${key} names a folder of other keys on the filesystem`);
+        return { created: false };
+      }
+      if (isCode(error, 'ENOTDIR') || isCode(error, 'EEXIST')) {
+        throw new ValidationError(`key ${key} lies under an existing object on the filesystem`);
+      }
       throw error;
     } finally {
       await unlink(tmp).catch(() => undefined);

@@ -9,7 +9,7 @@ export interface PutResult {
   created: boolean;
 }
 
-/** The storage contract both adapters (filesystem, S3) pass (test/storage-contract.ts). */
+/** The storage contract both adapters (filesystem, S3) pass (test/storage/contract.ts). */
 export interface StorageInterface {
   /**
    * Reads one object.

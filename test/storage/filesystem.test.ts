@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NotFoundError } from '../../shared/errors.js';
+import { NotFoundError, ValidationError } from '../../shared/errors.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { storageContract } from './contract.js';
 
@@ -48,5 +48,17 @@ describe('FilesystemStorage crash safety', () => {
 
     expect(await readdir(join(storage.root, '.tmp'))).toEqual([]);
     expect(await storage.findByExtension('')).toEqual([key]);
+  });
+});
+
+describe('FilesystemStorage key collisions a filesystem cannot represent', () => {
+  it('rejects the reserved .tmp/ prefix, a key over a folder and a key under an object', async () => {
+    const storage = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-fs-collide-')));
+    await expect(storage.put('.tmp/z', 'x')).rejects.toBeInstanceOf(ValidationError);
+    await storage.put('a/b', 'child');
+    await expect(storage.put('a', 'parent')).rejects.toBeInstanceOf(ValidationError);
+    await storage.put('c', 'object');
+    await expect(storage.put('c/d', 'below')).rejects.toBeInstanceOf(ValidationError);
+    expect((await storage.get('c')).toString()).toBe('object');
   });
 });
