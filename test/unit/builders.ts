@@ -88,3 +88,13 @@ export function chunk(document: string, index = 0): Chunk {
     index,
   };
 }
+
+/** Runs `fn` and returns what it threw (fails the test when it throws nothing). */
+export function thrownBy(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected the call to throw');
+}

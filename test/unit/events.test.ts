@@ -10,6 +10,7 @@ import {
 import { matchesPattern } from '../../shared/events/pattern.js';
 import { routeAccepts, routingTable, type StepName, typePathOf } from '../../shared/events/routing.js';
 import { childUrn, keyOf } from '../../shared/urn.js';
+import { thrownBy } from './builders.js';
 
 /** The documented S3 "Object Created" EventBridge event, with a resource key. */
 const FIXTURE = JSON.parse(
@@ -46,16 +47,6 @@ function eventFor(key: string, bucket = BUCKET): S3ObjectCreatedEvent {
     event.detail.object.key = key;
     event.detail.bucket = { name: bucket };
   }) as S3ObjectCreatedEvent;
-}
-
-/** Runs `fn` and returns what it threw (fails the test when it throws nothing). */
-function thrownBy(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to throw');
 }
 
 describe('the S3 Object Created fixture', () => {

@@ -9,22 +9,12 @@ import {
   ResourceMetaSchema,
 } from '../../shared/resources/schemas.js';
 import { childUrn, generateHash, parentOf } from '../../shared/urn.js';
-import { assistant, chunk, conversation, message, NOW, task, tool, toolCall } from './builders.js';
+import { assistant, chunk, conversation, message, NOW, task, thrownBy, tool, toolCall } from './builders.js';
 
 const CONVERSATION = conversation();
 const MESSAGE = message(CONVERSATION.meta.id, 'user message');
 const TASK = task(MESSAGE.meta.id, 'research');
 const DOCUMENT_URN = childUrn(undefined, 'doc.Document', 'readme.md');
-
-/** Runs `fn` and returns what it threw (fails the test when it throws nothing). */
-function thrownBy(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to throw');
-}
 
 /** A deep copy that a test may mutate freely. */
 function copy<T>(value: T): T {

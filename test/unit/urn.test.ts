@@ -17,6 +17,7 @@ import {
   URN_NAMESPACE,
   urnOfKey,
 } from '../../shared/urn.js';
+import { thrownBy } from './builders.js';
 
 const H1 = '0123456789abcdef';
 const H2 = 'fedcba9876543210';
@@ -24,16 +25,6 @@ const H3 = '00112233445566aa';
 const CONVERSATION = `cld:common.Conversation.${H1}`;
 const MESSAGE = `${CONVERSATION}/common.Message.${H2}`;
 const TASK = `${MESSAGE}/plan.Task.${H3}`;
-
-/** Runs `fn` and returns what it threw (fails the test when it throws nothing). */
-function thrownBy(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to throw');
-}
 
 /** Builds a chain of `depth` nested `plan.Task` resources and returns the deepest URN. */
 function nestedTasks(depth: number): string {
