@@ -1,71 +1,253 @@
 import { z } from 'zod';
-import { ValidationError } from '../errors.js';
-import { isUrn } from '../urn.js';
-import { globMatch, globToRegExp } from './glob.js';
+import { ConfigError, ValidationError } from '../errors.js';
+import { globToRegExp } from './glob.js';
 import type { Action, Actor, Decision, Policy, PolicyInput } from './port.js';
 
 /**
  * Policy rules as data, engine-neutral: which actor kind may do which action on which URN
  * glob patterns, with the actor's own URNs substituted for `{conversation}`, `{message}`,
- * `{task}`. The same JSON is the `data` of the OPA policies (policies/rules.json).
+ * `{task}`; and which rules each function's bundle grants. The same JSON
+ * (policies/rules.json) is compiled by {@link compileRules} into the `data` of the OPA wasm
+ * bundles (`data.cld.index`, see policies/lib/cld.rego), so both engines decide from one source.
  */
+
+/** Actor fields a pattern may start with, written `{name}`. */
+export const PLACEHOLDERS = ['conversation', 'message', 'task'] as const;
+export type Placeholder = (typeof PLACEHOLDERS)[number];
+
+/**
+ * The URN grammar of shared/urn.ts as one regular expression (RE2- and ECMAScript-compatible),
+ * used by both engines: `cld:` then `/`-joined `<namespace>.<Name>.<16 hex>` elements with a
+ * known namespace. A URN's storage key (`<urn>.json`) must also fit in 1,024 bytes, i.e. the
+ * URN has at most {@link MAX_URN_LENGTH} characters (the pattern admits ASCII only).
+ * policies/lib/cld.rego holds the same string; test/policy/rego-source.test.ts checks both
+ * agree with `parseUrn`.
+ */
+export const URN_PATTERN =
+  '^cld:(common|plan|tool|doc)\\.[A-Z][A-Za-z0-9]*\\.[0-9a-f]{16}(/(common|plan|tool|doc)\\.[A-Z][A-Za-z0-9]*\\.[0-9a-f]{16})*$';
+
+/** Longest URN whose key `<urn>.json` fits S3's 1,024 bytes. */
+export const MAX_URN_LENGTH = 1019;
+
+/**
+ * What each placeholder must be for a pattern that uses it to apply (anything else, or a
+ * missing field, makes the pattern match nothing): a root Conversation, a Message directly under
+ * one, a Task at any depth under such a Message (DESIGN.md "URNs"). Same strings in cld.rego.
+ */
+export const PLACEHOLDER_PATTERNS: Readonly<Record<Placeholder, string>> = {
+  conversation: '^cld:common\\.Conversation\\.[0-9a-f]{16}$',
+  message: '^cld:common\\.Conversation\\.[0-9a-f]{16}/common\\.Message\\.[0-9a-f]{16}$',
+  task: '^cld:common\\.Conversation\\.[0-9a-f]{16}/common\\.Message\\.[0-9a-f]{16}(/plan\\.Task\\.[0-9a-f]{16})+$',
+};
+
+/** Characters an actor id may not consist of only (an id of these alone is "empty"). */
+const BLANK_ID = /^[ \t\n\r\v\f]*$/;
+
+const URN_REGEXP = new RegExp(URN_PATTERN);
+const PLACEHOLDER_REGEXPS = Object.fromEntries(
+  PLACEHOLDERS.map((name) => [name, new RegExp(PLACEHOLDER_PATTERNS[name])]),
+) as Record<Placeholder, RegExp>;
+
+const LEADING_PLACEHOLDER = /^\{(conversation|message|task)\}/;
+const ANY_PLACEHOLDER = /\{(conversation|message|task)\}/;
+
+/**
+ * A rule's resource pattern: an OPA glob (`{a,b}` alternatives allowed), optionally led by one
+ * `{placeholder}`; a placeholder anywhere else is rejected.
+ */
+const PatternSchema = z
+  .string()
+  .min(1)
+  .refine((pattern) => !ANY_PLACEHOLDER.test(pattern.replace(LEADING_PLACEHOLDER, '')), {
+    message: 'a {placeholder} (conversation, message or task) may only lead a pattern, once',
+  });
+
+/** One rule. */
 export const RuleSchema = z.strictObject({
-  id: z.string().min(1),
+  id: z.string().regex(/^[a-z][a-z0-9-]*$/, 'a kebab-case rule id'),
   description: z.string(),
   actor: z.enum(['plan', 'assistant', 'tool', 'user', 'system']),
   actions: z.array(z.enum(['get', 'put', 'list'])).min(1),
-  /** OPA `glob.match` patterns with `/` as delimiter; `{placeholders}` from the actor. */
-  resources: z.array(z.string().min(1)).min(1),
+  /** OPA `glob.match` patterns with `/` as delimiter; a leading `{placeholder}` from the actor. */
+  resources: z.array(PatternSchema).min(1),
 });
 export type Rule = z.infer<typeof RuleSchema>;
 
-/** The rules document. */
-export const RulesDocumentSchema = z.strictObject({ version: z.literal(1), rules: z.array(RuleSchema) });
+/** The rules document: rules plus, per function (bundle), the ids of the rules it grants. */
+export const RulesDocumentSchema = z
+  .strictObject({
+    version: z.literal(1),
+    /** Function name (`plan`, `assistant`, `tool`, `http`, `slack`, `teams`, `reply`, `local`) → rule ids. */
+    functions: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(z.string())).default({}),
+    rules: z.array(RuleSchema),
+  })
+  .superRefine((document, context) => {
+    const ids = new Set<string>();
+    for (const rule of document.rules) {
+      if (ids.has(rule.id)) context.addIssue({ code: 'custom', message: `duplicate rule id ${rule.id}` });
+      ids.add(rule.id);
+    }
+    for (const [name, granted] of Object.entries(document.functions)) {
+      for (const id of granted) {
+        if (!ids.has(id))
+          context.addIssue({ code: 'custom', message: `function ${name} grants unknown rule ${id}` });
+      }
+    }
+  });
 export type RulesDocument = z.infer<typeof RulesDocumentSchema>;
 
-const PLACEHOLDER = /\{(conversation|message|task)\}/g;
+/** A compiled pattern: the placeholder it starts with (or null) and the glob after it. */
+export interface CompiledPattern {
+  base: Placeholder | null;
+  glob: string;
+}
+
+/** A compiled rule as the wasm bundles see it in `data.cld.index`. */
+export interface CompiledRule {
+  id: string;
+  patterns: CompiledPattern[];
+}
 
 /**
- * Built-in evaluator of the rules in TypeScript. Rules are indexed by actor kind and action,
- * so a decision scans only the rules that can apply. Deny by default: an empty actor id, no
- * resources, a malformed URN, `delete`, or a resource no rule covers is denied with a reason.
+ * Rules of one function indexed by `"<actor kind>:<action>"`, each list in document order
+ * (the first matching rule names the decision).
+ */
+export type RuleIndex = Record<string, CompiledRule[]>;
+
+/** `data` for the OPA bundles: `{ cld: { index: { <function>: RuleIndex } } }`. */
+export interface PolicyData {
+  cld: { index: Record<string, RuleIndex> };
+}
+
+/** Parses a rules document. @throws ValidationError naming what is wrong */
+export function parseRulesDocument(document: unknown): RulesDocument {
+  const parsed = RulesDocumentSchema.safeParse(document);
+  if (!parsed.success) throw new ValidationError(`invalid policy rules: ${z.prettifyError(parsed.error)}`);
+  for (const rule of parsed.data.rules) {
+    for (const pattern of rule.resources) {
+      try {
+        globToRegExp(compilePattern(pattern).glob);
+      } catch (error) {
+        throw new ValidationError(`rule ${rule.id} has an invalid glob: ${pattern}`, { cause: error });
+      }
+    }
+  }
+  return parsed.data;
+}
+
+/** Splits a pattern into its leading placeholder and the glob after it. */
+export function compilePattern(pattern: string): CompiledPattern {
+  const match = LEADING_PLACEHOLDER.exec(pattern);
+  if (!match) return { base: null, glob: pattern };
+  return { base: match[1] as Placeholder, glob: pattern.slice(match[0].length) };
+}
+
+/**
+ * Indexes the rules a function grants (all rules when `fn` is undefined) by actor kind and
+ * action, in document order. Same layout as `lib.index_rules` in policies/lib/cld.rego.
+ * @throws ConfigError when `fn` is not a function of the document
+ */
+export function indexRules(document: RulesDocument, fn?: string): RuleIndex {
+  let granted: ReadonlySet<string> | undefined;
+  if (fn !== undefined) {
+    const ids = document.functions[fn];
+    if (!ids) {
+      throw new ConfigError(
+        `no policy for function "${fn}": policies/rules.json defines ${Object.keys(document.functions).join(', ') || 'none'}`,
+      );
+    }
+    granted = new Set(ids);
+  }
+  const index: RuleIndex = {};
+  for (const rule of document.rules) {
+    if (granted && !granted.has(rule.id)) continue;
+    const compiled: CompiledRule = { id: rule.id, patterns: rule.resources.map(compilePattern) };
+    for (const action of rule.actions) {
+      const key = `${rule.actor}:${action}`;
+      const list = index[key] ?? [];
+      list.push(compiled);
+      index[key] = list;
+    }
+  }
+  return index;
+}
+
+/**
+ * The `data` document of the OPA wasm bundles: every function's {@link RuleIndex}. Each entry
+ * policy (policies/<function>.rego) reads only its own function's index.
+ * @throws ValidationError for a malformed document
+ */
+export function compileRules(document: unknown): PolicyData {
+  const parsed = parseRulesDocument(document);
+  const index: Record<string, RuleIndex> = {};
+  for (const fn of Object.keys(parsed.functions)) index[fn] = indexRules(parsed, fn);
+  return { cld: { index } };
+}
+
+/** True when `value` is a URN by {@link URN_PATTERN} (what the policies accept as a resource). */
+export function isPolicyUrn(value: unknown): value is string {
+  return typeof value === 'string' && value.length <= MAX_URN_LENGTH && URN_REGEXP.test(value);
+}
+
+interface MatchPattern {
+  base: Placeholder | null;
+  glob: string;
+  regexp: RegExp;
+}
+
+interface MatchRule {
+  id: string;
+  patterns: MatchPattern[];
+}
+
+/**
+ * Built-in evaluator of the rules in TypeScript, the reference for the Rego policies
+ * (policies/lib/cld.rego): same checks, same order, same reasons. Rules are indexed by actor
+ * kind and action, so a decision scans only the rules that can apply.
+ *
+ * Deny by default, checked in this order:
+ * 1. `actor is empty` — no actor, or an id of blanks only;
+ * 2. `request names no resources`;
+ * 3. `no actor may delete resources`;
+ * 4. for each resource in order: `malformed URN: <first 120 characters>` (for `list` too: a
+ *    prefix such as `{C}/../{C2}` would otherwise match `{conversation}/**`), then
+ *    `no rule allows <kind> <id> to <action> <urn>`.
+ * Otherwise `allowed by <rule id>`, the first rule (document order) matching the last resource.
  */
 export class RulesPolicy implements Policy {
   readonly engine = 'builtin';
-  private readonly index = new Map<string, Rule[]>();
+  /** The function whose rules apply (undefined: every rule of the document). */
+  readonly function: string | undefined;
+  private readonly index = new Map<string, MatchRule[]>();
 
-  /** @throws ValidationError when the rules document is malformed. */
-  constructor(document: unknown) {
-    const parsed = RulesDocumentSchema.safeParse(document);
-    if (!parsed.success) throw new ValidationError(`invalid policy rules: ${z.prettifyError(parsed.error)}`);
-    for (const rule of parsed.data.rules) {
-      for (const pattern of rule.resources) {
-        try {
-          globToRegExp(pattern.replace(PLACEHOLDER, 'cld:common.Conversation.0000000000000000'));
-        } catch (error) {
-          throw new ValidationError(`rule ${rule.id} has an invalid glob: ${pattern}`, { cause: error });
-        }
-      }
-      for (const action of rule.actions) {
-        const key = `${rule.actor}:${action}`;
-        const list = this.index.get(key) ?? [];
-        list.push(rule);
-        this.index.set(key, list);
-      }
+  /**
+   * @param document the rules document (policies/rules.json)
+   * @param options.function apply only the rules this function's bundle grants
+   * @throws ValidationError when the document is malformed; ConfigError for an unknown function
+   */
+  constructor(document: unknown, options: { function?: string } = {}) {
+    const parsed = parseRulesDocument(document);
+    this.function = options.function;
+    for (const [key, rules] of Object.entries(indexRules(parsed, options.function))) {
+      this.index.set(
+        key,
+        rules.map((rule) => ({
+          id: rule.id,
+          patterns: rule.patterns.map((p) => ({ ...p, regexp: globToRegExp(p.glob) })),
+        })),
+      );
     }
   }
 
   evaluate(input: PolicyInput): Decision {
     const { actor, action, resources } = input;
-    if (!actor || actor.id.trim() === '') return deny('actor is empty');
-    if (resources.length === 0) return deny('request names no resources');
+    if (!actor || typeof actor.id !== 'string' || BLANK_ID.test(actor.id)) return deny('actor is empty');
+    if (!Array.isArray(resources) || resources.length === 0) return deny('request names no resources');
     if (action === 'delete') return deny('no actor may delete resources');
     const rules = this.index.get(`${actor.kind}:${action}`) ?? [];
     let lastRule = '';
     for (const resource of resources) {
-      // `list` names the URN whose subtree is listed: a non-URN prefix such as `{C}/../{C2}`
-      // would otherwise match `{conversation}/**`, so every action gets a parsed URN.
-      if (!isUrn(resource)) return deny(`malformed URN: ${String(resource).slice(0, 120)}`);
+      if (!isPolicyUrn(resource)) return deny(`malformed URN: ${preview(resource)}`);
       const rule = rules.find((candidate) => matches(candidate, actor, resource));
       if (!rule) return deny(`no rule allows ${actor.kind} ${actor.id} to ${action} ${resource}`);
       lastRule = rule.id;
@@ -74,29 +256,34 @@ export class RulesPolicy implements Policy {
   }
 }
 
-function matches(rule: Rule, actor: Actor, resource: string): boolean {
-  return rule.resources.some((pattern) => {
-    const resolved = substitute(pattern, actor);
-    return resolved !== undefined && globMatch(resolved, resource);
-  });
-}
-
-/** Substitutes the actor's URNs; a placeholder the actor lacks makes the pattern inapplicable. */
-function substitute(pattern: string, actor: Actor): string | undefined {
-  let missing = false;
-  const resolved = pattern.replace(PLACEHOLDER, (_, name: 'conversation' | 'message' | 'task') => {
-    const value = actor[name];
-    if (!value || !isUrn(value)) {
-      missing = true;
-      return '';
+function matches(rule: MatchRule, actor: Actor, resource: string): boolean {
+  for (const pattern of rule.patterns) {
+    if (pattern.base === null) {
+      if (pattern.regexp.test(resource)) return true;
+      continue;
     }
-    return escapeGlob(value);
-  });
-  return missing ? undefined : resolved;
+    const base = actor[pattern.base];
+    if (!isPlaceholder(pattern.base, base)) continue;
+    // A placeholder value is a URN, which holds no glob metacharacter: the pattern is the literal
+    // base followed by the glob, so match the base as a prefix and the glob on the rest.
+    if (pattern.glob === '') {
+      if (resource === base) return true;
+    } else if (resource.startsWith(base) && pattern.regexp.test(resource.slice(base.length))) {
+      return true;
+    }
+  }
+  return false;
 }
 
-function escapeGlob(value: string): string {
-  return value.replace(/[*?[\]{}\\]/g, '\\$&');
+/** A placeholder applies only when the actor's field is a URN of the right shape. */
+function isPlaceholder(name: Placeholder, value: unknown): value is string {
+  return typeof value === 'string' && value.length <= MAX_URN_LENGTH && PLACEHOLDER_REGEXPS[name].test(value);
+}
+
+/** The first 120 characters (code points) of a string, or of a non-string's JSON. */
+function preview(value: unknown): string {
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+  return text.length <= 120 ? text : Array.from(text).slice(0, 120).join('');
 }
 
 function deny(reason: string): Decision {

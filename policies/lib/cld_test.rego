@@ -1,0 +1,89 @@
+# Unit tests of the library's building blocks; the decision table is in policies/cases_test.rego.
+package cld.lib_test
+
+import rego.v1
+
+import data.cld.lib
+
+c := "cld:common.Conversation.c000000000000001"
+
+t := "cld:common.Conversation.c000000000000001/common.Message.a000000000000001/plan.Task.d000000000000001"
+
+index := {"assistant:put": [{"id": "own-task", "patterns": [{"base": "task", "glob": "/**"}]}]}
+
+test_valid_urns if {
+	lib.valid_urn(c)
+	lib.valid_urn(t)
+	lib.valid_urn("cld:doc.Document.0d0c000000000001/doc.Chunk.0c00000000000001")
+}
+
+test_malformed_urns if {
+	not lib.valid_urn("conversations/c")
+	not lib.valid_urn(concat("", [c, "/../common.Conversation.c000000000000002"]))
+	not lib.valid_urn(concat("", [c, "//common.Message.a000000000000001"]))
+	not lib.valid_urn(concat("", [t, "/"]))
+	not lib.valid_urn(concat("", [c, "/**"]))
+	not lib.valid_urn(concat("", [c, "0/common.Message.a000000000000001"]))
+	not lib.valid_urn("cld:unknown.Thing.c000000000000001")
+	not lib.valid_urn("cld:common.Conversation.C000000000000001")
+	not lib.valid_urn(42)
+	not lib.valid_urn(null)
+}
+
+test_an_empty_resource_list_is_denied if {
+	# `every r in [] { ... }` would be true: the library must not allow on it.
+	d := lib.decision({"actor": {"kind": "assistant", "id": "a", "task": t}, "action": "put", "resources": []}, index)
+	d == {"allow": false, "reason": "request names no resources"}
+}
+
+test_missing_resources_are_denied if {
+	d := lib.decision({"actor": {"kind": "assistant", "id": "a", "task": t}, "action": "put"}, index)
+	d == {"allow": false, "reason": "request names no resources"}
+}
+
+test_a_missing_actor_is_denied if {
+	d := lib.decision({"action": "put", "resources": [concat("", [t, "/common.Message.e000000000000001"])]}, index)
+	d == {"allow": false, "reason": "actor is empty"}
+}
+
+test_a_missing_placeholder_never_matches if {
+	r := concat("", [t, "/common.Message.e000000000000001"])
+	d := lib.decision({"actor": {"kind": "assistant", "id": "a"}, "action": "put", "resources": [r]}, index)
+	d == {"allow": false, "reason": concat("", ["no rule allows assistant a to put ", r])}
+}
+
+test_a_placeholder_of_the_wrong_shape_never_matches if {
+	# task = the conversation: "{task}/**" must not become "everything in the conversation".
+	r := concat("", [t, "/common.Message.e000000000000001"])
+	d := lib.decision({"actor": {"kind": "assistant", "id": "a", "task": c}, "action": "put", "resources": [r]}, index)
+	d.allow == false
+}
+
+test_the_placeholder_is_a_path_boundary if {
+	r := concat("", [t, "/common.Message.e000000000000001"])
+	lib.decision({"actor": {"kind": "assistant", "id": "a", "task": t}, "action": "put", "resources": [r]}, index) == {"allow": true, "reason": "allowed by own-task"}
+	lib.decision({"actor": {"kind": "assistant", "id": "a", "task": t}, "action": "put", "resources": [t]}, index).allow == false
+}
+
+test_index_rules_keeps_document_order_and_grants if {
+	rules := [
+		{"id": "a", "actor": "user", "actions": ["get", "list"], "resources": ["{conversation}"]},
+		{"id": "b", "actor": "user", "actions": ["get"], "resources": ["cld:doc.Document.*", "{conversation}/**"]},
+		{"id": "c", "actor": "user", "actions": ["get"], "resources": ["cld:**"]},
+	]
+	lib.index_rules(rules, ["a", "b"]) == {
+		"user:get": [
+			{"id": "a", "patterns": [{"base": "conversation", "glob": ""}]},
+			{"id": "b", "patterns": [{"base": null, "glob": "cld:doc.Document.*"}, {"base": "conversation", "glob": "/**"}]},
+		],
+		"user:list": [{"id": "a", "patterns": [{"base": "conversation", "glob": ""}]}],
+	}
+}
+
+test_preview_cuts_at_120_characters if {
+	long := concat("", [c, "................................................................................................................................"])
+	count(long) > 120
+	count(lib.preview(long)) == 120
+	lib.preview("short") == "short"
+	lib.preview(42) == "42"
+}

@@ -1,0 +1,203 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { ValidationError } from '../../shared/errors.js';
+import { readTarGzEntry } from '../../shared/policy/bundle.js';
+import { FUNCTIONS, REPO } from './table.js';
+
+const exec = promisify(execFile);
+
+async function tempDir(): Promise<string> {
+  return mkdtemp(join(tmpdir(), 'cld-build-policies-'));
+}
+
+/** Runs `npm run build:policies` as npm does (`tsx scripts/build-policies.ts`) with the given PATH. */
+async function buildPolicies(args: string[], path: string) {
+  try {
+    const { stdout, stderr } = await exec(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/build-policies.ts', ...args],
+      { cwd: REPO, env: { HOME: process.env.HOME ?? '/tmp', PATH: path }, timeout: 60_000 },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout: string; stderr: string };
+    return { code: e.code ?? -1, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+/**
+ * A stand-in `opa` executable (OPA cannot be installed here), used only to drive the script's
+ * success and failure paths: `version` prints the given version, `test` exits with the given
+ * code, `capabilities --current` prints a small capabilities document, and `build` writes a real
+ * gzipped tar bundle (GNU tar) whose `/policy.wasm` names the entrypoint it was asked for. Every
+ * call is logged with its arguments.
+ */
+async function fakeOpa(options: {
+  version: string;
+  testExit?: number;
+}): Promise<{ dir: string; log: string }> {
+  const dir = await tempDir();
+  const log = join(dir, 'calls.log');
+  const script = `#!/bin/sh
+echo "$*" >> '${log}'
+case "$1" in
+  version) echo "Version: ${options.version}"; echo "Build Commit: fake";;
+  test) echo "FAIL: data.cld.cases_test.test_plan_cases"; exit ${options.testExit ?? 0};;
+  capabilities) echo '{"builtins":[{"name":"glob.match"},{"name":"http.send"},{"name":"regex.match"}],"features":["rego_v1_import"],"future_keywords":["if","in"]}';;
+  build)
+    shift
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        -e) entry="$2"; shift 2;;
+        -o) out="$2"; shift 2;;
+        --capabilities) cp "$2" '${log}.capabilities.json'; shift 2;;
+        *) shift;;
+      esac
+    done
+    work=$(mktemp -d)
+    printf 'wasm:%s' "$entry" > "$work/policy.wasm"
+    echo '{}' > "$work/data.json"
+    tar -czPf "$out" -C "$work" --transform 's,^,/,' data.json policy.wasm;;
+  *) echo "unexpected: $*" >&2; exit 2;;
+esac
+`;
+  await writeFile(join(dir, 'opa'), script);
+  await chmod(join(dir, 'opa'), 0o755);
+  return { dir, log };
+}
+
+describe('npm run build:policies', () => {
+  it('without opa on PATH says so in one line and exits 0, building nothing', async () => {
+    const out = await tempDir();
+
+    const result = await buildPolicies(['--out', out], await tempDir());
+
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim().split('\n')).toEqual([
+      'build-policies: opa not found on PATH; skipped (functions use the built-in evaluator; install OPA >= 0.61.0 to build the wasm bundles)',
+    ]);
+    expect(await readdir(out)).toEqual([]);
+  });
+
+  it('with --require (npm run deploy) and no opa exits 1 with one line on stderr', async () => {
+    const result = await buildPolicies(['--require', '--out', await tempDir()], await tempDir());
+
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr.trim().split('\n')).toEqual([
+      'build-policies: opa not found on PATH; cannot build the policy bundles --require asks for (install OPA >= 0.61.0)',
+    ]);
+  });
+
+  it('treats an opa older than 0.61 as missing', async () => {
+    const opa = await fakeOpa({ version: '0.60.0' });
+    const path = `${opa.dir}:/usr/bin:/bin`;
+
+    const lenient = await buildPolicies(['--out', await tempDir()], path);
+    const strict = await buildPolicies(['--require', '--out', await tempDir()], path);
+
+    expect(lenient.code).toBe(0);
+    expect(lenient.stdout).toContain('opa 0.60.0 is older than 0.61.0; skipped');
+    expect(strict.code).toBe(1);
+    expect(strict.stderr).toContain('opa 0.60.0 is older than 0.61.0; cannot build');
+  });
+
+  it('runs opa test, then opa build -t wasm per function, and extracts /policy.wasm into --out', async () => {
+    const opa = await fakeOpa({ version: '1.4.2' });
+    const out = join(await tempDir(), 'dist');
+
+    const result = await buildPolicies(['--require', '--out', out], `${opa.dir}:/usr/bin:/bin`);
+
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect((await readdir(out)).sort()).toEqual(FUNCTIONS.map((fn) => `${fn}.wasm`).sort());
+    for (const fn of FUNCTIONS) {
+      expect(await readFile(join(out, `${fn}.wasm`), 'utf8')).toBe(`wasm:cld/${fn}/decision`);
+    }
+    const calls = (await readFile(opa.log, 'utf8')).trim().split('\n');
+    expect(calls[0]).toBe('version');
+    expect(calls[1]).toBe(`test ${join(REPO, 'policies')}`);
+    const builds = calls.filter((c) => c.startsWith('build '));
+    expect(builds).toHaveLength(FUNCTIONS.length);
+    expect(builds[0]).toMatch(
+      new RegExp(
+        `^build -t wasm -e cld/${FUNCTIONS[0]}/decision --capabilities \\S+ -o \\S+ ${join(REPO, 'policies/lib/cld.rego')} ${join(REPO, 'policies', `${FUNCTIONS[0]}.rego`)}$`,
+      ),
+    );
+    // The capabilities passed are opa's own, cut to the builtins @open-policy-agent/opa-wasm runs.
+    const capabilities = JSON.parse(await readFile(`${opa.log}.capabilities.json`, 'utf8'));
+    expect(capabilities.builtins.map((b: { name: string }) => b.name)).toEqual(['glob.match', 'regex.match']);
+    expect(capabilities.features).toEqual(['rego_v1_import']);
+    expect(result.stdout).toContain(`build-policies: ${FUNCTIONS.length} bundles built with opa 1.4.2`);
+  });
+
+  it('stops with exit 1 and opa test output when the Rego tests fail', async () => {
+    const opa = await fakeOpa({ version: '0.61.0', testExit: 2 });
+    const out = join(await tempDir(), 'dist');
+
+    const result = await buildPolicies(['--out', out], `${opa.dir}:/usr/bin:/bin`);
+
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('opa test policies/ failed (exit 2)');
+    expect(result.stderr).toContain('FAIL: data.cld.cases_test.test_plan_cases');
+    expect(await readdir(join(out, '..'))).toEqual([]);
+  });
+});
+
+describe('readTarGzEntry (bundles made by GNU tar)', () => {
+  async function archive(
+    files: Record<string, Buffer | string>,
+    tarArgs: string[] = [],
+  ): Promise<{ bytes: Buffer; names: string[] }> {
+    const dir = await tempDir();
+    const src = join(dir, 'src');
+    for (const [name, content] of Object.entries(files)) {
+      await mkdir(join(src, name, '..'), { recursive: true });
+      await writeFile(join(src, name), content);
+    }
+    const target = join(dir, 'bundle.tar.gz');
+    await exec('tar', ['-czPf', target, '-C', src, ...tarArgs, ...Object.keys(files)]);
+    return { bytes: await readFile(target), names: Object.keys(files) };
+  }
+
+  it('reads /policy.wasm byte for byte, with or without the leading slash', async () => {
+    const wasm = randomBytes(70_000);
+    const { bytes } = await archive({ 'data.json': '{}', 'policy.wasm': wasm }, ['--transform', 's,^,/,']);
+
+    expect(readTarGzEntry(bytes, '/policy.wasm')?.equals(wasm)).toBe(true);
+    expect(readTarGzEntry(bytes, 'policy.wasm')?.equals(wasm)).toBe(true);
+    expect(readTarGzEntry(bytes, '/data.json')?.toString()).toBe('{}');
+    expect(readTarGzEntry(bytes, '/missing.wasm')).toBeUndefined();
+  });
+
+  const longDir = `${'a'.repeat(60)}/${'b'.repeat(60)}/${'c'.repeat(60)}`;
+  it.each([
+    ['ustar (name prefix)', ['--format=ustar']],
+    ['gnu (L long-name entry)', ['--format=gnu']],
+    ['pax (x extended header)', ['--format=pax']],
+  ])('reads a long path in %s format', async (_label, args) => {
+    const { bytes } = await archive({ [`${longDir}/policy.wasm`]: 'deep', 'policy.wasm': 'top' }, args);
+
+    expect(readTarGzEntry(bytes, `${longDir}/policy.wasm`)?.toString()).toBe('deep');
+    expect(readTarGzEntry(bytes, 'policy.wasm')?.toString()).toBe('top');
+  });
+
+  it('rejects what is not gzip, a corrupt header and a truncated archive with ValidationError', async () => {
+    const { bytes } = await archive({ 'policy.wasm': 'x'.repeat(2000) });
+    const { gunzipSync } = await import('node:zlib');
+    const tar = gunzipSync(bytes);
+    const corrupt = Buffer.from(tar);
+    corrupt[10] = (corrupt[10] as number) ^ 0xff;
+    const truncated = tar.subarray(0, 1024);
+
+    expect(() => readTarGzEntry(Buffer.from('plain text'), 'policy.wasm')).toThrow(ValidationError);
+    expect(() => readTarGzEntry(gzipSync(corrupt), 'policy.wasm')).toThrow(/bad checksum/);
+    expect(() => readTarGzEntry(gzipSync(truncated), 'policy.wasm')).toThrow(/runs past the archive/);
+  });
+});

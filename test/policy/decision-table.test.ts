@@ -1,0 +1,183 @@
+import { describe, expect, it } from 'vitest';
+import { globMatch } from '../../shared/policy/glob.js';
+import type { Actor, Policy } from '../../shared/policy/port.js';
+import { RulesPolicy } from '../../shared/policy/rules.js';
+import { isUrn } from '../../shared/urn.js';
+import {
+  BUILTIN,
+  type Case,
+  type Engine,
+  FUNCTIONS,
+  inputOf,
+  OPA_WASM,
+  RULES,
+  TABLE,
+  URNS,
+  WASM_DIR,
+  WASM_FUNCTIONS,
+} from './table.js';
+
+/** Runs every case of the table through one engine, one policy per function. */
+function runTable(engine: Engine, functions: readonly string[]): void {
+  const policies = new Map<string, Policy>();
+  const cases = TABLE.cases.filter((c) => functions.includes(c.function));
+
+  it.each(cases.map((c) => [c.function, c.id, c] as const))('%s: %s', async (fn, _id, c: Case) => {
+    let policy = policies.get(fn);
+    if (!policy) {
+      policy = await engine.policyFor(fn);
+      policies.set(fn, policy);
+    }
+
+    const decision = policy.evaluate(inputOf(c));
+
+    expect(decision).toEqual({ allow: c.allow, reason: c.reason });
+  });
+}
+
+describe('the decision table policies/cases.json', () => {
+  it('has unique case ids, known functions, and both allow and deny cases for every function', () => {
+    const ids = TABLE.cases.map((c) => c.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const c of TABLE.cases) expect(FUNCTIONS, c.id).toContain(c.function);
+    for (const fn of FUNCTIONS) {
+      const cases = TABLE.cases.filter((c) => c.function === fn);
+      expect(
+        cases.some((c) => c.allow),
+        `${fn} has an allow case`,
+      ).toBe(true);
+      expect(
+        cases.some((c) => !c.allow),
+        `${fn} has a deny case`,
+      ).toBe(true);
+    }
+  });
+
+  it('names every rule in an allow case of every function that grants it', () => {
+    const { functions } = RULES as { functions: Record<string, string[]> };
+    const missing = Object.entries(functions).flatMap(([fn, ids]) =>
+      ids
+        .filter((id) => !TABLE.cases.some((c) => c.function === fn && c.reason === `allowed by ${id}`))
+        .map((id) => `${fn}/${id}`),
+    );
+    expect(missing).toEqual([]);
+  });
+
+  it('uses only well-formed fixture URNs', () => {
+    for (const [name, urn] of Object.entries(URNS)) expect(isUrn(urn), name).toBe(true);
+  });
+
+  it('covers the guarantees of the issue with deny cases', () => {
+    const reasons = TABLE.cases.filter((c) => !c.allow).map((c) => c.reason);
+    expect(reasons).toContain('no actor may delete resources');
+    expect(reasons).toContain('request names no resources');
+    expect(reasons).toContain('actor is empty');
+    expect(reasons.some((r) => r.startsWith('malformed URN: '))).toBe(true);
+    // Every cross-conversation case is a deny.
+    const crossing = TABLE.cases.filter((c) =>
+      c.resources.some((r) => typeof r === 'string' && r.startsWith(URNS.C2 as string)),
+    );
+    expect(crossing.length).toBeGreaterThan(10);
+    expect(crossing.filter((c) => c.allow && c.actor.kind !== 'system').map((c) => c.id)).toEqual([]);
+  });
+});
+
+describe('glob rows of the table (OPA glob.match semantics, "/" delimiter)', () => {
+  it.each(
+    TABLE.globs.map((g) => [g.pattern, g.value, g.match, g.why] as const),
+  )('%s against %s is %s (%s)', (pattern, value, match) => {
+    expect(globMatch(pattern, value)).toBe(match);
+  });
+});
+
+describe('builtin engine: every case', () => {
+  runTable(BUILTIN, FUNCTIONS);
+});
+
+describe.skipIf(WASM_FUNCTIONS.length === 0)(
+  WASM_FUNCTIONS.length === 0
+    ? `opa-wasm engine: skipped, no compiled bundles in ${WASM_DIR} (opa is not installed here; run npm run build:policies where it is, or set CLD_POLICY_WASM_DIR)`
+    : `opa-wasm engine (${WASM_DIR}): every case of ${WASM_FUNCTIONS.join(', ')}`,
+  () => {
+    runTable(OPA_WASM, WASM_FUNCTIONS.length > 0 ? WASM_FUNCTIONS : FUNCTIONS);
+  },
+);
+
+describe('properties over the table inputs (builtin)', () => {
+  const urns = [
+    ...new Set([
+      ...Object.values(URNS),
+      ...TABLE.cases.flatMap((c) => c.resources.filter((r): r is string => typeof r === 'string')),
+    ]),
+  ];
+  const all = new RulesPolicy(RULES);
+  const local = new RulesPolicy(RULES, { function: 'local' });
+
+  it('the unrestricted built-in and the local bundle decide every case alike', () => {
+    for (const c of TABLE.cases) expect(local.evaluate(inputOf(c)), c.id).toEqual(all.evaluate(inputOf(c)));
+  });
+
+  it("a tool reads nothing its task's assistant could not", () => {
+    const tool = new RulesPolicy(RULES, { function: 'tool' });
+    const assistant = new RulesPolicy(RULES, { function: 'assistant' });
+    const scope = { conversation: URNS.C as string, task: URNS.T as string };
+    let allowed = 0;
+    for (const name of ['search', 'read']) {
+      const toolActor: Actor = { kind: 'tool', id: `tool:${name}`, tool: name, ...scope };
+      const assistantActor: Actor = { kind: 'assistant', id: 'function:assistant', ...scope };
+      for (const urn of urns) {
+        for (const action of ['get', 'list'] as const) {
+          if (!tool.evaluate({ actor: toolActor, action, resources: [urn] }).allow) continue;
+          allowed += 1;
+          expect(assistant.evaluate({ actor: assistantActor, action, resources: [urn] }).allow, urn).toBe(
+            true,
+          );
+        }
+      }
+    }
+    expect(allowed).toBeGreaterThan(10);
+  });
+
+  it.each(['reply'])('the %s bundle never lets anyone write', (fn) => {
+    const policy = new RulesPolicy(RULES, { function: fn });
+    const actors = TABLE.cases.map((c) => c.actor as unknown as Actor);
+    for (const actor of actors) {
+      for (const urn of urns) {
+        const decision = policy.evaluate({ actor, action: 'put', resources: [urn] });
+        if (actor.kind === 'system' && /^cld:common\.(Assistant|Tool)\.[0-9a-f]{16}$/.test(urn)) continue; // cold-start seeding
+        expect(decision.allow, `${actor.kind} ${urn}`).toBe(false);
+      }
+    }
+  });
+
+  it.each(
+    FUNCTIONS.filter((fn) => fn !== 'local'),
+  )('the %s bundle gives the operator no access to conversations or corpora', (fn) => {
+    const policy = new RulesPolicy(RULES, { function: fn });
+    const system: Actor = { kind: 'system', id: 'operator' };
+    for (const urn of urns.filter((u) => isUrn(u) && !/^cld:common\.(Assistant|Tool)\./.test(u))) {
+      for (const action of ['get', 'list', 'put'] as const) {
+        expect(policy.evaluate({ actor: system, action, resources: [urn] }).allow, `${action} ${urn}`).toBe(
+          false,
+        );
+      }
+    }
+  });
+
+  it('denies every cross-conversation request of every non-operator actor in every function', () => {
+    const theirs = urns.filter((u) => u.startsWith(`${URNS.C2}`));
+    expect(theirs.length).toBeGreaterThan(3);
+    const actors = TABLE.cases.map((c) => c.actor as unknown as Actor).filter((a) => a.kind !== 'system');
+    for (const fn of FUNCTIONS) {
+      const policy = new RulesPolicy(RULES, { function: fn });
+      for (const actor of actors) {
+        for (const urn of theirs) {
+          for (const action of ['get', 'list', 'put', 'delete'] as const) {
+            const decision = policy.evaluate({ actor, action, resources: [urn] });
+            expect(decision.allow, `${fn} ${actor.kind} ${action} ${urn}`).toBe(false);
+          }
+        }
+      }
+    }
+  });
+});

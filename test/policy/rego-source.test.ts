@@ -1,0 +1,189 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  compilePattern,
+  compileRules,
+  indexRules,
+  isPolicyUrn,
+  MAX_URN_LENGTH,
+  PLACEHOLDER_PATTERNS,
+  parseRulesDocument,
+  URN_PATTERN,
+} from '../../shared/policy/rules.js';
+import { childUrn, isUrn } from '../../shared/urn.js';
+import { FUNCTIONS, REPO, RULES, TABLE, URNS } from './table.js';
+
+/**
+ * OPA cannot run here, so these checks pin the Rego sources to the TypeScript reference where
+ * they must agree textually (URN grammar, placeholder shapes, reasons, one entry policy per
+ * function), and check the shared index layout. The Rego tests (policies/*_test.rego) run the
+ * same decision table wherever `opa test policies/` can run.
+ */
+
+const LIB = readFileSync(join(REPO, 'policies/lib/cld.rego'), 'utf8');
+const CASES_TEST = readFileSync(join(REPO, 'policies/cases_test.rego'), 'utf8');
+
+function regoString(name: string): string {
+  const match = new RegExp(`^\\s*"?${name}"?\\s*(?::=|:)\\s*\`([^\`]*)\``, 'm').exec(LIB);
+  if (!match) throw new Error(`${name} not found in cld.rego`);
+  return match[1] as string;
+}
+
+describe('policies/lib/cld.rego agrees with shared/policy/rules.ts', () => {
+  it('has the same URN grammar, length bound and placeholder shapes', () => {
+    expect(regoString('urn_pattern')).toBe(URN_PATTERN);
+    expect(LIB).toMatch(new RegExp(`^max_urn_length := ${MAX_URN_LENGTH}$`, 'm'));
+    for (const [name, pattern] of Object.entries(PLACEHOLDER_PATTERNS))
+      expect(regoString(name)).toBe(pattern);
+  });
+
+  it('gives the same fixed reasons', () => {
+    for (const reason of ['actor is empty', 'request names no resources', 'no actor may delete resources']) {
+      expect(LIB).toContain(`deny("${reason}")`);
+    }
+    expect(LIB).toContain('"malformed URN: "');
+    expect(LIB).toContain('"no rule allows ", inp.actor.kind, " ", inp.actor.id, " to ", inp.action, " ", r');
+    expect(LIB).toContain('"allowed by "');
+  });
+
+  it('never iterates resources with `every` (true over an empty list)', () => {
+    const code = LIB.split('\n').filter((line) => !line.trimStart().startsWith('#'));
+    expect(code.join('\n')).not.toMatch(/\bevery\b/);
+  });
+});
+
+describe('the policy URN grammar equals parseUrn', () => {
+  const C = URNS.C as string;
+  const samples = [
+    ...Object.values(URNS),
+    ...TABLE.cases.flatMap((c) => c.resources.filter((r): r is string => typeof r === 'string')),
+    childUrn(undefined, 'common.Conversation', 'x'),
+    childUrn(childUrn(undefined, 'doc.Document', 'readme.md'), 'doc.Chunk', '0'),
+    `${C}/tool.Call.0123456789abcdef`,
+    `${C}/Common.Message.0123456789abcdef`,
+    `${C}/common.message.0123456789abcdef`,
+    `${C}/common.Message.0123456789abcde`,
+    `${C}/common.Message.0123456789abcdef0`,
+    `${C}/common.Message.0123456789abcdeg`,
+    `${C}/common.Mess-age.0123456789abcdef`,
+    `${C}/./common.Message.0123456789abcdef`,
+    'cld:',
+    'cld:/common.Message.0123456789abcdef',
+    'urn:common.Conversation.0123456789abcdef',
+    ` ${C}`,
+    `${C}\n`,
+    `${C}/common.Message.0123456789abcdef\u0000`,
+    `${C}/common.Méssage.0123456789abcdef`,
+  ];
+
+  it.each(samples.map((s) => [JSON.stringify(s).slice(0, 90), s]))('%s', (_label, sample) => {
+    expect(isPolicyUrn(sample)).toBe(isUrn(sample));
+  });
+
+  it('bounds the length where the storage key would exceed 1,024 bytes', () => {
+    let urn = C;
+    while (urn.length + 2 * 27 <= MAX_URN_LENGTH) urn += '/plan.Task.0123456789abcdef';
+    const pad = MAX_URN_LENGTH - urn.length - '/plan.Task.0123456789abcdef'.length;
+    const longest = `${urn}/plan.Task${'x'.repeat(pad)}.0123456789abcdef`;
+    expect(longest.length).toBe(MAX_URN_LENGTH);
+    expect([isPolicyUrn(longest), isUrn(longest)]).toEqual([true, true]);
+    const tooLong = longest.replace('/plan.Taskx', '/plan.Taskxx');
+    expect([isPolicyUrn(tooLong), isUrn(tooLong)]).toEqual([false, false]);
+  });
+});
+
+describe('one entry policy per function', () => {
+  const entries = readdirSync(join(REPO, 'policies'))
+    .filter((f) => f.endsWith('.rego') && !f.endsWith('_test.rego'))
+    .map((f) => f.slice(0, -'.rego'.length))
+    .sort();
+
+  it('has exactly the functions of policies/rules.json', () => {
+    expect(entries).toEqual([...FUNCTIONS].sort());
+  });
+
+  it.each(FUNCTIONS)('%s.rego reads its own rules, defaults to deny and is tested', (fn) => {
+    const source = readFileSync(join(REPO, 'policies', `${fn}.rego`), 'utf8');
+    expect(source).toMatch(new RegExp(`^package cld\\.${fn}$`, 'm'));
+    expect(source).toMatch(/^import rego\.v1$/m);
+    expect(source).toMatch(/^default decision := \{"allow": false, "reason": "[^"]+"\}$/m);
+    expect(source).toMatch(
+      new RegExp(`^decision := lib\\.decision\\(input, data\\.cld\\.index\\.${fn}\\)$`, 'm'),
+    );
+    expect(CASES_TEST).toMatch(new RegExp(`^test_${fn}_cases if table_holds\\("${fn}"\\)$`, 'm'));
+  });
+});
+
+describe('compileRules: the data of the wasm bundles', () => {
+  it("indexes a function's granted rules by actor kind and action, in document order (as lib.index_rules)", () => {
+    // The same document and expectation as test_index_rules_keeps_document_order_and_grants in
+    // policies/lib/cld_test.rego.
+    const document = parseRulesDocument({
+      version: 1,
+      functions: { f: ['a', 'b'] },
+      rules: [
+        { id: 'a', description: '', actor: 'user', actions: ['get', 'list'], resources: ['{conversation}'] },
+        {
+          id: 'b',
+          description: '',
+          actor: 'user',
+          actions: ['get'],
+          resources: ['cld:doc.Document.*', '{conversation}/**'],
+        },
+        { id: 'c', description: '', actor: 'user', actions: ['get'], resources: ['cld:**'] },
+      ],
+    });
+
+    expect(indexRules(document, 'f')).toEqual({
+      'user:get': [
+        { id: 'a', patterns: [{ base: 'conversation', glob: '' }] },
+        {
+          id: 'b',
+          patterns: [
+            { base: null, glob: 'cld:doc.Document.*' },
+            { base: 'conversation', glob: '/**' },
+          ],
+        },
+      ],
+      'user:list': [{ id: 'a', patterns: [{ base: 'conversation', glob: '' }] }],
+    });
+  });
+
+  it('holds every function of policies/rules.json under data.cld.index', () => {
+    const data = compileRules(RULES);
+
+    expect(Object.keys(data.cld.index).sort()).toEqual([...FUNCTIONS].sort());
+    expect(data.cld.index.reply?.['user:put']).toBeUndefined();
+    expect(data.cld.index.reply?.['user:get']?.map((r) => r.id)).toEqual(['user-read-own-conversation']);
+    expect(JSON.parse(JSON.stringify(data))).toEqual(data);
+  });
+
+  it.each([
+    ['{task}/**', { base: 'task', glob: '/**' }],
+    ['{conversation}', { base: 'conversation', glob: '' }],
+    ['cld:common.Tool.*', { base: null, glob: 'cld:common.Tool.*' }],
+    ['cld:common.{Assistant,Tool}.*', { base: null, glob: 'cld:common.{Assistant,Tool}.*' }],
+  ])('splits %s into its placeholder and glob', (pattern, compiled) => {
+    expect(compilePattern(pattern)).toEqual(compiled);
+  });
+
+  it.each([
+    ['a placeholder not leading the pattern', 'cld:x/{task}/**'],
+    ['two placeholders', '{conversation}/{task}'],
+  ])('rejects a rule with %s', (_label, pattern) => {
+    const document = {
+      version: 1,
+      rules: [{ id: 'x', description: '', actor: 'user', actions: ['get'], resources: [pattern] }],
+    };
+    expect(() => parseRulesDocument(document)).toThrow(/placeholder/);
+  });
+
+  it('rejects a function that grants an unknown rule, and duplicate rule ids', () => {
+    const rule = { id: 'x', description: '', actor: 'user', actions: ['get'], resources: ['cld:**'] };
+    expect(() => parseRulesDocument({ version: 1, functions: { f: ['y'] }, rules: [rule] })).toThrow(
+      /function f grants unknown rule y/,
+    );
+    expect(() => parseRulesDocument({ version: 1, rules: [rule, rule] })).toThrow(/duplicate rule id x/);
+  });
+});
