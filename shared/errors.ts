@@ -14,7 +14,9 @@ export type ErrorCode =
   | 'BUDGET_EXCEEDED'
   | 'MODEL_ERROR'
   | 'CONFIG'
-  | 'TOOL_ERROR';
+  | 'TOOL_ERROR'
+  | 'DELIVERY_FAILED'
+  | 'CHANNEL_ERROR';
 
 /** Base class: every error the domain throws on purpose is a `CldError`. */
 export class CldError extends Error {
@@ -101,6 +103,27 @@ export class ModelError extends CldError {
 export class ConfigError extends CldError {
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('CONFIG', message, options);
+  }
+}
+
+/**
+ * A channel refused or failed a reply leaving the system (Slack Web API error, a webhook answering
+ * non-2xx, a timeout); the reply step fails so its event is retried. `details` names the target.
+ */
+export class ChannelError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('CHANNEL_ERROR', message, options);
+  }
+}
+
+/**
+ * An event failed every delivery attempt (Lambda's asynchronous retries, then the dead-letter
+ * queue): the task it was for is failed with this error so its parent and the user are told.
+ * `details`: `{ target, urn, attempts, cause: { code, message } }`.
+ */
+export class DeliveryFailedError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('DELIVERY_FAILED', message, options);
   }
 }
 

@@ -2,10 +2,19 @@ import { buildWindow, type PriorTurn } from '../context/window.js';
 import { LimitExceededError, ModelError, toErrorInfo, ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
 import type { ContentBlock } from '../llm/port.js';
+import {
+  type BudgetUsage,
+  budgetExceeded,
+  charge,
+  modelCharge,
+  readBudget,
+  TOOL_CHARGE,
+} from '../projections/budget.js';
+import { countedOutputs, countOutput } from '../projections/counters.js';
 import { toDescription, withMeta } from '../resources/meta.js';
 import type { Message, Task, ToolCall, ToolCallResource, Verdict } from '../resources/schemas.js';
 import type { Deps } from '../runtime/deps.js';
-import { ancestorsOf, parentOf, typeOf } from '../urn.js';
+import { ancestorsOf, childUrn, parentOf, rootOf, typeOf } from '../urn.js';
 import {
   assistantActor,
   assistantOf,
@@ -23,9 +32,13 @@ import { parseVerdictPayload, SUBMIT_VERDICT, SUBMIT_VERDICT_SPEC } from './payl
  * - direct mode (leaf task): the inner loop, one model turn per invocation; each requested tool
  *   call becomes a `tool.Call` under the task; a tool result triggers the next turn; a turn with
  *   no tool call becomes the task's output Message;
- * - supervisory mode (task with subtasks): on each subtask output, checks from stored state
- *   whether all are done; then judges them against the task's evaluation, stores the verdict,
- *   and writes the output (pass) or corrective subtasks (fail, bounded rounds).
+ * - supervisory mode (task with subtasks): on each subtask output, counts it once in the
+ *   parent's round counter (shared/projections/counters.ts) and, when the counter reaches the
+ *   round's size (planned subtasks for round 0, the corrective subtasks of verdict r for round r),
+ *   judges them against the task's evaluation, stores the verdict, and writes the output (pass)
+ *   or corrective subtasks (fail, bounded rounds).
+ * Every model call is checked against the conversation budget first and charged after
+ * (shared/projections/budget.ts); a used-up budget fails the task with `BudgetExceededError`.
  */
 export async function assistantStep(event: ResourcePutEvent, deps: Deps): Promise<StepOutcome> {
   if (event.type === 'plan.Task') {
@@ -44,9 +57,46 @@ export async function assistantStep(event: ResourcePutEvent, deps: Deps): Promis
     const parent = parentOf(taskUrn) as string;
     if (typeOf(parent) !== 'plan.Task')
       return { action: 'ignored', urn: event.urn, detail: 'root output (plan step)' };
-    return supervise(await deps.resources.getAs(assistantActor(parent), 'plan.Task', parent), deps);
+    const actor = assistantActor(parent);
+    const [child, supervisor] = await Promise.all([
+      deps.resources.getAs(actor, 'plan.Task', taskUrn),
+      deps.resources.getAs(actor, 'plan.Task', parent),
+    ]);
+    const round = roundOf(supervisor, child);
+    const done = await countOutput(deps.projections, parent, round, event.urn);
+    const size = await roundSize(supervisor, round, deps);
+    if (size === undefined || done < size) {
+      return {
+        action: 'waiting',
+        urn: parent,
+        detail: `round ${round}: ${done}/${size ?? '?'} subtasks done`,
+      };
+    }
+    return supervise(supervisor, deps);
   }
   return { action: 'ignored', urn: event.urn, detail: name };
+}
+
+/**
+ * The round of `parent` a direct subtask belongs to: 0 for a planned subtask (listed in
+ * `parent.subtasks`), r for a corrective subtask created by the parent's verdict r.
+ */
+export function roundOf(parent: Task, child: Task): number {
+  return parent.subtasks.includes(child.meta.id) ? 0 : child.round;
+}
+
+/**
+ * How many subtasks round `round` of `task` has: the planned ones for round 0, verdict r's
+ * corrective subtasks for r ≥ 1; undefined while verdict r is not stored yet.
+ */
+async function roundSize(task: Task, round: number, deps: Deps): Promise<number | undefined> {
+  if (round === 0) return task.subtasks.length;
+  const verdict = await deps.resources.find(
+    assistantActor(task.meta.id, task.assistant),
+    'plan.Verdict',
+    childUrn(task.meta.id, 'plan.Verdict', NAMES.verdict(round)),
+  );
+  return verdict?.corrective.length;
 }
 
 async function messageName(urn: string, deps: Deps): Promise<string> {
@@ -89,6 +139,10 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
   }
   const { turns } = await loadTurns(task, deps);
   const last = turns.at(-1);
+  // The last turn's charge may be missing after a crash between its write and its charge.
+  const budget: BudgetUsage = last
+    ? await charge(deps.projections, last.turn, modelCharge(last.turn.usage), deps.now())
+    : await readBudget(deps.projections, rootOf(task.meta.id));
   if (last) {
     const calls = last.turn.toolCalls ?? [];
     if (calls.length === 0) return writeOutput(task, last.turn, turns, deps); // crash between turn and output
@@ -116,6 +170,9 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
       deps,
     );
   }
+
+  const overBudget = budgetExceeded(budget, deps.limits, deps.now());
+  if (overBudget) return fail(task, overBudget, deps);
 
   const assistant = assistantOf(deps, task.assistant);
   const ancestors = await deps.resources.getMany(actor, ancestorsOf(task.meta.id));
@@ -148,6 +205,10 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
       deps,
     );
   }
+  const overTools = toolCalls.length
+    ? budgetExceeded(budget, deps.limits, deps.now(), { toolCalls: toolCalls.length })
+    : undefined;
+  if (overTools) return fail(task, overTools, deps);
   const turn: Message = {
     meta: withMeta({ type: 'common.Message', name: NAMES.turn(k), parent: task.meta.id }, deps.now()),
     role: 'assistant',
@@ -157,6 +218,7 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
     window: window.report,
   };
   const stored = (await deps.resources.put(actor, turn)).resource;
+  await charge(deps.projections, stored, modelCharge(stored.usage), deps.now());
   if ((stored.toolCalls ?? []).length === 0)
     return writeOutput(task, stored, [...turns, { turn: stored, results: [] }], deps);
   const written = await persistCalls(task, stored, deps);
@@ -173,7 +235,8 @@ async function persistCalls(task: Task, turn: Message, deps: Deps): Promise<stri
       call,
       turn: turn.meta.id,
     };
-    await deps.resources.put(actor, resource);
+    const stored = (await deps.resources.put(actor, resource)).resource;
+    await charge(deps.projections, stored, TOOL_CHARGE, deps.now());
     names.push(call.name);
   }
   return names;
@@ -200,7 +263,14 @@ async function writeOutput(
   return { action: 'output', urn: output.meta.id, detail: `${citations.length} citations` };
 }
 
-/** Fails a task: its output Message carries the error, so the parent (or the plan) is told. */
+/**
+ * Fails a task: its output Message carries the error (`toErrorInfo`), so the parent (or the
+ * plan) is told. Create-only: when the task has an output already, that one stands.
+ */
+export async function failTask(task: Task, error: unknown, deps: Deps): Promise<StepOutcome> {
+  return fail(task, error, deps);
+}
+
 async function fail(task: Task, error: unknown, deps: Deps): Promise<StepOutcome> {
   const info = toErrorInfo(error);
   const output: Message = {
@@ -225,6 +295,9 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   )
     .map((v) => v as Verdict)
     .sort((a, b) => a.round - b.round);
+  // A verdict's charge may be missing after a crash between its write and its charge.
+  for (const verdict of verdicts)
+    await charge(deps.projections, verdict, modelCharge(verdict.usage), deps.now());
   // The effective subtasks: planned ones, each replaced by the latest corrective that redoes it.
   const slots: string[] = [...task.subtasks];
   for (const verdict of verdicts) {
@@ -250,6 +323,12 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
     return fail(task, new ValidationError(`supervisor found no way to correct: ${last.reason}`), deps);
   }
   const round = verdicts.length + 1;
+  const overBudget = budgetExceeded(
+    await readBudget(deps.projections, rootOf(task.meta.id)),
+    deps.limits,
+    deps.now(),
+  );
+  if (overBudget) return fail(task, overBudget, deps);
   const response = await deps.model.converse({
     system: [
       {
@@ -300,6 +379,7 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
     usage: response.usage,
   };
   const stored = (await deps.resources.put(actor, verdict)).resource;
+  await charge(deps.projections, stored, modelCharge(stored.usage), deps.now());
   if (stored.pass) return writeCombined(task, subtasks, outputs, deps);
   if (exhausted) {
     return fail(
@@ -316,6 +396,9 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
       new ValidationError(`verdict failed with no corrective subtasks: ${stored.reason}`),
       deps,
     );
+  // The corrective round may have finished before its verdict was stored (a retried crash).
+  if ((await countedOutputs(deps.projections, task.meta.id, round)) >= stored.corrective.length)
+    return supervise(task, deps);
   return {
     action: 'corrective',
     urn: stored.meta.id,

@@ -1,8 +1,11 @@
 import { z } from 'zod';
 
 /**
- * Per-conversation limits (DESIGN.md principle 6, "bounded by construction"). When one is hit
- * the task fails with a `LIMIT_EXCEEDED` reason and its parent is told.
+ * Per-conversation limits (DESIGN.md principle 6, "bounded by construction"). When a shape limit
+ * (depth, breadth, turns, rounds, task tokens) is hit the task fails with a `LIMIT_EXCEEDED`
+ * reason; when a conversation budget (`conversation*`, counted in the projection store, see
+ * shared/projections/budget.ts) is used up it fails with `BUDGET_EXCEEDED` naming the budget.
+ * Either way its parent is told and the final answer says what did not complete.
  */
 export const LimitsSchema = z.strictObject({
   /** Maximum task nesting depth (root tasks are depth 1). */
@@ -19,6 +22,22 @@ export const LimitsSchema = z.strictObject({
   taskTokens: z.number().int().min(1_000).default(100_000),
   /** Maximum tool calls the model may request in one turn. */
   toolCallsPerTurn: z.number().int().min(1).max(16).default(4),
+  /** Budget: tokens (input + output, as models report them) one conversation may spend. */
+  conversationTokens: z.number().int().min(1).default(5_000_000),
+  /**
+   * Budget: model calls (plans, inner-loop turns, verdicts) of one conversation. At most 10,000:
+   * the budget item keeps a 16-byte member per charge, and model plus tool calls must fit one
+   * DynamoDB item (400 KB).
+   */
+  conversationModelCalls: z.number().int().min(1).max(10_000).default(2_000),
+  /** Budget: tool calls of one conversation (at most 10,000, as model calls). */
+  conversationToolCalls: z.number().int().min(0).max(10_000).default(1_000),
+  /** Budget: wall time of one conversation, in milliseconds from its first model call (default 30 min). */
+  conversationWallTimeMs: z
+    .number()
+    .int()
+    .min(1)
+    .default(30 * 60_000),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
 

@@ -2,6 +2,8 @@ import { toErrorInfo, ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';
 import type { ContentBlock, ConverseMessage, ConverseRequest } from '../llm/port.js';
+import { budgetExceeded, charge, modelCharge, readBudget } from '../projections/budget.js';
+import { countedOutputs, countOutput } from '../projections/counters.js';
 import { withMeta } from '../resources/meta.js';
 import type { Message, Plan } from '../resources/schemas.js';
 import type { Deps } from '../runtime/deps.js';
@@ -13,9 +15,11 @@ import { CREATE_PLAN, CREATE_PLAN_SPEC, type PlanPayload, parsePlanPayload } fro
  * The plan step (DESIGN.md "Flow"; seed roadmap-v2 steps 3 and 5):
  * - on a user Message under a Conversation: one model call with the `create_plan` tool, the
  *   validated task tree persisted with an elected Assistant per task, then the `plan.Plan`;
- * - on the output of a root task: when every root task has output, the final assistant
- *   Message under the conversation.
- * Decisions come from stored state, so duplicates and any delivery order give one result.
+ * - on the output of a root task: counts it once in the message's round counter
+ *   (shared/projections/counters.ts); when the counter reaches the plan's root tasks, the final
+ *   assistant Message under the conversation.
+ * Decisions come from stored state, so duplicates and any delivery order give one result. The
+ * plan's model call is checked against and charged to the conversation budget.
  */
 export async function planStep(event: ResourcePutEvent, deps: Deps): Promise<StepOutcome> {
   const path = typePathOf(event.urn);
@@ -24,7 +28,9 @@ export async function planStep(event: ResourcePutEvent, deps: Deps): Promise<Ste
     const task = parentOf(event.urn) as string;
     if (event.urn !== outputUrn(task))
       return { action: 'ignored', urn: event.urn, detail: 'not a task output' };
-    return completeAnswer(parentOf(task) as string, deps);
+    const messageUrn = parentOf(task) as string;
+    const done = await countOutput(deps.projections, messageUrn, 0, event.urn);
+    return completeAnswer(messageUrn, deps, done);
   }
   return { action: 'ignored', urn: event.urn, detail: `not for plan: ${path}` };
 }
@@ -40,7 +46,18 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
   const message = await deps.resources.getAs(actor, 'common.Message', messageUrn);
   if (message.role !== 'user') return { action: 'ignored', urn: messageUrn, detail: `role ${message.role}` };
   const planUrn = childUrn(messageUrn, 'plan.Plan', NAMES.plan);
-  if (await deps.resources.find(actor, 'plan.Plan', planUrn)) return completeAnswer(messageUrn, deps);
+  const existing = await deps.resources.find(actor, 'plan.Plan', planUrn);
+  if (existing) {
+    // A crash between the Plan's write and its charge leaves the charge to this repeat.
+    if (existing.usage) await charge(deps.projections, existing, modelCharge(existing.usage), deps.now());
+    return completeAnswer(messageUrn, deps);
+  }
+  const over = budgetExceeded(
+    await readBudget(deps.projections, rootOf(messageUrn)),
+    deps.limits,
+    deps.now(),
+  );
+  if (over) return failPlanning(messageUrn, over, deps);
 
   const assistants = deps.catalog.assistants.map((a) => `- ${a.meta.name}: ${a.meta.purpose}`).join('\n');
   const request: ConverseRequest = {
@@ -84,17 +101,7 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
     }
   }
 
-  if (!payload) {
-    const plan: Plan = {
-      meta: withMeta({ type: 'plan.Plan', name: NAMES.plan, parent: messageUrn }, deps.now()),
-      tasks: [],
-      model: deps.model.name,
-      usage,
-      error: toErrorInfo(failure),
-    };
-    await deps.resources.put(actor, plan);
-    return completeAnswer(messageUrn, deps);
-  }
+  if (!payload) return failPlanning(messageUrn, failure, deps, usage);
 
   const tasks = await buildTasks(deps, payload.tasks, messageUrn, 1, 0);
   for (const task of tasks) await deps.resources.put(actor, task);
@@ -112,7 +119,8 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
     model: deps.model.name,
     usage,
   };
-  await deps.resources.put(actor, plan);
+  const stored = (await deps.resources.put(actor, plan)).resource;
+  if (stored.usage) await charge(deps.projections, stored, modelCharge(stored.usage), deps.now());
   deps.logger.info('planned', { messageUrn, tasks: tasks.length, roots: plan.tasks.length });
   // A fast leaf may have finished before the Plan existed: check completion now as well.
   const completion = await completeAnswer(messageUrn, deps);
@@ -122,13 +130,43 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
 }
 
 /**
- * Writes the final assistant Message under the conversation once every root task has output.
- * Root task failures are reported in the answer and its `error`.
+ * Stores a `plan.Plan` with no tasks and the error (an invalid plan after the correction, a used-up
+ * budget, a dead-lettered user Message), then the final answer that says planning failed.
+ * Create-only: when a Plan exists already, that one stands. A Plan carries `usage` (and is
+ * charged as a model call) only when a model call was made.
  */
-async function completeAnswer(messageUrn: string, deps: Deps): Promise<StepOutcome> {
+export async function failPlanning(
+  messageUrn: string,
+  error: unknown,
+  deps: Deps,
+  usage?: { inputTokens: number; outputTokens: number; totalTokens: number },
+): Promise<StepOutcome> {
+  const plan: Plan = {
+    meta: withMeta({ type: 'plan.Plan', name: NAMES.plan, parent: messageUrn }, deps.now()),
+    tasks: [],
+    model: deps.model.name,
+    ...(usage ? { usage } : {}),
+    error: toErrorInfo(error),
+  };
+  const stored = (await deps.resources.put(planActor(messageUrn), plan)).resource;
+  if (stored.usage) await charge(deps.projections, stored, modelCharge(stored.usage), deps.now());
+  return completeAnswer(messageUrn, deps);
+}
+
+/**
+ * Writes the final assistant Message under the conversation once every root task has output:
+ * the round counter of the message (`done`, read when not given) must have reached the plan's
+ * root tasks before the outputs are read. Root task failures are reported in the answer and its
+ * `error`.
+ */
+async function completeAnswer(messageUrn: string, deps: Deps, done?: number): Promise<StepOutcome> {
   const actor = planActor(messageUrn);
   const plan = await deps.resources.find(actor, 'plan.Plan', childUrn(messageUrn, 'plan.Plan', NAMES.plan));
   if (!plan) return { action: 'waiting', urn: messageUrn, detail: 'no plan yet' };
+  const counted = done ?? (plan.tasks.length ? await countedOutputs(deps.projections, messageUrn, 0) : 0);
+  if (counted < plan.tasks.length) {
+    return { action: 'waiting', urn: messageUrn, detail: `${counted}/${plan.tasks.length} root tasks done` };
+  }
   const outputs = await deps.resources.getMany(actor, plan.tasks.map(outputUrn));
   if (outputs.length < plan.tasks.length) {
     return {

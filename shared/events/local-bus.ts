@@ -4,8 +4,37 @@ import type { S3ObjectCreatedEvent } from './envelope.js';
 import { matchesPattern } from './pattern.js';
 import { type Route, routeAccepts, type StepName } from './routing.js';
 
-/** A step function as the bus invokes it: the Lambda handler's event in, nothing out. */
-export type StepInvoker = (event: S3ObjectCreatedEvent) => Promise<void>;
+/** Which delivery an invocation is (Lambda's asynchronous invocation attempt). */
+export interface Delivery {
+  /** Sequence number of the delivery (a duplicate copy is a delivery of its own). */
+  id: number;
+  /** Route id (the EventBridge rule). */
+  route: string;
+  target: StepName;
+  /** 1 for the first attempt, then 2, 3, ... */
+  attempt: number;
+  /** True on the last attempt: a failure now dead-letters the event. */
+  final: boolean;
+}
+
+/**
+ * A step function as the bus invokes it: the Lambda handler's event in, nothing out. The bus
+ * always passes the delivery (optional only so that a target can be called directly).
+ */
+export type StepInvoker = (event: S3ObjectCreatedEvent, delivery?: Delivery) => Promise<void>;
+
+/**
+ * Stands for a killed runtime process (fault injection): the invocation ends with no response,
+ * as when a Lambda runtime exits mid-invocation ("Runtime exited"). The bus counts it in
+ * `faultStats.aborts` and retries the event like any failed asynchronous invocation; whoever throws
+ * it must also make sure the "dead" invocation writes nothing more (see shared/storage/faulty.ts).
+ */
+export class ProcessExitError extends Error {
+  constructor(message = 'Runtime exited without providing a reason (injected process abort)') {
+    super(message);
+    this.name = 'ProcessExitError';
+  }
+}
 
 /** An event that failed every attempt (Lambda's on-failure destination / DLQ). */
 export interface DeadLetter {
@@ -26,14 +55,25 @@ export interface BusStats {
   failures: number;
   retries: number;
   deadLetters: number;
-  /** Deliveries per target. */
+  /** Deliveries per target (every target of the routes, from 0). */
   byTarget: Record<StepName, number>;
+}
+
+/** Counters of injected delivery faults. */
+export interface FaultStats {
+  /** Extra copies made by the `copies` fault (included in `BusStats.routed`). */
+  duplicates: number;
+  /** Failures that were process aborts ({@link ProcessExitError}). */
+  aborts: number;
 }
 
 /** Fault injection: what the bus does to deliveries (tests and the fault harness). */
 export interface DeliveryFaults {
-  /** Copies of each delivery (1 = exactly once). Default 1. */
-  copies?: number;
+  /**
+   * Copies of each delivery: a number (1 = exactly once), or a range from which each event's
+   * count is drawn uniformly (`{ min: 2, max: 3 }`: every event 2–3 times). Default 1.
+   */
+  copies?: number | { min: number; max: number };
   /** Deliver queued events in random order instead of FIFO. */
   shuffle?: boolean;
   /** Random delay before each delivery, in milliseconds (uniform in [0, maxDelayMs]). */
@@ -56,12 +96,20 @@ export interface LocalBusOptions {
   /** Called for each delivery, before the invocation (progress display). */
   onDelivery?: (target: StepName, event: S3ObjectCreatedEvent) => void;
   onDeadLetter?: (letter: DeadLetter) => void;
+  /**
+   * The on-failure destination's consumer: called once per dead letter, tracked like an
+   * invocation (so `idle()` waits for it); a failure of its own is kept in `deadLetterErrors`,
+   * never retried.
+   */
+  deadLetterTarget?: (letter: DeadLetter) => Promise<void>;
 }
 
 interface Job {
   route: Route;
   event: S3ObjectCreatedEvent;
   attempt: number;
+  /** Delivery sequence number (kept across retries). */
+  id: number;
 }
 
 /**
@@ -72,22 +120,20 @@ interface Job {
  */
 export class LocalBus implements EventBus {
   readonly deadLetters: DeadLetter[] = [];
-  readonly stats: BusStats = {
-    published: 0,
-    routed: 0,
-    invocations: 0,
-    failures: 0,
-    retries: 0,
-    deadLetters: 0,
-    byTarget: { plan: 0, assistant: 0, tool: 0 },
-  };
+  readonly stats: BusStats;
+  readonly faultStats: FaultStats = { duplicates: 0, aborts: 0 };
   private readonly queue: Job[] = [];
   private running = 0;
   private timers = 0;
   private waiters: Array<() => void> = [];
   private readonly random: () => number;
-  private readonly options: Required<Omit<LocalBusOptions, 'onDelivery' | 'onDeadLetter' | 'faults'>> &
-    Pick<LocalBusOptions, 'onDelivery' | 'onDeadLetter'> & { faults: DeliveryFaults };
+  /** Errors of the dead-letter consumer (`deadLetterTarget`). */
+  readonly deadLetterErrors: { letter: DeadLetter; error: { code: string; message: string } }[] = [];
+  private deliveries = 0;
+  private readonly options: Required<
+    Omit<LocalBusOptions, 'onDelivery' | 'onDeadLetter' | 'faults' | 'deadLetterTarget'>
+  > &
+    Pick<LocalBusOptions, 'onDelivery' | 'onDeadLetter' | 'deadLetterTarget'> & { faults: DeliveryFaults };
 
   constructor(options: LocalBusOptions) {
     this.options = {
@@ -98,6 +144,18 @@ export class LocalBus implements EventBus {
       ...options,
     };
     this.random = mulberry32(this.options.faults.seed ?? 1);
+    this.stats = {
+      published: 0,
+      routed: 0,
+      invocations: 0,
+      failures: 0,
+      retries: 0,
+      deadLetters: 0,
+      byTarget: Object.fromEntries(options.routes.map((route) => [route.target, 0])) as Record<
+        StepName,
+        number
+      >,
+    };
   }
 
   publish(event: S3ObjectCreatedEvent): void {
@@ -113,11 +171,15 @@ export class LocalBus implements EventBus {
         accepted = true; // a malformed key reaches the handler, which rejects it with a clear error
       }
       if (!accepted) continue;
-      const copies = Math.max(1, this.options.faults.copies ?? 1);
+      const copies = this.copies();
+      this.faultStats.duplicates += copies - 1;
       for (let i = 0; i < copies; i++) {
         this.stats.routed++;
-        this.stats.byTarget[route.target]++;
-        this.schedule({ route, event: structuredClone(event), attempt: 1 }, this.delay());
+        this.stats.byTarget[route.target] = (this.stats.byTarget[route.target] ?? 0) + 1;
+        this.schedule(
+          { route, event: structuredClone(event), attempt: 1, id: ++this.deliveries },
+          this.delay(),
+        );
       }
     }
   }
@@ -130,6 +192,14 @@ export class LocalBus implements EventBus {
 
   private isIdle(): boolean {
     return this.queue.length === 0 && this.running === 0 && this.timers === 0;
+  }
+
+  private copies(): number {
+    const copies = this.options.faults.copies ?? 1;
+    if (typeof copies === 'number') return Math.max(1, Math.floor(copies));
+    const min = Math.max(1, Math.floor(copies.min));
+    const max = Math.max(min, Math.floor(copies.max));
+    return min + Math.floor(this.random() * (max - min + 1));
   }
 
   private delay(): number {
@@ -171,8 +241,15 @@ export class LocalBus implements EventBus {
     const target = this.options.targets[job.route.target];
     // setImmediate: invocations never run inside the publisher's call stack (as in AWS).
     // The executor turns a synchronous throw into a rejection, so it is retried like any failure.
+    const delivery: Delivery = {
+      id: job.id,
+      route: job.route.id,
+      target: job.route.target,
+      attempt: job.attempt,
+      final: job.attempt > this.options.retries,
+    };
     setImmediate(() => {
-      new Promise<void>((resolve) => resolve(target(job.event)))
+      new Promise<void>((resolve) => resolve(target(job.event, delivery)))
         .catch((error: unknown) => this.fail(job, error))
         .finally(() => {
           this.running--;
@@ -183,6 +260,7 @@ export class LocalBus implements EventBus {
 
   private fail(job: Job, error: unknown): void {
     this.stats.failures++;
+    if (error instanceof ProcessExitError) this.faultStats.aborts++;
     if (job.attempt <= this.options.retries) {
       this.stats.retries++;
       this.schedule({ ...job, attempt: job.attempt + 1 }, this.options.backoffMs(job.attempt));
@@ -198,6 +276,19 @@ export class LocalBus implements EventBus {
     this.stats.deadLetters++;
     this.deadLetters.push(letter);
     this.options.onDeadLetter?.(letter);
+    const consumer = this.options.deadLetterTarget;
+    if (!consumer) return;
+    this.running++;
+    setImmediate(() => {
+      new Promise<void>((resolve) => resolve(consumer(letter)))
+        .catch((consumerError: unknown) => {
+          this.deadLetterErrors.push({ letter, error: toErrorInfo(consumerError) });
+        })
+        .finally(() => {
+          this.running--;
+          this.pump();
+        });
+    });
   }
 }
 

@@ -1,15 +1,20 @@
 import { join } from 'node:path';
+import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { z } from 'zod';
-import rules from '../../policies/rules.json' with { type: 'json' };
 import { defaultCatalog } from '../catalog/catalog.js';
 import { type Limits, LimitsSchema } from '../domain/limits.js';
 import { ConfigError } from '../errors.js';
 import { BedrockChatModel, createBedrockClient } from '../llm/bedrock.js';
 import { OfflineChatModel } from '../llm/offline.js';
 import type { ChatModel } from '../llm/port.js';
-import type { Actor } from '../policy/port.js';
-import { RulesPolicy } from '../policy/rules.js';
+import type { Actor, Policy } from '../policy/port.js';
+import { builtinPolicy, selectPolicy } from '../policy/select.js';
+import { createDynamoDBClient, DynamoDBProjectionStore } from '../projections/dynamodb.js';
+import { dynamoDBIdempotencyLayer, LocalPersistenceLayer } from '../projections/idempotency.js';
+import { LocalProjectionStore } from '../projections/local.js';
+import type { ProjectionStore } from '../projections/port.js';
+import { UnconfiguredPersistenceLayer, UnconfiguredProjectionStore } from '../projections/unconfigured.js';
 import { ResourceIndex } from '../resources/resource-index.js';
 import { MiniSearchIndex } from '../search/minisearch-index.js';
 import { HashingEmbedder } from '../search/similarity.js';
@@ -28,6 +33,11 @@ import type { Deps } from './deps.js';
 export const EnvSchema = z.object({
   /** Resources bucket; set in AWS by the stack. */
   CLD_BUCKET: z.string().min(3).optional(),
+  /**
+   * Projections table (`pk`/`sk`, TTL `expiration`); set in AWS by the stack. With `CLD_BUCKET`
+   * it selects the DynamoDB projection store and Powertools' `DynamoDBPersistenceLayer`.
+   */
+  CLD_TABLE: z.string().min(3).max(255).optional(),
   /** Local data directory (embedded default). */
   CLD_DATA_DIR: z.string().min(1).default('.cld'),
   /** Bedrock model id or inference profile; absent → the offline model. */
@@ -36,6 +46,15 @@ export const EnvSchema = z.object({
   /** Limits as JSON (see domain/limits.ts); absent → defaults. */
   CLD_LIMITS: z.string().optional(),
   POWERTOOLS_LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT']).optional(),
+  /** Directory of the function's policy bundle: `rules.json`, `<CLD_FUNCTION>.wasm` when built (shared/policy/select.ts). */
+  CLD_POLICY_DIR: z.string().min(1).optional(),
+  /** Function whose policy applies (`plan`, `assistant`, `tool`, `http`, `slack`, `teams`, `reply`, `local`); absent → every rule. */
+  CLD_FUNCTION: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]*$/, 'a function name such as plan')
+    .optional(),
+  /** Directory of compiled policy bundles overriding CLD_POLICY_DIR for `.wasm` files (e.g. policies/dist). */
+  CLD_POLICY_WASM_DIR: z.string().min(1).optional(),
 });
 export type Env = z.infer<typeof EnvSchema>;
 
@@ -73,6 +92,32 @@ export function modelFor(env: Env): ChatModel {
   });
 }
 
+/**
+ * The projection store and idempotency layer for a config: DynamoDB (one client for both) when
+ * `CLD_BUCKET` and `CLD_TABLE` are set; with `CLD_BUCKET` alone (a function the stack grants no
+ * table, such as the tool step) ones that fail with a ConfigError naming `CLD_TABLE` when used;
+ * otherwise the local store and layer persisted under `<CLD_DATA_DIR>/projections`.
+ */
+export function projectionsFor(env: Env): {
+  projections: ProjectionStore;
+  idempotency: BasePersistenceLayer;
+} {
+  if (env.CLD_BUCKET && env.CLD_TABLE) {
+    const client = createDynamoDBClient({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
+    return {
+      projections: new DynamoDBProjectionStore({ client, tableName: env.CLD_TABLE }),
+      idempotency: dynamoDBIdempotencyLayer({ client, tableName: env.CLD_TABLE }),
+    };
+  }
+  if (env.CLD_BUCKET)
+    return {
+      projections: new UnconfiguredProjectionStore(),
+      idempotency: new UnconfiguredPersistenceLayer(),
+    };
+  const dir = join(env.CLD_DATA_DIR, 'projections');
+  return { projections: new LocalProjectionStore(dir), idempotency: new LocalPersistenceLayer(dir) };
+}
+
 /** Shared assembly of Deps from a storage (with or without notifications) and an index storage. */
 export async function assembleDeps(options: {
   storage: StorageInterface;
@@ -80,9 +125,15 @@ export async function assembleDeps(options: {
   model: ChatModel;
   limits: Limits;
   logger: Logger;
+  /** Projection store (counters, budgets); default: an in-memory local store. */
+  projections?: ProjectionStore;
+  /** Idempotency persistence for side effects that leave the system; default: in-memory local. */
+  idempotency?: BasePersistenceLayer;
   now?: () => Date;
+  /** Policy gate of every get/list/put; default: the built-in evaluator over every rule. */
+  policy?: Policy;
 }): Promise<Deps> {
-  const resources = new ResourceIndex(options.storage, new RulesPolicy(rules));
+  const resources = new ResourceIndex(options.storage, options.policy ?? builtinPolicy());
   const catalog = defaultCatalog();
   for (const resource of [...catalog.assistants, ...catalog.tools])
     await resources.put(SYSTEM_ACTOR, resource);
@@ -95,6 +146,8 @@ export async function assembleDeps(options: {
     tools: new Map([searchTool, readTool].map((tool) => [tool.name, tool])),
     catalog,
     limits: options.limits,
+    projections: options.projections ?? new LocalProjectionStore(),
+    idempotency: options.idempotency ?? new LocalPersistenceLayer(),
     logger: options.logger,
     now: options.now ?? (() => new Date()),
   };
@@ -108,10 +161,33 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
     ...(env.POWERTOOLS_LOG_LEVEL ? { logLevel: env.POWERTOOLS_LOG_LEVEL } : {}),
   });
   const limits = parseLimits(env.CLD_LIMITS);
+  const selected = await selectPolicy({
+    policyDir: env.CLD_POLICY_DIR,
+    wasmDir: env.CLD_POLICY_WASM_DIR,
+    function: env.CLD_FUNCTION,
+  });
+  const policy = selected.policy;
+  logger.info('policy loaded', {
+    engine: policy.engine,
+    function: env.CLD_FUNCTION ?? 'all',
+    rules: selected.rules,
+    ...(selected.wasm ? { wasm: selected.wasm } : {}),
+  });
+  if (env.CLD_BUCKET && !env.CLD_FUNCTION) {
+    logger.warn('CLD_FUNCTION is not set: every rule of every function applies');
+  }
   if (env.CLD_BUCKET) {
     const client = createS3Client({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
     const storage = new S3Storage({ client, bucket: env.CLD_BUCKET });
-    return assembleDeps({ storage, indexStorage: storage, model: modelFor(env), limits, logger });
+    return assembleDeps({
+      storage,
+      indexStorage: storage,
+      model: modelFor(env),
+      limits,
+      logger,
+      ...projectionsFor(env),
+      policy,
+    });
   }
   const root = env.CLD_DATA_DIR;
   return assembleDeps({
@@ -120,6 +196,8 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
     model: modelFor(env),
     limits,
     logger,
+    ...projectionsFor(env),
+    policy,
   });
 }
 

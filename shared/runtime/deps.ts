@@ -1,6 +1,8 @@
+import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Limits } from '../domain/limits.js';
 import type { ChatModel, Embedder } from '../llm/port.js';
+import type { ProjectionStore } from '../projections/port.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Assistant, Tool } from '../resources/schemas.js';
 import type { ChunkSearch } from '../search/port.js';
@@ -21,6 +23,19 @@ export interface Deps {
   /** The catalog (assistants and tools), as stored. */
   catalog: { assistants: readonly Assistant[]; tools: readonly Tool[] };
   limits: Limits;
+  /**
+   * Projections (subtask round counters, conversation budgets) derived from the resources:
+   * DynamoDB in AWS (`CLD_TABLE`), the local store in the embedded default. See
+   * shared/projections/port.ts for the item shapes.
+   */
+  projections: ProjectionStore;
+  /**
+   * Powertools idempotency persistence for side effects that leave the system (a reply posted
+   * to Slack or Teams): `DynamoDBPersistenceLayer` on the projections table in AWS, the local
+   * layer in the embedded default. Use it through `idempotentDelivery()`
+   * (shared/projections/idempotency.ts), keyed by the reply's URN.
+   */
+  idempotency: BasePersistenceLayer;
   logger: Logger;
   now: () => Date;
 }

@@ -1,0 +1,63 @@
+import { appendFile, mkdir, readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { ValidationError } from '../errors.js';
+
+/**
+ * An append-only JSON-lines file: the persistence of the local projection store and the local
+ * idempotency layer (the embedded default). Appends are serialised through one promise chain,
+ * so records land whole and in call order; each append resolves once `appendFile` has written
+ * it. A crash in the middle of an append leaves at most one partial last line, which
+ * {@link JsonlJournal.readAll} ignores (that record was never acknowledged); a malformed line
+ * anywhere else is corruption and fails loudly.
+ *
+ * One process owns a journal at a time (the CLI's process in local mode): appends of two
+ * processes are each whole (O_APPEND), but neither sees the other's records in memory.
+ */
+export class JsonlJournal {
+  private chain: Promise<void> = Promise.resolve();
+  private ready = false;
+
+  /** @param path file path; its folder is created on the first append. */
+  constructor(readonly path: string) {}
+
+  /**
+   * Reads every complete record, in order (`[]` when the file does not exist).
+   * @throws ValidationError naming the file and line of a malformed record
+   */
+  async readAll(): Promise<unknown[]> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'ENOENT') return [];
+      throw error;
+    }
+    // The last piece is '' after a final newline, or a torn record that was never acknowledged.
+    const complete = text.split('\n').slice(0, -1);
+    return complete.map((line, i) => {
+      try {
+        return JSON.parse(line) as unknown;
+      } catch (error) {
+        throw new ValidationError(`${this.path} line ${i + 1} is not JSON`, { cause: error });
+      }
+    });
+  }
+
+  /** Appends one record (one JSON line); resolves when it is written. */
+  append(record: unknown): Promise<void> {
+    const line = `${JSON.stringify(record)}\n`;
+    return this.enqueue(async () => {
+      if (!this.ready) {
+        await mkdir(dirname(this.path), { recursive: true });
+        this.ready = true;
+      }
+      await appendFile(this.path, line, 'utf8');
+    });
+  }
+
+  private enqueue(task: () => Promise<void>): Promise<void> {
+    const run = this.chain.then(task);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+}
