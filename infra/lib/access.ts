@@ -1,0 +1,237 @@
+import { Aws, type CfnElement, Stack } from 'aws-cdk-lib';
+import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { IConstruct } from 'constructs';
+import { ConfigError } from '../../shared/errors.js';
+import { INFERENCE_PROFILE_GEOS, OFFLINE_MODEL } from './config.js';
+import type { StorageAccess, TableAction } from './functions.js';
+
+/**
+ * IAM statements from the function table's access declarations (least privilege: actions and
+ * resources per function, no `*` resource here).
+ */
+
+/**
+ * S3 statements for one function:
+ * - `s3:GetObject` on each `read` key pattern;
+ * - `s3:PutObject` on each `create` pattern, only when the request carries `If-None-Match`
+ *   (condition `Null: { s3:if-none-match: false }`, S3 "enforce conditional writes"): resources
+ *   are written once and never overwritten (DESIGN.md principle 1), and IAM enforces it;
+ * - `s3:ListBucket` on the bucket with `StringLikeIfExists` on `s3:prefix`. A `ListObjectsV2`
+ *   with a prefix must match one of the patterns. `IfExists` because S3 also checks
+ *   `s3:ListBucket` (without any `s3:prefix` in the request context) to answer a `GetObject` of
+ *   a missing key with 404 `NoSuchKey` instead of 403: the steps rely on that 404
+ *   (`ResourceIndex.find`, S3Storage.get → NotFoundError).
+ * No `s3:DeleteObject`: no step deletes.
+ */
+export function storageStatements(bucket: IBucket, access: StorageAccess): PolicyStatement[] {
+  const statements: PolicyStatement[] = [];
+  if (access.read.length > 0) {
+    statements.push(
+      new PolicyStatement({
+        sid: 'ReadResources',
+        actions: ['s3:GetObject'],
+        resources: access.read.map((pattern) => bucket.arnForObjects(pattern)),
+      }),
+    );
+  }
+  if (access.create.length > 0) {
+    statements.push(
+      new PolicyStatement({
+        sid: 'CreateResourcesOnly',
+        actions: ['s3:PutObject'],
+        resources: access.create.map((pattern) => bucket.arnForObjects(pattern)),
+        conditions: { Null: { 's3:if-none-match': 'false' } },
+      }),
+    );
+  }
+  if (access.list.length > 0) {
+    statements.push(
+      new PolicyStatement({
+        sid: 'ListResourcePrefixes',
+        actions: ['s3:ListBucket'],
+        resources: [bucket.bucketArn],
+        conditions: { StringLikeIfExists: { 's3:prefix': [...access.list] } },
+      }),
+    );
+  }
+  return statements;
+}
+
+/**
+ * The cdk-nag finding id (`AwsSolutions-IAM5[Resource::...]`) of an object-key pattern of
+ * `bucket`, as cdk-nag renders the resource (`<LogicalId.Arn>/pattern`).
+ */
+export function objectPatternFinding(bucket: IBucket, pattern: string): string {
+  const stack = Stack.of(bucket);
+  const logicalId = stack.getLogicalId(bucket.node.defaultChild as CfnElement);
+  return `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/${pattern}]`;
+}
+
+/**
+ * DynamoDB statement for the projections table (item actions on the table only; no index, no
+ * stream). With `partitions`, only items whose partition key matches one of them
+ * (`ForAllValues:StringLike` on `dynamodb:LeadingKeys`, the IAM condition for fine-grained access
+ * by partition key).
+ */
+export function tableStatements(
+  table: ITableV2,
+  actions: readonly TableAction[],
+  partitions?: readonly string[],
+): PolicyStatement[] {
+  if (actions.length === 0) return [];
+  return [
+    new PolicyStatement({
+      sid: 'Projections',
+      actions: actions.map((action) => `dynamodb:${action}`),
+      resources: [table.tableArn],
+      ...(partitions
+        ? { conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...partitions] } } }
+        : {}),
+    }),
+  ];
+}
+
+/**
+ * `secretsmanager:GetSecretValue` on exactly these secrets (what Powertools' `SecretsProvider`
+ * calls; no `DescribeSecret`, no wildcard). Secrets encrypted with the AWS managed key need no
+ * KMS grant; a customer managed key must allow the role in its key policy.
+ */
+export function secretStatements(secrets: readonly ISecret[]): PolicyStatement[] {
+  if (secrets.length === 0) return [];
+  return [
+    new PolicyStatement({
+      sid: 'ReadChannelSecrets',
+      actions: ['secretsmanager:GetSecretValue'],
+      resources: secrets.map((secret) => secret.secretArn),
+    }),
+  ];
+}
+
+/** What a configured model id refers to. */
+export type ModelTarget =
+  | { kind: 'offline' }
+  | { kind: 'foundation-model'; modelId: string; arn?: string }
+  | { kind: 'inference-profile'; profileId: string; modelId: string; arn?: string }
+  | { kind: 'application-inference-profile'; arn: string };
+
+/**
+ * Classifies `cld:modelId`: `offline`, a foundation-model id (`anthropic.claude-...`), a
+ * system-defined inference-profile id (`<geo>.<model id>`, geo one of
+ * {@link INFERENCE_PROFILE_GEOS}), or an ARN of either or of an application inference profile.
+ * @throws ConfigError for an ARN of another resource type
+ */
+export function modelTarget(modelId: string): ModelTarget {
+  if (modelId === OFFLINE_MODEL) return { kind: 'offline' };
+  if (modelId.startsWith('arn:')) {
+    const resource = modelId.split(':').slice(5).join(':');
+    const slash = resource.indexOf('/');
+    const type = resource.slice(0, slash);
+    const id = resource.slice(slash + 1);
+    if (type === 'foundation-model') return { kind: 'foundation-model', modelId: id, arn: modelId };
+    if (type === 'inference-profile') return { ...profileOf(id), arn: modelId };
+    if (type === 'application-inference-profile')
+      return { kind: 'application-inference-profile', arn: modelId };
+    throw new ConfigError(`cld:modelId ARN is not a Bedrock model or inference profile: ${modelId}`);
+  }
+  const geo = modelId.slice(0, modelId.indexOf('.'));
+  if ((INFERENCE_PROFILE_GEOS as readonly string[]).includes(geo)) return profileOf(modelId);
+  return { kind: 'foundation-model', modelId };
+}
+
+/**
+ * cdk-nag acknowledgements (finding id and written reason) for the wildcard resources of
+ * {@link bedrockStatements}; empty when it has none.
+ */
+export function bedrockFindings(modelId: string): { id: string; reason: string }[] {
+  const target = modelTarget(modelId);
+  if (target.kind === 'inference-profile') {
+    return [
+      {
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/${target.modelId}]`,
+        reason:
+          'A cross-Region inference profile routes each request to this model in one of its destination Regions; ' +
+          'the statement is usable only through the configured profile (bedrock:InferenceProfileArn condition).',
+      },
+    ];
+  }
+  if (target.kind === 'application-inference-profile') {
+    return [
+      {
+        id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/*]',
+        reason:
+          'An application inference profile names its models itself; the statement is usable only through ' +
+          'the configured profile (bedrock:InferenceProfileArn condition).',
+      },
+    ];
+  }
+  return [];
+}
+
+function profileOf(profileId: string): Extract<ModelTarget, { kind: 'inference-profile' }> {
+  return { kind: 'inference-profile', profileId, modelId: profileId.slice(profileId.indexOf('.') + 1) };
+}
+
+/**
+ * `bedrock:InvokeModel` statements for the configured model (the Converse API is authorized
+ * as `bedrock:InvokeModel`). A foundation model: its ARN in the stack's Region. An inference
+ * profile: the profile's ARN, plus the underlying foundation model in every Region the profile
+ * may route to (`arn:…:bedrock:*::foundation-model/<model>`), usable only through that profile
+ * (condition `bedrock:InferenceProfileArn`), as Bedrock's cross-Region inference requires. An
+ * application inference profile: its ARN and, through it only, the foundation models it wraps.
+ * `offline`: no statement.
+ */
+export function bedrockStatements(scope: IConstruct, modelId: string): PolicyStatement[] {
+  const target = modelTarget(modelId);
+  const partition = Aws.PARTITION;
+  const stack = Stack.of(scope);
+  switch (target.kind) {
+    case 'offline':
+      return [];
+    case 'foundation-model':
+      return [
+        new PolicyStatement({
+          sid: 'InvokeFoundationModel',
+          actions: ['bedrock:InvokeModel'],
+          resources: [
+            target.arn ?? `arn:${partition}:bedrock:${stack.region}::foundation-model/${target.modelId}`,
+          ],
+        }),
+      ];
+    case 'inference-profile': {
+      const profileArn =
+        target.arn ??
+        `arn:${partition}:bedrock:${stack.region}:${stack.account}:inference-profile/${target.profileId}`;
+      return [
+        new PolicyStatement({
+          sid: 'InvokeInferenceProfile',
+          actions: ['bedrock:InvokeModel'],
+          resources: [profileArn],
+        }),
+        new PolicyStatement({
+          sid: 'InvokeProfileModelInAnyRegion',
+          effect: Effect.ALLOW,
+          actions: ['bedrock:InvokeModel'],
+          resources: [`arn:${partition}:bedrock:*::foundation-model/${target.modelId}`],
+          conditions: { StringEquals: { 'bedrock:InferenceProfileArn': profileArn } },
+        }),
+      ];
+    }
+    case 'application-inference-profile':
+      return [
+        new PolicyStatement({
+          sid: 'InvokeApplicationInferenceProfile',
+          actions: ['bedrock:InvokeModel'],
+          resources: [target.arn],
+        }),
+        new PolicyStatement({
+          sid: 'InvokeProfileModels',
+          actions: ['bedrock:InvokeModel'],
+          resources: [`arn:${partition}:bedrock:*::foundation-model/*`],
+          conditions: { StringEquals: { 'bedrock:InferenceProfileArn': target.arn } },
+        }),
+      ];
+  }
+}

@@ -1,0 +1,307 @@
+import { defaultCatalog } from '../../shared/catalog/catalog.js';
+import { DELIVERY_LOCK_MS } from '../../shared/channels/idempotency.js';
+import { IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
+import { keyOf } from '../../shared/urn.js';
+import type { ChannelSecretName } from './secrets.js';
+
+/**
+ * The function table: one entry per Lambda function of the stack. Adding a function is one entry
+ * here; routes of the routing table (shared/events/routing.ts) and of the HTTP API
+ * (shared/channels/routes.ts `API_ROUTES`) name their function by the key of this table, and a
+ * route whose function has no entry (or one of the other trigger) fails synth.
+ *
+ * Access is declared as data and turned into IAM statements by infra/lib/access.ts; the env var
+ * naming a resource is set only together with its grant (STYLE.md "Infra").
+ */
+
+/** Object-key patterns (IAM globs: `*` any run of characters) of the resources bucket. */
+export const KEYS = {
+  /** Every conversation subtree: the event log the steps read and extend (DESIGN.md "URNs"). */
+  conversations: 'cld:common.Conversation.*',
+  /** The catalog (read by every step; seeded create-only at cold start, see {@link catalogKeys}). */
+  assistants: 'cld:common.Assistant.*',
+  tools: 'cld:common.Tool.*',
+  /** Ingested documents and their chunks (read by the `read` tool and cited in context). */
+  documents: 'cld:doc.*',
+  /** The chunk index generations (`indexes/chunks.<n>.json`), opened at every cold start. */
+  index: 'indexes/*',
+} as const;
+
+/**
+ * Why each wildcard key pattern is needed (the written reason of its cdk-nag
+ * `AwsSolutions-IAM5` acknowledgement). A pattern without a reason here fails synth.
+ */
+export const KEY_PATTERN_REASONS: Readonly<Record<string, string>> = {
+  [KEYS.conversations]:
+    'Conversation URNs are minted at run time (one hash per conversation), so IAM cannot name them in advance; ' +
+    'which conversation, task and resource a step may touch is decided per request by the policy gate ' +
+    '(policies/rules.json, OPA), and writes are create-only (s3:if-none-match condition).',
+  [KEYS.assistants]:
+    'Catalog Assistants, read-only under this pattern (the keys a step may create are listed exactly).',
+  [KEYS.tools]:
+    'Catalog Tools, read-only under this pattern (the keys a step may create are listed exactly).',
+  [KEYS.documents]: 'Ingested Documents and their Chunks (written by the operator), read-only for the steps.',
+  [KEYS.index]:
+    'Chunk index generations are numbered at ingest time (indexes/chunks.<n>.json); read-only for the steps.',
+};
+
+/** `ListBucket` prefixes (the `s3:prefix` a `ListObjectsV2` sends; `*` = any continuation). */
+export const LIST_PREFIXES = {
+  /** ResourceIndex.list / listUrns list `<urn>/` under a conversation. */
+  conversations: 'cld:common.Conversation.*',
+  /** MiniSearchIndex.open lists `indexes/chunks.` to find the latest generation. */
+  index: 'indexes/*',
+} as const;
+
+/**
+ * The exact object keys of the default catalog. `composeFromEnv` (shared/runtime/compose.ts)
+ * puts every catalog resource create-only at each cold start (`If-None-Match: *`, a no-op when
+ * it exists), so a function needs `PutObject` on exactly these keys and no other catalog key.
+ */
+export function catalogKeys(): string[] {
+  const catalog = defaultCatalog();
+  return [...catalog.assistants, ...catalog.tools].map((resource) => keyOf(resource.meta.id)).sort();
+}
+
+/** DynamoDB item actions a function may be granted on the projections table. */
+export type TableAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'Query';
+
+/** S3 access of a function, as key patterns of the resources bucket. */
+export interface StorageAccess {
+  /** `s3:GetObject` on these key patterns. */
+  read: readonly string[];
+  /** `s3:PutObject` on these key patterns, allowed only with `If-None-Match` (create-only writes). */
+  create: readonly string[];
+  /** `s3:ListBucket` with these `s3:prefix` patterns. */
+  list: readonly string[];
+}
+
+/**
+ * How a function is invoked: `eventbridge` — asynchronously by the rules of the routing table
+ * (bounded retries, maximum event age, a dead-letter queue and its alarm); `http-api` —
+ * synchronously by API Gateway HTTP API routes (no asynchronous-invocation settings, no queue).
+ */
+export type Trigger = 'eventbridge' | 'http-api';
+
+/** One Lambda function. */
+export interface FunctionSpec {
+  /** Entry file, relative to the project root; it exports `handler`. */
+  entry: string;
+  description: string;
+  trigger: Trigger;
+  /** Memory in MB (ARM64; CPU scales with it). */
+  memoryMb: number;
+  /** Timeout in seconds. */
+  timeoutSeconds: number;
+  /**
+   * Whether the function may take reserved concurrency from `cld:reservedConcurrency`. Only
+   * functions whose fan-out would be costly (many model or tool calls per user message) are
+   * capped; the others share the account's unreserved pool.
+   */
+  boundedConcurrency: boolean;
+  /** Calls the Bedrock model: gets `CLD_MODEL_ID` and `bedrock:InvokeModel` on its ARNs. */
+  model: boolean;
+  storage: StorageAccess;
+  /**
+   * Projections-table actions, granted with `CLD_TABLE`; none → no `CLD_TABLE`. Set from what
+   * the function's code path calls (shared/projections/dynamodb.ts): the completion counters and
+   * budgets are one conditional `UpdateItem` each (`applyOnce`) and a consistent `GetItem`.
+   * `PutItem`/`DeleteItem` are Powertools idempotency's (side effects that leave the system: the
+   * channels' reply); `Query` lists a conversation's projections for rebuilds and cleanup, which
+   * no step does.
+   */
+  table: readonly TableAction[];
+  /**
+   * Partition-key (`pk`) values of the projections table the function may touch, as IAM
+   * `StringLike` patterns on `dynamodb:LeadingKeys` (condition `ForAllValues:StringLike`); absent →
+   * any partition of the table. Item shapes: shared/projections/port.ts.
+   */
+  tablePartitions?: readonly string[];
+  /**
+   * Channel secrets the function reads, by the variable that names each (its ARN): the function
+   * gets `secretsmanager:GetSecretValue` on exactly those secrets (infra/lib/secrets.ts).
+   */
+  secrets?: Readonly<Partial<Record<string, ChannelSecretName>>>;
+  /** Further environment variables (static values; a variable the construct sets itself fails synth). */
+  environment?: Readonly<Record<string, string>>;
+}
+
+/** Counters and budgets (shared/projections/counters.ts, budget.ts). */
+const COUNTERS_AND_BUDGETS: readonly TableAction[] = ['GetItem', 'UpdateItem'];
+
+/**
+ * What Powertools' `DynamoDBPersistenceLayer` calls (@aws-lambda-powertools/idempotency 2.35
+ * `DynamoDBPersistenceLayer`): a conditional `PutItem` (the in-progress record), a consistent
+ * `GetItem` (a duplicate reads the stored result), `UpdateItem` (completed, with the result) and
+ * `DeleteItem` (the effect failed: forget the key so a retry runs it).
+ */
+export const IDEMPOTENCY_ACTIONS: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'];
+
+/** Partitions of conversation projections: `pk` is the conversation URN (shared/projections/port.ts). */
+const CONVERSATION_PARTITIONS = [KEYS.conversations] as const;
+
+/**
+ * Timeout of one delivery call of the reply function (`CLD_DELIVERY_TIMEOUT_MS`), in ms. Slack's
+ * API answers in well under a second; 5 s keeps the function's worst case (two Slack calls —
+ * progress and answer — of up to 3 attempts each) within its timeout.
+ */
+export const REPLY_DELIVERY_TIMEOUT_MS = 5_000;
+
+/**
+ * Timeout of the reply function, in s: above the worst case of {@link REPLY_DELIVERY_TIMEOUT_MS}
+ * (2 calls × 3 attempts × 5 s + the client's backoff ≈ 35 s) and at most the delivery lock
+ * (`DELIVERY_LOCK_MS`, 60 s), so an invocation that times out mid-post is gone before its lock
+ * lets a retry post.
+ */
+export const REPLY_TIMEOUT_SECONDS = Math.min(45, DELIVERY_LOCK_MS / 1000);
+
+/** What every step reads at cold start: the catalog and the chunk index. */
+const COLD_START_READS = [KEYS.assistants, KEYS.tools, KEYS.index] as const;
+
+/** What every step creates at cold start: the catalog's exact keys (no-ops once they exist). */
+const CATALOG_KEYS: readonly string[] = catalogKeys();
+
+/**
+ * The function table. Timeouts: a model call may take up to 3 attempts × 120 s
+ * (shared/llm/bedrock.ts defaults), so the model-calling steps get 420 s; a tool runs with
+ * its own 10 s timeout (the catalog's `timeoutMs`) after the index is loaded; the channel entry
+ * points answer within Slack's 3 s and Teams' 5 s (10 s leaves room for a cold start); the reply
+ * function, see {@link REPLY_TIMEOUT_SECONDS}.
+ *
+ * Every function composes its Deps with `composeFromEnv`, which at a cold start seeds the catalog
+ * (create-only puts of its exact keys) and opens the chunk index (lists `indexes/chunks.`, reads
+ * the newest generation): hence the catalog keys and `indexes/*` in every entry. The channel
+ * functions never search, so the index part is wasted there (a lighter composition for them is
+ * a follow-up).
+ */
+export const FUNCTIONS = {
+  plan: {
+    entry: 'functions/plan/handler.ts',
+    trigger: 'eventbridge',
+    description: 'cld plan step: a user Message → Task tree; root outputs → the final answer',
+    memoryMb: 1024,
+    timeoutSeconds: 420,
+    boundedConcurrency: false,
+    model: true,
+    storage: {
+      read: [KEYS.conversations, ...COLD_START_READS],
+      create: [KEYS.conversations, ...CATALOG_KEYS],
+      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+    },
+    table: COUNTERS_AND_BUDGETS,
+    tablePartitions: CONVERSATION_PARTITIONS,
+  },
+  assistant: {
+    entry: 'functions/assistant/handler.ts',
+    trigger: 'eventbridge',
+    description: 'cld assistant step: the inner loop of a leaf Task; supervision of subtasks',
+    memoryMb: 1024,
+    timeoutSeconds: 420,
+    boundedConcurrency: true,
+    model: true,
+    storage: {
+      read: [KEYS.conversations, KEYS.documents, ...COLD_START_READS],
+      create: [KEYS.conversations, ...CATALOG_KEYS],
+      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+    },
+    table: COUNTERS_AND_BUDGETS,
+    tablePartitions: CONVERSATION_PARTITIONS,
+  },
+  tool: {
+    entry: 'functions/tool/handler.ts',
+    trigger: 'eventbridge',
+    description: 'cld tool step: executes one persisted tool.Call and stores its result',
+    memoryMb: 1024,
+    timeoutSeconds: 60,
+    boundedConcurrency: true,
+    model: false,
+    storage: {
+      read: [KEYS.conversations, KEYS.documents, ...COLD_START_READS],
+      create: [KEYS.conversations, ...CATALOG_KEYS],
+      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+    },
+    // The tool step reads and writes resources only; its budget is charged by the assistant.
+    table: [],
+  },
+  reply: {
+    entry: 'functions/reply/handler.ts',
+    description: 'cld reply step: delivers final answers to Slack/Teams exactly once; Slack progress updates',
+    trigger: 'eventbridge',
+    memoryMb: 512,
+    timeoutSeconds: REPLY_TIMEOUT_SECONDS,
+    // It fans out on every task output, but most invocations are one S3 GET and return.
+    boundedConcurrency: false,
+    model: false,
+    storage: {
+      // Reads the answer, its Conversation and the user Message's task subtree; writes no
+      // conversation resource (only the cold-start catalog seeding).
+      read: [KEYS.conversations, ...COLD_START_READS],
+      create: [...CATALOG_KEYS],
+      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+    },
+    // deps.idempotency: Powertools records in the `idempotency` partition only.
+    table: IDEMPOTENCY_ACTIONS,
+    tablePartitions: [IDEMPOTENCY_PK],
+    secrets: { CLD_SLACK_BOT_TOKEN_ARN: 'slackBotToken' },
+    environment: { CLD_DELIVERY_TIMEOUT_MS: String(REPLY_DELIVERY_TIMEOUT_MS) },
+  },
+  http: {
+    entry: 'functions/http/handler.ts',
+    description: 'cld HTTP API: start/continue conversations, status view, policy-gated resource reads',
+    trigger: 'http-api',
+    memoryMb: 1024,
+    timeoutSeconds: 10,
+    boundedConcurrency: false,
+    model: false,
+    storage: {
+      // Conversation + user Message (create-only), the status view (lists a conversation's
+      // subtree) and GET /resources (one resource of the caller's conversations).
+      read: [KEYS.conversations, ...COLD_START_READS],
+      create: [KEYS.conversations, ...CATALOG_KEYS],
+      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+    },
+    table: [],
+  },
+  slack: {
+    entry: 'functions/slack/handler.ts',
+    description: 'cld Slack: verifies signatures, stores the message, acknowledges within 3 s',
+    trigger: 'http-api',
+    memoryMb: 1024,
+    timeoutSeconds: 10,
+    // Unauthenticated at the gateway (the function checks the signature): a flood of forged
+    // requests is capped here instead of taking the account's concurrency.
+    boundedConcurrency: true,
+    model: false,
+    storage: {
+      // Conversation + user Message (create-only); a thread follow-up reads the thread's Conversation.
+      read: [KEYS.conversations, ...COLD_START_READS],
+      create: [KEYS.conversations, ...CATALOG_KEYS],
+      list: [LIST_PREFIXES.index],
+    },
+    table: [],
+    secrets: { CLD_SLACK_SIGNING_SECRET_ARN: 'slackSigningSecret' },
+  },
+  teams: {
+    entry: 'functions/teams/handler.ts',
+    description: 'cld Teams: verifies the HMAC, stores the message, acknowledges within 5 s',
+    trigger: 'http-api',
+    memoryMb: 1024,
+    timeoutSeconds: 10,
+    boundedConcurrency: true,
+    model: false,
+    storage: {
+      read: [KEYS.conversations, ...COLD_START_READS],
+      create: [KEYS.conversations, ...CATALOG_KEYS],
+      list: [LIST_PREFIXES.index],
+    },
+    table: [],
+    // The webhook URL is stored in each Conversation's address, where the reply step reads it.
+    secrets: { CLD_TEAMS_SECRET_ARN: 'teamsSecurityToken', CLD_TEAMS_WEBHOOK_URL_ARN: 'teamsWebhookUrl' },
+  },
+} as const satisfies Record<string, FunctionSpec>;
+
+/** Names of the functions in the table. */
+export type FunctionName = keyof typeof FUNCTIONS;
+
+/** The table as a plain record (for lookups by a route's `target`). */
+export const FUNCTION_TABLE: Readonly<Record<string, FunctionSpec>> = FUNCTIONS;

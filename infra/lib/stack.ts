@@ -1,0 +1,275 @@
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import {
+  BlockPublicAccess,
+  Bucket,
+  BucketEncryption,
+  type IBucket,
+  ObjectOwnership,
+} from 'aws-cdk-lib/aws-s3';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { Construct } from 'constructs';
+import { API_ROUTES, type ApiRoute } from '../../shared/channels/routes.js';
+import { ConfigError } from '../../shared/errors.js';
+import type { EventPattern as RoutePattern } from '../../shared/events/pattern.js';
+import { type Route, routingTable } from '../../shared/events/routing.js';
+import { isProduction, type StackConfig } from './config.js';
+import { FUNCTION_TABLE, type FunctionSpec } from './functions.js';
+import { ChannelsApi } from './http-api.js';
+import { CHANNEL_SECRET_NAMES, CHANNEL_SECRETS, type ChannelSecretName, channelSecrets } from './secrets.js';
+import { StepFunction } from './step-function.js';
+
+/** Props of {@link CldStack}. */
+export interface CldStackProps extends StackProps {
+  /** Resolved once in infra/bin (infra/lib/config.ts). */
+  config: StackConfig;
+  /** The function table (default: infra/lib/functions.ts). */
+  functions?: Readonly<Record<string, FunctionSpec>>;
+  /** The routing table for a bucket name (default: shared/events/routing.ts, the one source of truth). */
+  routes?: (bucket: string) => Route[];
+  /** The HTTP API's routes (default: shared/channels/routes.ts `API_ROUTES`, the one source of truth). */
+  apiRoutes?: readonly ApiRoute[];
+  /** Project root to bundle from (default: this repository). */
+  projectRoot?: string;
+}
+
+/** Top-level fields of an EventBridge pattern and their names in CDK's `EventPattern`. */
+const PATTERN_FIELDS: Readonly<Record<string, string>> = {
+  version: 'version',
+  id: 'id',
+  'detail-type': 'detailType',
+  source: 'source',
+  account: 'account',
+  time: 'time',
+  region: 'region',
+  resources: 'resources',
+  detail: 'detail',
+};
+
+/**
+ * A route's pattern as CDK's `events.EventPattern` (which renders `detailType` as `detail-type`);
+ * every other level is passed through unchanged.
+ * @throws ConfigError for a top-level field EventBridge events do not have
+ */
+export function toCdkEventPattern(pattern: RoutePattern): Record<string, unknown> {
+  const result: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(pattern)) {
+    const name = PATTERN_FIELDS[field];
+    if (!name) throw new ConfigError(`route pattern has an unknown top-level field "${field}"`);
+    result[name] = value;
+  }
+  return result;
+}
+
+/**
+ * The cld stack: the event-sourced system of DESIGN.md on AWS.
+ *
+ * - Resources bucket: URN-keyed objects, S3 → EventBridge notifications, versioned, SSE-S3,
+ *   public access blocked, TLS only, server access logs to a second bucket; retained in `prod`,
+ *   destroyed with its objects elsewhere.
+ * - Projections table (DynamoDB): `pk`/`sk` strings, TTL attribute `expiration`, on-demand,
+ *   point-in-time recovery, AWS managed KMS key; retained (and deletion-protected) in `prod`.
+ * - The channel secrets (Slack signing secret and bot token, Teams security token and webhook
+ *   URL): existing ones by ARN from the config, the others created (infra/lib/secrets.ts).
+ * - One {@link StepFunction} per entry of the function table.
+ * - One EventBridge rule on the default bus per route of the routing table, with exactly the
+ *   route's pattern, targeting the route's function (bounded retries, maximum event age, the
+ *   function's dead-letter queue for events EventBridge cannot deliver).
+ * - The HTTP API of the channels, one route per entry of `API_ROUTES` ({@link ChannelsApi}).
+ * - Outputs: bucket, table, API and webhook URLs, secret ARNs, each function's log group and
+ *   each `eventbridge` function's dead-letter queue.
+ *
+ * Environment-agnostic: no account or Region here, no physical names.
+ * @throws ConfigError at synth when an event route or an API route names a function the table
+ *   does not have, or one of the other trigger
+ */
+export class CldStack extends Stack {
+  /** The deployment config the stack was built with (channels read `allowedOrigins` from it). */
+  readonly config: StackConfig;
+  readonly bucket: Bucket;
+  readonly accessLogsBucket: Bucket;
+  readonly table: TableV2;
+  readonly functions: ReadonlyMap<string, StepFunction>;
+  readonly rules: ReadonlyMap<string, Rule>;
+  readonly secrets: Readonly<Record<ChannelSecretName, ISecret>>;
+  readonly httpApi: ChannelsApi;
+
+  constructor(scope: Construct, id: string, props: CldStackProps) {
+    super(scope, id, props);
+    const { config } = props;
+    this.config = config;
+    const production = isProduction(config);
+    const removalPolicy = production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+
+    this.accessLogsBucket = new Bucket(this, 'AccessLogsBucket', {
+      encryption: BucketEncryption.S3_MANAGED,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      lifecycleRules: [{ expiration: Duration.days(production ? 365 : 30) }],
+      removalPolicy,
+      autoDeleteObjects: !production,
+    });
+
+    this.bucket = new Bucket(this, 'ResourcesBucket', {
+      eventBridgeEnabled: true,
+      versioned: true,
+      encryption: BucketEncryption.S3_MANAGED,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      serverAccessLogsBucket: this.accessLogsBucket,
+      serverAccessLogsPrefix: 'resources/',
+      lifecycleRules: [
+        { abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        // Resources are create-only, so noncurrent versions only come from deletes by operators.
+        { noncurrentVersionExpiration: Duration.days(production ? 90 : 7) },
+      ],
+      removalPolicy,
+      autoDeleteObjects: !production,
+    });
+
+    this.table = new TableV2(this, 'ProjectionsTable', {
+      partitionKey: { name: 'pk', type: AttributeType.STRING },
+      sortKey: { name: 'sk', type: AttributeType.STRING },
+      timeToLiveAttribute: 'expiration',
+      billing: Billing.onDemand(),
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: TableEncryptionV2.awsManagedKey(),
+      deletionProtection: production,
+      removalPolicy,
+    });
+
+    this.secrets = channelSecrets(this, config.secretArns, removalPolicy);
+
+    const functions = new Map<string, StepFunction>();
+    for (const [name, spec] of Object.entries(props.functions ?? FUNCTION_TABLE)) {
+      functions.set(
+        name,
+        new StepFunction(this, `${pascal(name)}Step`, {
+          name,
+          spec,
+          config,
+          bucket: this.bucket,
+          table: this.table,
+          secrets: this.secrets,
+          removalPolicy,
+          ...(props.projectRoot ? { projectRoot: props.projectRoot } : {}),
+        }),
+      );
+    }
+    this.functions = functions;
+    this.rules = this.addRoutes(props.routes ?? routingTable, this.bucket, config);
+    this.httpApi = new ChannelsApi(this, 'HttpApi', {
+      config,
+      routes: props.apiRoutes ?? API_ROUTES,
+      functions: new Map(
+        [...functions].map(([name, step]) => [name, { trigger: step.trigger, function: step.function }]),
+      ),
+      removalPolicy,
+    });
+    this.acknowledgeCdkManagedResources();
+
+    new CfnOutput(this, 'ResourcesBucketName', {
+      description: 'Resources bucket (URN-keyed JSON objects; the event log)',
+      value: this.bucket.bucketName,
+    });
+    new CfnOutput(this, 'ProjectionsTableName', {
+      description: 'Projections table (counters, idempotency records, budgets, reply routing)',
+      value: this.table.tableName,
+    });
+    for (const [name, step] of functions) {
+      if (step.deadLetterQueue) {
+        new CfnOutput(this, `${pascal(name)}DeadLetterQueueUrl`, {
+          description: `Dead-letter queue of the ${name} function (failed events, as sent)`,
+          value: step.deadLetterQueue.queueUrl,
+        });
+      }
+      new CfnOutput(this, `${pascal(name)}LogGroupName`, {
+        description: `Log group of the ${name} function (aws logs tail <name> --follow)`,
+        value: step.logGroup.logGroupName,
+      });
+    }
+    new CfnOutput(this, 'ApiUrl', {
+      description: 'HTTP API base URL ($default stage), e.g. POST <ApiUrl>conversations with a JWT',
+      value: this.httpApi.url,
+    });
+    new CfnOutput(this, 'ApiAccessLogGroupName', {
+      description: 'Access logs of the HTTP API (one JSON line per request)',
+      value: this.httpApi.accessLogs.logGroupName,
+    });
+    for (const route of props.apiRoutes ?? API_ROUTES) {
+      if (route.auth !== 'none') continue;
+      new CfnOutput(this, `${pascal(route.path)}WebhookUrl`, {
+        description: `${route.method} ${route.path}: ${route.description}`,
+        value: `${this.httpApi.url}${route.path.slice(1)}`,
+      });
+    }
+    for (const name of CHANNEL_SECRET_NAMES) {
+      new CfnOutput(this, `${pascal(name)}SecretArn`, {
+        description: `${config.secretArns[name] ? 'Existing' : 'Created'} secret: ${CHANNEL_SECRETS[name].description}`,
+        value: this.secrets[name].secretArn,
+      });
+    }
+  }
+
+  /** One rule per route on the default bus; target = the function the route names. */
+  private addRoutes(
+    routes: (bucket: string) => Route[],
+    bucket: IBucket,
+    config: StackConfig,
+  ): ReadonlyMap<string, Rule> {
+    const rules = new Map<string, Rule>();
+    for (const route of routes(bucket.bucketName)) {
+      const step = this.functions.get(route.target);
+      if (!step) {
+        throw new ConfigError(
+          `route ${route.id} targets "${route.target}", but the function table has no function named ` +
+            `"${route.target}" (add it to infra/lib/functions.ts; it has: ${[...this.functions.keys()].join(', ')})`,
+        );
+      }
+      if (!step.deadLetterQueue) {
+        throw new ConfigError(
+          `route ${route.id} targets "${route.target}", a function with trigger "${step.trigger}" ` +
+            '(EventBridge rules need trigger "eventbridge")',
+        );
+      }
+      const rule = new Rule(this, `${route.id}Rule`, {
+        description: route.description,
+        eventPattern: toCdkEventPattern(route.pattern),
+      });
+      rule.addTarget(
+        new LambdaFunction(step.function, {
+          deadLetterQueue: step.deadLetterQueue,
+          retryAttempts: config.retryAttempts,
+          maxEventAge: Duration.seconds(config.maxEventAgeSeconds),
+        }),
+      );
+      rules.set(route.id, rule);
+    }
+    return rules;
+  }
+
+  /** Acknowledgements, with reasons, for resources CDK itself adds to the stack. */
+  private acknowledgeCdkManagedResources(): void {
+    for (const child of this.node.children) {
+      if (!child.node.id.startsWith('BucketNotificationsHandler')) continue;
+      Validations.of(child).acknowledge({
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+        reason:
+          "CDK's own BucketNotificationsHandler (turns on the resources bucket's EventBridge notifications at " +
+          'deploy time) uses the AWS managed basic execution role for its logs; CDK owns that role.',
+      });
+    }
+  }
+}
+
+function pascal(name: string): string {
+  return name
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((part) => part[0]?.toUpperCase() + part.slice(1))
+    .join('');
+}

@@ -1,0 +1,160 @@
+import { isBuiltin } from 'node:module';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import {
+  BUNDLE_CACHE_DIR,
+  type BuiltBundle,
+  buildBundle,
+  contributors,
+  externalImports,
+  forbiddenInputs,
+  type ImportTiming,
+  importOnce,
+  isProvidedAtRuntime,
+  median,
+} from '../infra/lib/bundles.js';
+import { FUNCTIONS } from '../infra/lib/functions.js';
+
+/**
+ * `npm run bundle:report [-- --runs N] [--top N] [--json]`: bundles every function of the
+ * function table exactly as the stack does (infra/lib/bundling.ts), then prints per function
+ * the bundle size (minified `index.mjs`, without source map or policy bundle), the policy
+ * bundle size, and the median time of `await import()` measured inside N separate plain `node`
+ * processes (default 7), against the goals of issue 3 (≤ 500 KB, ≤ 150 ms). N more processes
+ * first import the AWS SDK modules the bundle leaves to the Lambda runtime, then the bundle, to
+ * split that time into the SDK's share and the bundle's own. Then the largest sources of each
+ * bundle (esbuild metafile). Exit 1 when a bundle contains code from `infra/`, aws-cdk-lib,
+ * cdk-nag or the AWS SDK, or imports at run time anything but Node.js built-ins and the modules
+ * the Lambda runtime provides; exit 2 for bad arguments. 1 KB = 1,024 bytes.
+ */
+
+const SIZE_GOAL_KB = 500;
+const IMPORT_GOAL_MS = 150;
+
+const ArgsSchema = z.strictObject({
+  runs: z.coerce.number().int().min(1).max(50).default(7),
+  top: z.coerce.number().int().min(0).max(50).default(5),
+  json: z.boolean().default(false),
+});
+
+/** One row of the report. */
+interface Row {
+  function: string;
+  bundleKb: number;
+  policyKb: number;
+  importMs: number;
+  importRunsMs: number[];
+  /** Median, in runs that first import the external AWS SDK modules, of those modules' import. */
+  sdkMs: number;
+  /** Median, in those runs, of the bundle's own import after them. */
+  ownMs: number;
+  withinSize: boolean;
+  withinImport: boolean;
+  top: { source: string; kb: number }[];
+  problems: string[];
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}
+
+function kb(bytes: number): number {
+  return Math.round((bytes / 1024) * 10) / 10;
+}
+
+function out(line = ''): void {
+  process.stdout.write(`${line}\n`);
+}
+
+function parseCli(): z.infer<typeof ArgsSchema> {
+  const { values } = parseArgs({
+    options: { runs: { type: 'string' }, top: { type: 'string' }, json: { type: 'boolean' } },
+    strict: true,
+    allowPositionals: false,
+  });
+  const parsed = ArgsSchema.safeParse(values);
+  if (!parsed.success) {
+    process.stderr.write(`bundle:report: ${z.prettifyError(parsed.error)}\n`);
+    process.exit(2);
+  }
+  return parsed.data;
+}
+
+async function report(bundle: BuiltBundle, runs: number, top: number): Promise<Row> {
+  const externals = externalImports(bundle.metafile).filter((specifier) => !isBuiltin(specifier));
+  const importRunsMs: number[] = [];
+  const split: ImportTiming[] = [];
+  for (let i = 0; i < runs; i += 1) {
+    importRunsMs.push((await importOnce(bundle.file)).bundleMs);
+    split.push(await importOnce(bundle.file, externals));
+  }
+  const importMs = round(median(importRunsMs));
+  const problems = [
+    ...forbiddenInputs(bundle.metafile).map((input) => `bundles ${input}`),
+    ...externalImports(bundle.metafile)
+      .filter((specifier) => !isProvidedAtRuntime(specifier))
+      .map((specifier) => `imports ${specifier} at run time, which Lambda does not provide`),
+  ];
+  return {
+    function: bundle.name,
+    bundleKb: kb(bundle.bytes),
+    policyKb: kb(bundle.policyBytes),
+    importMs,
+    importRunsMs: importRunsMs.map(round),
+    sdkMs: round(median(split.map((timing) => timing.externalsMs))),
+    ownMs: round(median(split.map((timing) => timing.bundleMs))),
+    withinSize: bundle.bytes <= SIZE_GOAL_KB * 1024,
+    withinImport: importMs <= IMPORT_GOAL_MS,
+    top: contributors(bundle.metafile)
+      .slice(0, top)
+      .map(({ source, bytes }) => ({ source, kb: kb(bytes) })),
+    problems,
+  };
+}
+
+async function main(): Promise<void> {
+  const args = parseCli();
+  const rows: Row[] = [];
+  for (const [name, spec] of Object.entries(FUNCTIONS)) {
+    if (!args.json) process.stderr.write(`bundling and importing ${name} (${args.runs} runs)...\n`);
+    rows.push(await report(await buildBundle(name, spec), args.runs, args.top));
+  }
+  if (args.json) {
+    out(
+      JSON.stringify(
+        { goals: { bundleKb: SIZE_GOAL_KB, importMs: IMPORT_GOAL_MS }, runs: args.runs, rows },
+        null,
+        2,
+      ),
+    );
+  } else {
+    const load = loadavg()
+      .map((value) => value.toFixed(2))
+      .join(' ');
+    out(
+      `Bundles (${BUNDLE_CACHE_DIR}), node ${process.version}, ${args.runs} import runs each, load average ${load}`,
+    );
+    out();
+    out(
+      '| function | bundle KB (goal ≤ 500) | policy bundle KB | median import ms (goal ≤ 150) | of which AWS SDK ms | own code ms |',
+    );
+    out('|---|---:|---:|---:|---:|---:|');
+    for (const row of rows) {
+      const size = `${row.bundleKb.toFixed(1)}${row.withinSize ? '' : ' ✗'}`;
+      const time = `${row.importMs.toFixed(1)}${row.withinImport ? '' : ' ✗'}`;
+      out(
+        `| ${row.function} | ${size} | ${row.policyKb.toFixed(1)} | ${time} | ${row.sdkMs.toFixed(1)} | ${row.ownMs.toFixed(1)} |`,
+      );
+    }
+    for (const row of rows) {
+      out();
+      out(`${row.function}: import runs ${row.importRunsMs.join(', ')} ms; largest sources:`);
+      for (const { source, kb: size } of row.top) out(`  ${size.toFixed(1).padStart(8)} KB  ${source}`);
+      for (const problem of row.problems) out(`  PROBLEM: ${problem}`);
+    }
+  }
+  if (rows.some((row) => row.problems.length > 0)) process.exitCode = 1;
+}
+
+await main();

@@ -1,0 +1,334 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  buildBundle,
+  externalImports,
+  forbiddenInputs,
+  isProvidedAtRuntime,
+} from '../../infra/lib/bundles.js';
+import { BUNDLE_FILE, PROJECT_ROOT, policyBundle } from '../../infra/lib/bundling.js';
+import { FUNCTIONS } from '../../infra/lib/functions.js';
+import rules from '../../policies/rules.json' with { type: 'json' };
+import { NAMES as RESOURCE_NAMES } from '../../shared/domain/common.js';
+import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
+import { RulesPolicy } from '../../shared/policy/rules.js';
+import { withMeta } from '../../shared/resources/meta.js';
+import { ResourceIndex } from '../../shared/resources/resource-index.js';
+import { startConversation } from '../../shared/runtime/conversation.js';
+import { LOCAL_BUCKET } from '../../shared/runtime/local.js';
+import { FilesystemStorage } from '../../shared/storage/filesystem.js';
+import { keyOf } from '../../shared/urn.js';
+import { slackHeaders, startReceiver, teamsAuthorization } from '../channels/helpers.js';
+import { type Synthesized, synthesize } from './helpers.js';
+
+/**
+ * The function bundles as `cdk synth` builds them (real local esbuild bundling, once): their
+ * asset layout and policy bundle, equality with what `npm run bundle:report` measures, no CDK
+ * or SDK code inside, and that they load and run in plain Node: each handler is invoked in a
+ * child `node` process (no tsx) against the embedded default adapters (CLD_DATA_DIR, no
+ * CLD_BUCKET) — the steps with a real-shaped S3 "Object Created" EventBridge event, the channel
+ * functions with real-shaped API Gateway HTTP API (payload 2.0) requests signed as Slack and
+ * Teams sign them, and the reply function delivering to a local Slack Web API receiver.
+ *
+ * The cloud assembly goes under node_modules/.cache/ so the modules the Lambda runtime provides
+ * (`@aws-sdk/*`, `@smithy/*`, left out of the bundles) resolve from the project's node_modules.
+ */
+
+const NAMES = Object.keys(FUNCTIONS) as (keyof typeof FUNCTIONS)[];
+const INVOKER = join(PROJECT_ROOT, 'test', 'infra', 'invoke-bundle.mjs');
+const FIXTURE = join(PROJECT_ROOT, 'test', 'fixtures', 's3-object-created.json');
+const REQUEST_FIXTURE = join(PROJECT_ROOT, 'test', 'infra', 'fixtures', 'http-api-v2-request.json');
+const run = promisify(execFile);
+
+let work: string;
+let synth: Synthesized;
+const assets = new Map<string, string>();
+
+beforeAll(() => {
+  const cache = join(PROJECT_ROOT, 'node_modules', '.cache');
+  mkdirSync(cache, { recursive: true });
+  work = mkdtempSync(join(cache, 'cld-infra-test-'));
+  synth = synthesize({ bundle: true, outdir: join(work, 'cdk.out') });
+  for (const resource of Object.values(synth.json.Resources)) {
+    if (resource.Type !== 'AWS::Lambda::Function') continue;
+    const props = resource.Properties as {
+      Code: { S3Key: string };
+      Environment?: { Variables: Record<string, unknown> };
+    };
+    const name = props.Environment?.Variables.CLD_FUNCTION;
+    if (typeof name !== 'string') continue;
+    assets.set(name, join(synth.outdir, `asset.${props.Code.S3Key.replace(/\.zip$/, '')}`));
+  }
+}, 240_000);
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+function assetOf(name: string): string {
+  const dir = assets.get(name);
+  if (!dir) throw new Error(`no asset for ${name}`);
+  return dir;
+}
+
+interface Invocation {
+  ok: boolean;
+  /** A step's outcome, or an API Gateway v2 structured result. */
+  result?: { action: string; urn: string; detail?: string; statusCode?: number; body?: string };
+  error?: { name?: string; code?: string; message: string };
+}
+
+/**
+ * Runs the bundle's handler once in a plain `node` child process with the embedded-default
+ * environment, plus `env` (channel secrets and URLs as plain values).
+ */
+async function invoke(
+  name: string,
+  event: unknown,
+  dataDir: string,
+  env: Record<string, string> = {},
+): Promise<Invocation> {
+  const eventFile = join(work, `event-${name}-${Date.now()}-${Math.random().toString(16).slice(2)}.json`);
+  writeFileSync(eventFile, JSON.stringify(event));
+  const { stdout } = await run(process.execPath, [INVOKER, join(assetOf(name), BUNDLE_FILE), eventFile], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? work,
+      CLD_DATA_DIR: dataDir,
+      CLD_FUNCTION: name,
+      CLD_POLICY_DIR: join(assetOf(name), 'policies'),
+      POWERTOOLS_SERVICE_NAME: 'cld',
+      POWERTOOLS_LOG_LEVEL: 'SILENT',
+      ...env,
+    },
+    timeout: 60_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
+  if (!line) throw new Error(`no RESULT line from the ${name} bundle:\n${stdout.slice(-2000)}`);
+  return JSON.parse(line.slice('RESULT '.length)) as Invocation;
+}
+
+describe('synthesized function assets', () => {
+  it.each(NAMES)('%s: index.mjs, its source map and the policy bundle under policies/', (name) => {
+    const dir = assetOf(name);
+    const expected = ['index.mjs', 'index.mjs.map', 'policies'];
+    expect(readdirSync(dir).sort()).toEqual(expected);
+    const policy = policyBundle(name);
+    expect(readFileSync(join(dir, 'policies', 'rules.json'))).toEqual(readFileSync(policy.rules));
+    const files = readdirSync(join(dir, 'policies')).sort();
+    expect(files).toEqual(policy.wasm ? ['rules.json', `${name}.wasm`] : ['rules.json']);
+  });
+
+  it.each(
+    NAMES,
+  )('%s: npm run bundle:report builds byte-identical code, without CDK or SDK code', async (name) => {
+    const built = await buildBundle(name, FUNCTIONS[name], join(work, 'report'));
+    expect(readFileSync(built.file).equals(readFileSync(join(assetOf(name), BUNDLE_FILE)))).toBe(true);
+    expect(forbiddenInputs(built.metafile)).toEqual([]);
+    const inputs = Object.keys(built.metafile.inputs);
+    expect(inputs).toContain(FUNCTIONS[name].entry);
+    const unprovided = externalImports(built.metafile).filter((specifier) => !isProvidedAtRuntime(specifier));
+    expect(unprovided).toEqual([]);
+  });
+});
+
+describe('bundles in plain Node', () => {
+  const fixture = JSON.parse(readFileSync(FIXTURE, 'utf8')) as unknown;
+
+  it('plan runs on the fixture event and reports the missing Message as a domain error', async () => {
+    const dataDir = mkdtempSync(join(work, 'data-'));
+    const outcome = await invoke('plan', fixture, dataDir);
+    expect(outcome.ok).toBe(false);
+    expect(outcome.error).toMatchObject({ name: 'NotFoundError', code: 'NOT_FOUND' });
+  });
+
+  it.each([
+    'assistant',
+    'tool',
+  ])('%s ignores the fixture event (a user Message is not its shape)', async (name) => {
+    const dataDir = mkdtempSync(join(work, 'data-'));
+    const outcome = await invoke(name, fixture, dataDir);
+    expect(outcome).toMatchObject({
+      ok: true,
+      result: { action: 'ignored', detail: 'shape not routed to this step' },
+    });
+  });
+
+  it('plan → assistant → tool run a question through the three bundles on local adapters', async () => {
+    const dataDir = mkdtempSync(join(work, 'data-'));
+    const storage = new FilesystemStorage(join(dataDir, 'resources'));
+    const resources = new ResourceIndex(storage, new RulesPolicy(rules));
+    const started = await startConversation(resources, {
+      user: 'bundle-test',
+      channel: { kind: 'cli' },
+      content: 'What does an S3 bucket policy control?',
+      conversationName: 'bundle-test',
+    });
+    const eventFor = async (urn: string) =>
+      s3ObjectCreatedEvent(LOCAL_BUCKET, keyOf(urn), (await storage.get(keyOf(urn))).length);
+
+    const planned = await invoke('plan', await eventFor(started.message), dataDir);
+    expect(planned).toMatchObject({ ok: true, result: { action: 'planned' } });
+    const taskKeys = (await storage.findByPrefix(`${started.message}/`)).filter((key) =>
+      /^\/plan\.Task\.[0-9a-f]+\.json$/.test(key.slice(started.message.length)),
+    );
+    expect(taskKeys).toHaveLength(1);
+    const task = (taskKeys[0] as string).replace(/\.json$/, '');
+
+    const turned = await invoke('assistant', await eventFor(task), dataDir);
+    expect(turned).toMatchObject({ ok: true, result: { action: 'tool-calls' } });
+    const calls = (await storage.findByPrefix(`${task}/`)).filter((key) =>
+      /\/tool\.Call\.[0-9a-f]+\.json$/.test(key),
+    );
+    expect(calls.length).toBeGreaterThan(0);
+    const call = (calls[0] as string).replace(/\.json$/, '');
+
+    const before = new Set(await storage.findByPrefix(`${task}/`));
+    const executed = await invoke('tool', await eventFor(call), dataDir);
+    expect(executed).toMatchObject({ ok: true, result: { action: 'tool-result' } });
+    const written = (await storage.findByPrefix(`${task}/`)).filter((key) => !before.has(key));
+    expect(written).toHaveLength(1);
+    expect(written[0]).toMatch(/\/common\.Message\.[0-9a-f]+\.json$/);
+  });
+});
+
+describe('channel bundles in plain Node', () => {
+  const request = JSON.parse(readFileSync(REQUEST_FIXTURE, 'utf8')) as {
+    headers: Record<string, string>;
+    requestContext: { authorizer?: unknown; http: Record<string, string>; routeKey: string };
+    [key: string]: unknown;
+  };
+  const SIGNING_SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
+  const TEAMS_TOKEN = Buffer.from('teams bundle test security token').toString('base64');
+
+  /** The fixture as API Gateway sends it for another route, body and headers. */
+  function apiEvent(routeKey: string, rawPath: string, body: string, headers: Record<string, string>) {
+    const [method] = routeKey.split(' ');
+    return {
+      ...request,
+      routeKey,
+      rawPath,
+      headers: { ...request.headers, ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      requestContext: {
+        ...request.requestContext,
+        routeKey,
+        http: { ...request.requestContext.http, method, path: rawPath },
+      },
+      body,
+    };
+  }
+
+  it('http: starts a conversation for the JWT subject (202) and rejects a request without claims (401)', async () => {
+    const dataDir = mkdtempSync(join(work, 'data-'));
+    const accepted = await invoke('http', request, dataDir);
+    expect(accepted.ok).toBe(true);
+    expect(accepted.result?.statusCode).toBe(202);
+    const body = JSON.parse(String(accepted.result?.body)) as { conversation: string; message: string };
+    const storage = new FilesystemStorage(join(dataDir, 'resources'));
+    expect(await storage.findByPrefix(body.conversation)).toContain(keyOf(body.message));
+
+    const { authorizer: _none, ...context } = request.requestContext;
+    const unsigned = await invoke(
+      'http',
+      { ...request, requestContext: context },
+      mkdtempSync(join(work, 'data-')),
+    );
+    expect(unsigned.result?.statusCode).toBe(401);
+    expect(JSON.parse(String(unsigned.result?.body))).toMatchObject({ code: 'UNAUTHORIZED' });
+  });
+
+  it('slack: answers a signed url_verification and rejects a forged signature before parsing', async () => {
+    const dataDir = mkdtempSync(join(work, 'data-'));
+    const body = JSON.stringify({ token: 'x', challenge: 'bundle-challenge', type: 'url_verification' });
+    const env = { CLD_SLACK_SIGNING_SECRET: SIGNING_SECRET };
+    const signed = apiEvent('POST /slack/events', '/slack/events', body, slackHeaders(SIGNING_SECRET, body));
+    const ok = await invoke('slack', signed, dataDir, env);
+    expect(ok.result?.statusCode).toBe(200);
+    expect(JSON.parse(String(ok.result?.body))).toEqual({ challenge: 'bundle-challenge' });
+    const forged = apiEvent(
+      'POST /slack/events',
+      '/slack/events',
+      body,
+      slackHeaders('not the secret', body),
+    );
+    expect((await invoke('slack', forged, dataDir, env)).result?.statusCode).toBe(401);
+  });
+
+  it('teams: acknowledges a signed message and stores it with the webhook from config', async () => {
+    const dataDir = mkdtempSync(join(work, 'data-'));
+    const activity = JSON.stringify({
+      type: 'message',
+      id: '1710000000001',
+      text: '<at>cld</at> What does an S3 bucket policy control?',
+      from: { id: '29:1abc', aadObjectId: '6f1c1a44-1f34-4d7a-9f0e-3f6f3c1a2b3c' },
+      conversation: { id: '19:abc@thread.tacv2;messageid=1710000000001' },
+    });
+    const event = apiEvent('POST /teams/messages', '/teams/messages', activity, {
+      authorization: teamsAuthorization(TEAMS_TOKEN, activity),
+    });
+    const outcome = await invoke('teams', event, dataDir, {
+      CLD_TEAMS_SECRET: TEAMS_TOKEN,
+      CLD_TEAMS_WEBHOOK_URL: 'https://example.webhook.office.com/webhookb2/abc',
+    });
+    expect(outcome.result?.statusCode).toBe(200);
+    expect(JSON.parse(String(outcome.result?.body))).toMatchObject({ type: 'message' });
+    const storage = new FilesystemStorage(join(dataDir, 'resources'));
+    const keys = await storage.findByPrefix('cld:common.Conversation.');
+    expect(keys).toHaveLength(2);
+    const conversation = JSON.parse(
+      (await storage.get(keys.find((k) => !k.includes('/')) as string)).toString('utf8'),
+    ) as { channel: { address: { webhook: string } } };
+    expect(conversation.channel.address.webhook).toBe('https://example.webhook.office.com/webhookb2/abc');
+  });
+
+  it('reply: posts a final answer to the Slack thread once, though its event arrives twice', async () => {
+    const slack = await startReceiver();
+    try {
+      const dataDir = mkdtempSync(join(work, 'data-'));
+      const storage = new FilesystemStorage(join(dataDir, 'resources'));
+      const resources = new ResourceIndex(storage, new RulesPolicy(rules));
+      const started = await startConversation(resources, {
+        user: 'slack:T1:U1',
+        channel: { kind: 'slack', address: { team: 'T1', channel: 'C1', thread_ts: '1710000000.000100' } },
+        content: 'What does an S3 bucket policy control?',
+        conversationName: 'bundle-reply',
+      });
+      const answer = {
+        meta: withMeta({
+          type: 'common.Message',
+          name: RESOURCE_NAMES.answer(started.message),
+          parent: started.conversation,
+        }),
+        role: 'assistant' as const,
+        content: 'It controls who may do what with the bucket.',
+        inReplyTo: started.message,
+      };
+      await resources.put(
+        { kind: 'plan', id: 'function:plan', conversation: started.conversation, message: started.message },
+        answer,
+      );
+      const event = s3ObjectCreatedEvent(
+        LOCAL_BUCKET,
+        keyOf(answer.meta.id),
+        (await storage.get(keyOf(answer.meta.id))).length,
+      );
+      const env = { CLD_SLACK_BOT_TOKEN: 'xoxb-bundle', CLD_SLACK_API_URL: `${slack.url}/api/` };
+
+      const first = await invoke('reply', event, dataDir, env);
+      const again = await invoke('reply', event, dataDir, env);
+
+      expect(first).toMatchObject({ ok: true, result: { action: 'delivered', urn: answer.meta.id } });
+      expect(again.result).toEqual(first.result);
+      const posts = slack.requests.filter((r) => r.path === '/api/chat.postMessage');
+      expect(posts).toHaveLength(1);
+      expect(posts[0]?.fields).toMatchObject({ channel: 'C1', thread_ts: '1710000000.000100' });
+      expect(posts[0]?.headers.authorization).toBe('Bearer xoxb-bundle');
+    } finally {
+      await slack.stop();
+    }
+  });
+});

@@ -1,0 +1,643 @@
+import { Match } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { catalogKeys, FUNCTIONS, type FunctionSpec, KEYS, LIST_PREFIXES } from '../../infra/lib/functions.js';
+import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from '../../infra/lib/secrets.js';
+import { POLICY_BUNDLE_WARNING } from '../../infra/lib/step-function.js';
+import { ConfigError } from '../../shared/errors.js';
+import { routingTable } from '../../shared/events/routing.js';
+import { IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
+import {
+  API_CONTEXT,
+  cdkJsonContext,
+  isAllowed,
+  logicalId,
+  replaceDeep,
+  resolveValue,
+  resourcesOfType,
+  roleStatements,
+  type Statement,
+  type Synthesized,
+  synthesize,
+} from './helpers.js';
+
+/**
+ * The synthesized template (dev stage, cdk.json's context plus a JWT issuer and a CORS origin as
+ * a deployment would give them, bundling skipped) against the routing table, the security
+ * properties of issue 3 and cdk-nag; one prod synth for retention. The HTTP API, the channel
+ * secrets and the webhook functions' permissions are in test/infra/channels.test.ts.
+ */
+
+const NAMES = Object.keys(FUNCTIONS) as (keyof typeof FUNCTIONS)[];
+const EVENT_NAMES = NAMES.filter((name) => FUNCTIONS[name].trigger === 'eventbridge');
+const API_NAMES = NAMES.filter((name) => FUNCTIONS[name].trigger === 'http-api');
+const MODEL_ID = String(cdkJsonContext()['cld:modelId']);
+const BUCKET_TOKEN = '__RESOURCES_BUCKET__';
+
+let dev: Synthesized;
+let bucketId: string;
+let tableId: string;
+
+/** Logical ids of a function's resources by the construct naming of StepFunction. */
+function ids(name: string) {
+  const prefix = `${name[0]?.toUpperCase()}${name.slice(1)}Step`;
+  return {
+    fn: logicalId(dev.json, 'AWS::Lambda::Function', `${prefix}Function`),
+    role: logicalId(dev.json, 'AWS::IAM::Role', `${prefix}Role`),
+    logs: logicalId(dev.json, 'AWS::Logs::LogGroup', `${prefix}Logs`),
+  };
+}
+
+/** The dead-letter queue of an `eventbridge` function. */
+function dlqOf(name: string): string {
+  return logicalId(
+    dev.json,
+    'AWS::SQS::Queue',
+    `${name[0]?.toUpperCase()}${name.slice(1)}StepDeadLetterQueue`,
+  );
+}
+
+function statementsOf(name: string): Statement[] {
+  return roleStatements(dev.json, ids(name).role);
+}
+
+function objectArn(key: string): string {
+  return `<${bucketId}.Arn>/${key}`;
+}
+
+beforeAll(() => {
+  dev = synthesize({ context: API_CONTEXT });
+  bucketId = logicalId(dev.json, 'AWS::S3::Bucket', 'ResourcesBucket');
+  tableId = logicalId(dev.json, 'AWS::DynamoDB::GlobalTable', 'ProjectionsTable');
+});
+
+describe('EventBridge rules from the routing table', () => {
+  const routes = routingTable(BUCKET_TOKEN);
+
+  it('has exactly one rule per route, on the default bus', () => {
+    const rules = resourcesOfType(dev.json, 'AWS::Events::Rule');
+    expect(rules).toHaveLength(routes.length);
+    for (const id of rules) expect(dev.json.Resources[id]?.Properties?.EventBusName).toBeUndefined();
+  });
+
+  it.each(
+    routes.map((route) => [route.id, route] as const),
+  )('rule %s has the route pattern and targets its function with retries, event age and the DLQ', (id, route) => {
+    const ruleId = logicalId(dev.json, 'AWS::Events::Rule', `${id}Rule`);
+    const rule = dev.json.Resources[ruleId]?.Properties as Record<string, unknown>;
+    const expected = replaceDeep(route.pattern, BUCKET_TOKEN, { Ref: bucketId });
+    expect(rule.EventPattern).toEqual(expected);
+    expect(rule.State).toBe('ENABLED');
+    const target = ids(route.target);
+    expect(rule.Targets).toEqual([
+      {
+        Id: 'Target0',
+        Arn: { 'Fn::GetAtt': [target.fn, 'Arn'] },
+        RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 3600 },
+        DeadLetterConfig: { Arn: { 'Fn::GetAtt': [dlqOf(route.target), 'Arn'] } },
+      },
+    ]);
+    dev.template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      FunctionName: { 'Fn::GetAtt': [target.fn, 'Arn'] },
+      Principal: 'events.amazonaws.com',
+      SourceArn: { 'Fn::GetAtt': [ruleId, 'Arn'] },
+    });
+  });
+
+  it('fails synth with a clear error when a route targets a function the table lacks', () => {
+    const orphan = (bucket: string) => [
+      { ...(routingTable(bucket)[0] as (typeof routes)[number]), id: 'Orphan', target: 'missing' as never },
+    ];
+    const synth = () => synthesize({ stack: { routes: orphan } });
+    expect(synth).toThrow(ConfigError);
+    expect(synth).toThrow(
+      /route Orphan targets "missing", but the function table has no function named "missing"/,
+    );
+  });
+
+  it.each(API_NAMES)('fails synth when a route targets %s, which API Gateway invokes', (name) => {
+    const wrong = (bucket: string) => [
+      { ...(routingTable(bucket)[0] as (typeof routes)[number]), id: 'Wrong', target: name as never },
+    ];
+    expect(() => synthesize({ stack: { routes: wrong } })).toThrow(
+      new RegExp(`route Wrong targets "${name}", a function with trigger "http-api"`),
+    );
+  });
+});
+
+describe('resources bucket', () => {
+  it('is versioned, SSE-S3 encrypted, private, logged and sends events to EventBridge', () => {
+    const bucket = dev.json.Resources[bucketId]?.Properties as Record<string, unknown>;
+    expect(bucket.VersioningConfiguration).toEqual({ Status: 'Enabled' });
+    expect(bucket.BucketEncryption).toEqual({
+      ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+    });
+    expect(bucket.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
+    const logsId = logicalId(dev.json, 'AWS::S3::Bucket', 'AccessLogsBucket');
+    expect(bucket.LoggingConfiguration).toEqual({
+      DestinationBucketName: { Ref: logsId },
+      LogFilePrefix: 'resources/',
+    });
+    dev.template.hasResourceProperties('Custom::S3BucketNotifications', {
+      BucketName: { Ref: bucketId },
+      NotificationConfiguration: { EventBridgeConfiguration: {} },
+    });
+  });
+
+  it.each(['ResourcesBucket', 'AccessLogsBucket'])('%s denies requests without TLS', (prefix) => {
+    const id = logicalId(dev.json, 'AWS::S3::Bucket', prefix);
+    dev.template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      Bucket: { Ref: id },
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Deny',
+            Action: 's3:*',
+            Principal: { AWS: '*' },
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+        ]),
+      },
+    });
+  });
+
+  it('is destroyed with its objects outside prod', () => {
+    expect(dev.json.Resources[bucketId]?.DeletionPolicy).toBe('Delete');
+    dev.template.hasResourceProperties('Custom::S3AutoDeleteObjects', { BucketName: { Ref: bucketId } });
+  });
+});
+
+describe('projections table', () => {
+  it('has pk/sk strings, TTL on expiration, on-demand billing, PITR and KMS encryption', () => {
+    const table = dev.json.Resources[tableId]?.Properties as Record<string, unknown>;
+    expect(table.KeySchema).toEqual([
+      { AttributeName: 'pk', KeyType: 'HASH' },
+      { AttributeName: 'sk', KeyType: 'RANGE' },
+    ]);
+    expect(table.AttributeDefinitions).toEqual([
+      { AttributeName: 'pk', AttributeType: 'S' },
+      { AttributeName: 'sk', AttributeType: 'S' },
+    ]);
+    expect(table.TimeToLiveSpecification).toEqual({ AttributeName: 'expiration', Enabled: true });
+    expect(table.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(table.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS' });
+    const replicas = table.Replicas as { PointInTimeRecoverySpecification?: unknown }[];
+    expect(replicas).toHaveLength(1);
+    expect(replicas[0]?.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+  });
+});
+
+describe.each(NAMES)('function %s', (name) => {
+  it('is Node.js 22 on ARM64 with X-Ray, its own log group, source maps and the env contract', () => {
+    const { fn, logs } = ids(name);
+    const props = dev.json.Resources[fn]?.Properties as Record<string, unknown>;
+    expect(props.Runtime).toBe('nodejs22.x');
+    expect(props.Architectures).toEqual(['arm64']);
+    expect(props.Handler).toBe('index.handler');
+    expect(props.TracingConfig).toEqual({ Mode: 'Active' });
+    expect(props.MemorySize).toBe(FUNCTIONS[name].memoryMb);
+    expect(props.Timeout).toBe(FUNCTIONS[name].timeoutSeconds);
+    expect(props.LoggingConfig).toEqual({ LogGroup: { Ref: logs } });
+    expect(dev.json.Resources[logs]?.Properties?.RetentionInDays).toBe(14);
+    const env = (props.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(env).toMatchObject({
+      CLD_FUNCTION: name,
+      CLD_BUCKET: { Ref: bucketId },
+      CLD_POLICY_DIR: '/var/task/policies',
+      POWERTOOLS_SERVICE_NAME: 'cld',
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      NODE_OPTIONS: '--enable-source-maps',
+    });
+    expect(env.CLD_MODEL_ID).toBe(FUNCTIONS[name].model ? MODEL_ID : undefined);
+    expect(env.CLD_TABLE).toEqual(FUNCTIONS[name].table.length > 0 ? { Ref: tableId } : undefined);
+    expect(env.CLD_LIMITS).toBeUndefined();
+    const spec: FunctionSpec = FUNCTIONS[name];
+    expect(env).toMatchObject(spec.environment ?? {});
+  });
+
+  it('has reserved concurrency only where fan-out is bounded by config', () => {
+    const { fn } = ids(name);
+    const reserved = dev.json.Resources[fn]?.Properties?.ReservedConcurrentExecutions;
+    expect(reserved).toBe(FUNCTIONS[name].boundedConcurrency ? 10 : undefined);
+  });
+
+  it('raises an alarm on any message in its DLQ (if it has one) and on any function error', () => {
+    const { fn } = ids(name);
+    if (FUNCTIONS[name].trigger === 'eventbridge') {
+      dev.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [dlqOf(name), 'QueueName'] } }],
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+      });
+    }
+    dev.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: fn } }],
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+    });
+  });
+
+  it('warns that it is deployed without a compiled OPA policy (none is built on this machine)', () => {
+    const warnings = dev.stack.node
+      .findAll()
+      .flatMap((c) => c.node.metadata)
+      .filter((entry) => entry.type === 'aws:cdk:warning')
+      .map((entry) => String(entry.data));
+    expect(
+      warnings.some((w) => w.includes(`policies/dist/${name}.wasm`) && w.includes(POLICY_BUNDLE_WARNING)),
+    ).toBe(true);
+  });
+});
+
+describe.each(EVENT_NAMES)('EventBridge target %s', (name) => {
+  it('dead-letters failed asynchronous invocations after bounded retries', () => {
+    const { fn } = ids(name);
+    const props = dev.json.Resources[fn]?.Properties as Record<string, unknown>;
+    expect(props.DeadLetterConfig).toEqual({ TargetArn: { 'Fn::GetAtt': [dlqOf(name), 'Arn'] } });
+    dev.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: fn },
+      MaximumRetryAttempts: 2,
+      MaximumEventAgeInSeconds: 3600,
+    });
+  });
+
+  it('has an encrypted, TLS-only dead-letter queue that EventBridge may send to from its rules only', () => {
+    const dlq = dlqOf(name);
+    const queue = dev.json.Resources[dlq]?.Properties as Record<string, unknown>;
+    expect(queue.SqsManagedSseEnabled).toBe(true);
+    expect(queue.MessageRetentionPeriod).toBe(14 * 24 * 3600);
+    const policies = resourcesOfType(dev.json, 'AWS::SQS::QueuePolicy')
+      .map(
+        (id) =>
+          dev.json.Resources[id]?.Properties as {
+            Queues: unknown[];
+            PolicyDocument: { Statement: Statement[] };
+          },
+      )
+      .filter((policy) => policy.Queues.some((queueRef) => (queueRef as { Ref?: string }).Ref === dlq));
+    const statements = policies.flatMap((policy) => policy.PolicyDocument.Statement);
+    expect(statements).toContainEqual(
+      expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+    );
+    const fromEvents = statements.filter((s) => s.Effect === 'Allow');
+    expect(fromEvents.length).toBeGreaterThan(0);
+    for (const statement of fromEvents) {
+      expect(statement).toMatchObject({
+        Action: 'sqs:SendMessage',
+        Principal: { Service: 'events.amazonaws.com' },
+        Condition: { ArnEquals: { 'aws:SourceArn': expect.anything() } },
+      });
+    }
+  });
+});
+
+describe.each(API_NAMES)('HTTP API integration %s', (name) => {
+  it('is invoked synchronously by API Gateway: no dead-letter queue, no asynchronous-invocation settings', () => {
+    const { fn } = ids(name);
+    const prefix = `${name[0]?.toUpperCase()}${name.slice(1)}Step`;
+    expect(dev.json.Resources[fn]?.Properties?.DeadLetterConfig).toBeUndefined();
+    expect(resourcesOfType(dev.json, 'AWS::SQS::Queue').filter((id) => id.startsWith(prefix))).toEqual([]);
+    const invokeConfigs = resourcesOfType(dev.json, 'AWS::Lambda::EventInvokeConfig').filter(
+      (id) => (dev.json.Resources[id]?.Properties?.FunctionName as { Ref?: string }).Ref === fn,
+    );
+    expect(invokeConfigs).toEqual([]);
+  });
+});
+
+describe('least privilege', () => {
+  const conversationKey = 'cld:common.Conversation.0123456789abcdef/common.Message.0123456789abcdef.json';
+  const create = { 's3:if-none-match': '*' };
+
+  /** What each function may do with conversation resources, stated here (not derived from the table). */
+  const CONVERSATIONS: Record<
+    (typeof NAMES)[number],
+    { create: boolean; list: boolean; documents: boolean }
+  > = {
+    plan: { create: true, list: true, documents: false },
+    assistant: { create: true, list: true, documents: true },
+    tool: { create: true, list: true, documents: true },
+    // Delivers replies: reads the answer and the task subtree, writes no resource.
+    reply: { create: false, list: true, documents: false },
+    // Starts conversations, lists one for the status view.
+    http: { create: true, list: true, documents: false },
+    // Store the Conversation and user Message; never list a conversation.
+    slack: { create: true, list: false, documents: false },
+    teams: { create: true, list: false, documents: false },
+  };
+
+  it('states the expectations of every function of the table', () => {
+    expect(Object.keys(CONVERSATIONS).sort()).toEqual([...NAMES].sort());
+  });
+
+  it.each(
+    NAMES,
+  )('%s creates conversation resources only if it must, and then only with If-None-Match', (name) => {
+    const statements = statementsOf(name);
+    expect(isAllowed(statements, 's3:PutObject', objectArn(conversationKey), create)).toBe(
+      CONVERSATIONS[name].create,
+    );
+    expect(FUNCTIONS[name].storage.create.includes(KEYS.conversations)).toBe(CONVERSATIONS[name].create);
+    expect(isAllowed(statements, 's3:PutObject', objectArn(conversationKey))).toBe(false);
+  });
+
+  it.each(NAMES)('%s cannot write outside conversations, except the exact catalog keys', (name) => {
+    const statements = statementsOf(name);
+    for (const key of [
+      'cld:doc.Document.0123456789abcdef.json',
+      'indexes/chunks.2.json',
+      'cld:common.Assistant.ffffffffffffffff.json',
+      'cld:common.Tool.ffffffffffffffff.json',
+      'other/cld:common.Conversation.0123456789abcdef.json',
+    ]) {
+      expect(isAllowed(statements, 's3:PutObject', objectArn(key), create), key).toBe(false);
+    }
+    for (const key of catalogKeys()) {
+      expect(isAllowed(statements, 's3:PutObject', objectArn(key), create), key).toBe(true);
+    }
+  });
+
+  it.each(
+    NAMES,
+  )('%s reads conversations, the catalog and the index; documents only if it cites them', (name) => {
+    const statements = statementsOf(name);
+    for (const key of [
+      conversationKey,
+      'cld:common.Assistant.0123456789abcdef.json',
+      'indexes/chunks.7.json',
+    ]) {
+      expect(isAllowed(statements, 's3:GetObject', objectArn(key)), key).toBe(true);
+    }
+    expect(isAllowed(statements, 's3:GetObject', objectArn('private/notes.json'))).toBe(false);
+    const chunk = 'cld:doc.Document.0123456789abcdef/doc.Chunk.0123456789abcdef.json';
+    expect(isAllowed(statements, 's3:GetObject', objectArn(chunk))).toBe(CONVERSATIONS[name].documents);
+  });
+
+  it.each(NAMES)('%s lists the index prefix, and conversation prefixes only if it reads subtrees', (name) => {
+    const statements = statementsOf(name);
+    const bucketArn = `<${bucketId}.Arn>`;
+    expect(
+      isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'cld:common.Conversation.0a/' }),
+    ).toBe(CONVERSATIONS[name].list);
+    const lists: readonly string[] = FUNCTIONS[name].storage.list;
+    expect(lists.includes(LIST_PREFIXES.conversations)).toBe(CONVERSATIONS[name].list);
+    expect(isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'indexes/chunks.' })).toBe(true);
+    expect(isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'cld:doc.' })).toBe(false);
+    expect(isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'private/' })).toBe(false);
+  });
+
+  it.each(NAMES)('%s has no delete, no wildcard action and no * resource except X-Ray', (name) => {
+    const statements = statementsOf(name);
+    expect(isAllowed(statements, 's3:DeleteObject', objectArn(conversationKey))).toBe(false);
+    for (const statement of statements) {
+      const actions = [statement.Action].flat();
+      for (const action of actions) expect(action).not.toMatch(/\*/);
+      const resources = [statement.Resource].flat().map(resolveValue);
+      if (resources.includes('*')) expect(actions.every((a) => a.startsWith('xray:'))).toBe(true);
+      expect(statement.Effect).toBe('Allow');
+    }
+  });
+
+  /** Table actions and the partitions (`pk`) they are limited to, stated per function. */
+  const TABLE: Record<(typeof NAMES)[number], { actions: string[]; pk?: string }> = {
+    plan: { actions: ['GetItem', 'UpdateItem'], pk: 'cld:common.Conversation.0123456789abcdef' },
+    assistant: { actions: ['GetItem', 'UpdateItem'], pk: 'cld:common.Conversation.0123456789abcdef' },
+    tool: { actions: [] },
+    // Powertools idempotency (deps.idempotency) in the `idempotency` partition only.
+    reply: { actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'], pk: IDEMPOTENCY_PK },
+    http: { actions: [] },
+    slack: { actions: [] },
+    teams: { actions: [] },
+  };
+
+  it.each(NAMES)('%s gets exactly its table actions, on the table and its partitions only', (name) => {
+    const statements = statementsOf(name);
+    const tableArn = `<${tableId}.Arn>`;
+    const expected = TABLE[name];
+    expect([...FUNCTIONS[name].table].sort()).toEqual([...expected.actions].sort());
+    const keys: Record<string, string> = expected.pk ? { 'dynamodb:LeadingKeys': expected.pk } : {};
+    for (const action of [
+      'GetItem',
+      'PutItem',
+      'UpdateItem',
+      'DeleteItem',
+      'Query',
+      'Scan',
+      'BatchWriteItem',
+    ]) {
+      const allowed = isAllowed(statements, `dynamodb:${action}`, tableArn, keys);
+      expect(allowed, action).toBe(expected.actions.includes(action));
+    }
+    expect(isAllowed(statements, 'dynamodb:GetItem', `${tableArn}/index/any`, keys)).toBe(false);
+    // Another partition: a conversation's counters for reply, the idempotency records for plan/assistant.
+    const otherPk =
+      expected.pk === IDEMPOTENCY_PK ? 'cld:common.Conversation.0123456789abcdef' : IDEMPOTENCY_PK;
+    for (const action of expected.actions)
+      expect(isAllowed(statements, `dynamodb:${action}`, tableArn, { 'dynamodb:LeadingKeys': otherPk })).toBe(
+        false,
+      );
+  });
+
+  it('lets the model-calling steps invoke the configured inference profile and its model through it only', () => {
+    const profileArn = `arn:aws:bedrock:eu-west-1:111122223333:inference-profile/${MODEL_ID}`;
+    const model = MODEL_ID.slice(MODEL_ID.indexOf('.') + 1);
+    for (const name of NAMES) {
+      const statements = statementsOf(name);
+      const expected = name === 'plan' || name === 'assistant';
+      expect(FUNCTIONS[name].model, name).toBe(expected);
+      expect(isAllowed(statements, 'bedrock:InvokeModel', profileArn), name).toBe(expected);
+      const modelInOtherRegion = `arn:aws:bedrock:us-west-2::foundation-model/${model}`;
+      expect(
+        isAllowed(statements, 'bedrock:InvokeModel', modelInOtherRegion, {
+          'bedrock:InferenceProfileArn': profileArn,
+        }),
+      ).toBe(expected);
+      expect(isAllowed(statements, 'bedrock:InvokeModel', modelInOtherRegion)).toBe(false);
+      const otherModel =
+        'arn:aws:bedrock:eu-west-1::foundation-model/anthropic.claude-opus-4-1-20250805-v1:0';
+      expect(
+        isAllowed(statements, 'bedrock:InvokeModel', otherModel, {
+          'bedrock:InferenceProfileArn': profileArn,
+        }),
+      ).toBe(false);
+    }
+  });
+
+  /** The channel secrets each function reads, stated here (issue 4's least privilege). */
+  const SECRETS: Record<(typeof NAMES)[number], ChannelSecretName[]> = {
+    plan: [],
+    assistant: [],
+    tool: [],
+    reply: ['slackBotToken'],
+    http: [],
+    slack: ['slackSigningSecret'],
+    teams: ['teamsSecurityToken', 'teamsWebhookUrl'],
+  };
+
+  it.each(
+    NAMES,
+  )('%s may read exactly its channel secrets, with GetSecretValue only, named by env', (name) => {
+    const statements = statementsOf(name);
+    const secretArn = (secret: ChannelSecretName) =>
+      `<${logicalId(dev.json, 'AWS::SecretsManager::Secret', `${secret[0]?.toUpperCase()}${secret.slice(1)}`)}>`;
+    for (const secret of CHANNEL_SECRET_NAMES) {
+      const arn = secretArn(secret);
+      expect(isAllowed(statements, 'secretsmanager:GetSecretValue', arn), secret).toBe(
+        SECRETS[name].includes(secret),
+      );
+      expect(isAllowed(statements, 'secretsmanager:DescribeSecret', arn), secret).toBe(false);
+    }
+    const actions = statements
+      .flatMap((st) => [st.Action].flat())
+      .filter((a) => a.startsWith('secretsmanager:'));
+    expect(new Set(actions)).toEqual(new Set(SECRETS[name].length ? ['secretsmanager:GetSecretValue'] : []));
+    const env = (
+      dev.json.Resources[ids(name).fn]?.Properties?.Environment as { Variables: Record<string, unknown> }
+    ).Variables;
+    const named = Object.entries(env)
+      .filter(([variable]) => variable.endsWith('_ARN'))
+      .map(([, value]) => resolveValue(value))
+      .sort();
+    expect(named).toEqual(SECRETS[name].map(secretArn).sort());
+  });
+});
+
+describe('stack', () => {
+  it('is environment-agnostic and sets no physical names', () => {
+    expect(dev.stack.environment).toBe('aws://unknown-account/unknown-region');
+    const named = [
+      'BucketName',
+      'TableName',
+      'FunctionName',
+      'QueueName',
+      'RoleName',
+      'LogGroupName',
+      'AlarmName',
+    ];
+    for (const [id, resource] of Object.entries(dev.json.Resources)) {
+      if (resource.Type.startsWith('Custom::') || resource.Type === 'AWS::Lambda::EventInvokeConfig')
+        continue;
+      if (resource.Type === 'AWS::Lambda::Permission') continue;
+      for (const property of named)
+        expect(resource.Properties?.[property], `${id}.${property}`).toBeUndefined();
+    }
+  });
+
+  it('outputs the bucket and table names, each log group and each EventBridge target dead-letter queue', () => {
+    expect(dev.json.Outputs?.ResourcesBucketName?.Value).toEqual({ Ref: bucketId });
+    expect(dev.json.Outputs?.ProjectionsTableName?.Value).toEqual({ Ref: tableId });
+    for (const name of NAMES) {
+      const prefix = `${name[0]?.toUpperCase()}${name.slice(1)}`;
+      expect(dev.json.Outputs?.[`${prefix}DeadLetterQueueUrl`]?.Value).toEqual(
+        FUNCTIONS[name].trigger === 'eventbridge' ? { Ref: dlqOf(name) } : undefined,
+      );
+      expect(dev.json.Outputs?.[`${prefix}LogGroupName`]?.Value).toEqual({ Ref: ids(name).logs });
+    }
+  });
+
+  it('passes cdk-nag AwsSolutions with no unacknowledged error or warning', () => {
+    const nag = dev.report.pluginReports.filter((report) => report.pluginName === 'AwsSolutions');
+    const findings = nag.flatMap((report) =>
+      report.violations.map(
+        (v) => `${v.severity} ${v.ruleName} at ${v.violatingConstructs?.[0]?.constructPath}`,
+      ),
+    );
+    expect(findings).toEqual([]);
+  });
+
+  it('records a written reason for every acknowledged cdk-nag finding', () => {
+    const acknowledged = dev.stack.node
+      .findAll()
+      .flatMap((c) => c.node.metadata)
+      .filter((entry) => entry.type === 'aws:cdk:acknowledged-rules')
+      .flatMap((entry) => Object.entries(entry.data as Record<string, string>));
+    expect(acknowledged.length).toBeGreaterThan(0);
+    for (const [id, reason] of acknowledged) expect(reason.length, id).toBeGreaterThan(40);
+  });
+});
+
+describe('prod stage with a custom config', () => {
+  let prod: Synthesized;
+  beforeAll(() => {
+    prod = synthesize({
+      context: {
+        'cld:stage': 'prod',
+        'cld:modelId': 'offline',
+        'cld:limits': '{"maxDepth":3}',
+        'cld:reservedConcurrency': '{"assistant":4,"tool":6}',
+        'cld:retryAttempts': '1',
+        'cld:maxEventAgeSeconds': '600',
+      },
+    });
+  });
+
+  function fnId(name: string): string {
+    return logicalId(
+      prod.json,
+      'AWS::Lambda::Function',
+      `${name[0]?.toUpperCase()}${name.slice(1)}StepFunction`,
+    );
+  }
+
+  it('retains the bucket, the table and the logs, protects the table and auto-deletes nothing', () => {
+    expect(prod.stack.stackName).toBe('Cld-prod');
+    const bucket = logicalId(prod.json, 'AWS::S3::Bucket', 'ResourcesBucket');
+    const table = logicalId(prod.json, 'AWS::DynamoDB::GlobalTable', 'ProjectionsTable');
+    expect(prod.json.Resources[bucket]?.DeletionPolicy).toBe('Retain');
+    expect(prod.json.Resources[table]?.DeletionPolicy).toBe('Retain');
+    const replicas = prod.json.Resources[table]?.Properties?.Replicas as {
+      DeletionProtectionEnabled?: boolean;
+    }[];
+    expect(replicas[0]?.DeletionProtectionEnabled).toBe(true);
+    for (const id of resourcesOfType(prod.json, 'AWS::Logs::LogGroup')) {
+      expect(prod.json.Resources[id]?.DeletionPolicy).toBe('Retain');
+      expect(prod.json.Resources[id]?.Properties?.RetentionInDays).toBe(365);
+    }
+    expect(resourcesOfType(prod.json, 'Custom::S3AutoDeleteObjects')).toEqual([]);
+    const nag = prod.report.pluginReports.flatMap((report) => report.violations.map((v) => v.ruleName));
+    expect(nag).toEqual([]);
+  });
+
+  it('passes limits, reserved concurrency, retries and event age through to every function', () => {
+    for (const name of NAMES) {
+      const props = prod.json.Resources[fnId(name)]?.Properties as Record<string, unknown>;
+      const env = (props.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(env.CLD_LIMITS).toBe('{"maxDepth":3}');
+      // The context's record replaces the default one: slack and teams get none here.
+      expect(props.ReservedConcurrentExecutions).toBe(
+        ({ assistant: 4, tool: 6 } as Record<string, number>)[name],
+      );
+    }
+    for (const name of EVENT_NAMES) {
+      prod.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: { Ref: fnId(name) },
+        MaximumRetryAttempts: 1,
+        MaximumEventAgeInSeconds: 600,
+      });
+    }
+    for (const id of resourcesOfType(prod.json, 'AWS::Events::Rule')) {
+      const targets = prod.json.Resources[id]?.Properties?.Targets as { RetryPolicy: unknown }[];
+      expect(targets[0]?.RetryPolicy).toEqual({ MaximumRetryAttempts: 1, MaximumEventAgeInSeconds: 600 });
+    }
+  });
+
+  it('deploys the offline model with no Bedrock permission and no CLD_MODEL_ID', () => {
+    for (const name of NAMES) {
+      const props = prod.json.Resources[fnId(name)]?.Properties as Record<string, unknown>;
+      expect(
+        (props.Environment as { Variables: Record<string, unknown> }).Variables.CLD_MODEL_ID,
+      ).toBeUndefined();
+      const role = (props.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+      const actions = roleStatements(prod.json, role).flatMap((s) => [s.Action].flat());
+      expect(actions.filter((a) => a.startsWith('bedrock:'))).toEqual([]);
+    }
+  });
+});
