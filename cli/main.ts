@@ -12,6 +12,8 @@ import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.j
 import { ingest } from '../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { parseUrn, rootOf } from '../shared/urn.js';
+import { replayCommand } from './replay.js';
+import { serveCommand } from './serve.js';
 import { describeNew, renderTree } from './tree.js';
 
 /**
@@ -25,7 +27,11 @@ const USAGE = `usage:
   cld ingest <dir-or-file>...             split documents into chunks and index them
   cld ask [--docs <dir>]... [--conversation <name>] "<message>"
                                           plan, run and answer (ingests --docs first)
-  cld show <urn>                          print a stored subtree`;
+  cld show <urn>                          print a stored subtree
+  cld replay <conversation-urn> [--rebuild]
+                                          recompute projections from storage, print differences
+  cld serve [--port 8787] [--data-dir <dir>] [--docs <dir>]...
+                                          HTTP API, Slack and Teams endpoints on 127.0.0.1`;
 
 class UsageError extends Error {}
 
@@ -58,6 +64,10 @@ async function main(argv: string[]): Promise<number> {
       if (answer) console.log(`\n${answer.content}`);
       return 0;
     }
+    case 'serve':
+      return serveCommand(rest, env, (message) => new UsageError(message));
+    case 'replay':
+      return replayCommand(rest, dataDir, env);
     case undefined:
     case 'help':
     case '--help':

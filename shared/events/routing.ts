@@ -14,7 +14,7 @@ import type { EventPattern } from './pattern.js';
  */
 
 /** Step functions that routes target. */
-export type StepName = 'plan' | 'assistant' | 'tool';
+export type StepName = 'plan' | 'assistant' | 'tool' | 'reply';
 
 /** One route. */
 export interface Route {
@@ -71,6 +71,22 @@ export function routingTable(bucket: string): Route[] {
       description: 'A persisted tool call is executed by the tool function.',
       pattern: objectCreated(bucket, `${CONVERSATION}*/tool.Call.*.json`),
       shapes: ['common.Conversation/common.Message/**plan.Task/tool.Call'],
+    },
+    {
+      id: 'ReplyOnConversationMessage',
+      target: 'reply',
+      description:
+        'The final assistant Message under a conversation is delivered to its channel (Slack, Teams); other conversation Messages are ignored by the step.',
+      pattern: objectCreated(bucket, `${CONVERSATION}*/common.Message.*.json`),
+      shapes: ['common.Conversation/common.Message'],
+    },
+    {
+      id: 'ReplyOnTaskOutput',
+      target: 'reply',
+      description:
+        'A task output updates the Slack progress message of its conversation; other task Messages are ignored by the step.',
+      pattern: objectCreated(bucket, `${CONVERSATION}*/plan.Task.*/common.Message.*.json`),
+      shapes: ['common.Conversation/common.Message/**plan.Task/common.Message'],
     },
   ];
 }

@@ -4,13 +4,18 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import { handler as assistantHandler } from '../../functions/assistant/handler.js';
 import { handler as planHandler } from '../../functions/plan/handler.js';
+import { handler as replyHandler } from '../../functions/reply/handler.js';
 import { handler as toolHandler } from '../../functions/tool/handler.js';
+import { deadLetterStep } from '../domain/dead-letter.js';
 import type { Limits } from '../domain/limits.js';
-import type { S3ObjectCreatedEvent } from '../events/envelope.js';
+import { type S3ObjectCreatedEvent, toResourcePut } from '../events/envelope.js';
 import { type DeadLetter, type DeliveryFaults, LocalBus, type StepInvoker } from '../events/local-bus.js';
 import { routingTable, type StepName } from '../events/routing.js';
 import { OfflineChatModel } from '../llm/offline.js';
 import type { ChatModel } from '../llm/port.js';
+import { LocalPersistenceLayer } from '../projections/idempotency.js';
+import { LocalProjectionStore } from '../projections/local.js';
+import type { FaultInjector } from '../storage/faulty.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import { NotifyingStorage } from '../storage/notifying.js';
 import { assembleDeps, parseLimits, provideDeps } from './compose.js';
@@ -35,6 +40,12 @@ export interface LocalRuntimeOptions {
   now?: () => Date;
   /** Backoff before retry n, in ms (default 50·2^(n-1)). */
   backoffMs?: (attempt: number) => number;
+  /**
+   * Fault injection (test/faults): handler crashes and poison events, decided per attempt. The
+   * runtime runs every invocation inside it and routes resource creates and projection applies
+   * through its wrappers. Delivery faults (copies, shuffle, delays) are `faults`.
+   */
+  injector?: FaultInjector;
 }
 
 /** A running embedded default. */
@@ -43,6 +54,8 @@ export interface LocalRuntime {
   bus: LocalBus;
   /** The raw filesystem storage of resources (no notifications). */
   storage: FilesystemStorage;
+  /** The projection store itself (no fault injection); `deps.projections` may wrap it. */
+  projections: LocalProjectionStore;
 }
 
 /** A Lambda context for a local invocation. */
@@ -68,23 +81,41 @@ const HANDLERS: Record<StepName, (event: unknown, context: Context) => Promise<u
   plan: planHandler,
   assistant: assistantHandler,
   tool: toolHandler,
+  reply: replyHandler,
 };
 
 /**
  * Starts the embedded default (DESIGN.md "Local mode"): filesystem storage that emits the S3
  * events, an in-process bus routing them with the cloud rules' patterns, and the very Lambda
- * handlers of `functions/` invoked asynchronously with retries. Nothing here mocks the domain.
+ * handlers of `functions/` invoked asynchronously with retries; the local projection store and
+ * idempotency layer journaled under `<dataDir>/projections`; and, as the on-failure
+ * destination's consumer, the dead-letter step that fails the task of an event that failed
+ * every attempt. Nothing here mocks the domain.
  */
 export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
   const storage = new FilesystemStorage(join(options.dataDir, 'resources'));
-  const targets = Object.fromEntries(
-    (Object.keys(HANDLERS) as StepName[]).map((step) => [
-      step,
-      (async (event) => {
+  const projections = new LocalProjectionStore(join(options.dataDir, 'projections'));
+  const injector = options.injector;
+  const invoker =
+    (step: StepName): StepInvoker =>
+    async (event, delivery) => {
+      const invoke = async () => {
         await HANDLERS[step](event, localContext(step));
-      }) satisfies StepInvoker,
-    ]),
+      };
+      if (!injector || !delivery) return invoke();
+      return injector.run(delivery, { target: step, urn: urnOfEvent(event) }, invoke);
+    };
+  const targets = Object.fromEntries(
+    (Object.keys(HANDLERS) as StepName[]).map((step) => [step, invoker(step)]),
   ) as Record<StepName, StepInvoker>;
+  let deps: Deps | undefined;
+  // The on-failure destination's consumer: fails the task a dead-lettered event was for.
+  const deadLetterTarget = async (letter: DeadLetter) => {
+    const consume = async () => {
+      if (deps) await deadLetterStep(letter, deps);
+    };
+    await (injector ? injector.outside(consume) : consume());
+  };
   const bus = new LocalBus({
     routes: routingTable(LOCAL_BUCKET),
     targets,
@@ -93,15 +124,27 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
     ...(options.onDelivery ? { onDelivery: options.onDelivery } : {}),
     ...(options.onDeadLetter ? { onDeadLetter: options.onDeadLetter } : {}),
     ...(options.backoffMs ? { backoffMs: options.backoffMs } : {}),
+    deadLetterTarget,
   });
-  const deps = await assembleDeps({
-    storage: new NotifyingStorage(storage, bus, LOCAL_BUCKET),
+  deps = await assembleDeps({
+    storage: new NotifyingStorage(injector ? injector.wrapStorage(storage) : storage, bus, LOCAL_BUCKET),
     indexStorage: new FilesystemStorage(options.dataDir),
     model: options.model ?? new OfflineChatModel(),
     limits: parseLimits(undefined, options.limits),
+    projections: injector ? injector.wrapProjections(projections) : projections,
+    idempotency: new LocalPersistenceLayer(join(options.dataDir, 'projections')),
     logger: new Logger({ serviceName: 'cld', logLevel: options.logLevel ?? 'SILENT' }),
     ...(options.now ? { now: options.now } : {}),
   });
   provideDeps(deps);
-  return { deps, bus, storage };
+  return { deps, bus, storage, projections };
+}
+
+/** The URN an S3 event is about (its key without `.json`), or the raw key when it is malformed. */
+function urnOfEvent(event: S3ObjectCreatedEvent): string {
+  try {
+    return toResourcePut(event).urn;
+  } catch {
+    return event.detail.object.key;
+  }
 }

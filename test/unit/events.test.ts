@@ -194,7 +194,7 @@ describe('routingTable', () => {
   const DOCUMENT = childUrn(undefined, 'doc.Document', 'readme.md');
 
   it.each<[string, string, StepName[]]>([
-    ['a user message in a conversation', M, ['plan']],
+    ['a user message in a conversation', M, ['plan', 'reply']],
     ['a root task', T, ['assistant']],
     ['a nested task', SUB, ['assistant']],
     ['a tool call under a root task', childUrn(T, 'tool.Call', 'tooluse-1'), ['tool']],
@@ -203,15 +203,15 @@ describe('routingTable', () => {
     [
       'a tool result under a root task',
       childUrn(T, 'common.Message', 'tool result tooluse-1'),
-      ['plan', 'assistant'],
+      ['plan', 'assistant', 'reply'],
     ],
     [
       'a tool result under a subtask',
       childUrn(SUB, 'common.Message', 'tool result tooluse-2'),
-      ['assistant'],
+      ['assistant', 'reply'],
     ],
-    ['the output of a subtask', childUrn(SUB, 'common.Message', 'output'), ['assistant']],
-    ['the final answer under the conversation', childUrn(C, 'common.Message', 'answer'), ['plan']],
+    ['the output of a subtask', childUrn(SUB, 'common.Message', 'output'), ['assistant', 'reply']],
+    ['the final answer under the conversation', childUrn(C, 'common.Message', 'answer'), ['plan', 'reply']],
     ['a document chunk', childUrn(DOCUMENT, 'doc.Chunk', '0'), []],
     ['a document', DOCUMENT, []],
     ['the conversation itself', C, []],
@@ -231,7 +231,7 @@ describe('routingTable', () => {
       .filter((route) => matchesPattern(route.pattern, event))
       .map((route) => route.target);
 
-    expect(byPattern.sort()).toEqual(['assistant', 'plan', 'tool']);
+    expect(byPattern.sort()).toEqual(['assistant', 'plan', 'reply', 'tool']);
     expect(targetsOf(call)).toEqual(['tool']);
   });
 

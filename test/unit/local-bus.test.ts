@@ -37,7 +37,7 @@ function recordingTargets(assistant: StepInvoker = async () => {}): {
   targets: Record<StepName, StepInvoker>;
   received: Record<StepName, string[]>;
 } {
-  const received: Record<StepName, string[]> = { plan: [], assistant: [], tool: [] };
+  const received: Record<StepName, string[]> = { plan: [], assistant: [], tool: [], reply: [] };
   const record =
     (name: StepName, inner: StepInvoker = async () => {}): StepInvoker =>
     async (event) => {
@@ -45,7 +45,12 @@ function recordingTargets(assistant: StepInvoker = async () => {}): {
       await inner(event);
     };
   return {
-    targets: { plan: record('plan'), assistant: record('assistant', assistant), tool: record('tool') },
+    targets: {
+      plan: record('plan'),
+      assistant: record('assistant', assistant),
+      tool: record('tool'),
+      reply: record('reply'),
+    },
     received,
   };
 }
@@ -65,7 +70,12 @@ describe('LocalBus', () => {
     localBus.publish(eventFor(CHUNK));
     await localBus.idle();
 
-    expect(received).toEqual({ plan: [keyOf(M)], assistant: [keyOf(T)], tool: [keyOf(CALL)] });
+    expect(received).toEqual({
+      plan: [keyOf(M)],
+      assistant: [keyOf(T)],
+      tool: [keyOf(CALL)],
+      reply: [keyOf(M)],
+    });
   });
 
   it('invokes targets outside the publisher’s call stack', async () => {
@@ -286,21 +296,21 @@ describe('LocalBus', () => {
     const onDelivery = vi.fn();
     const localBus = bus({ targets, onDelivery });
 
-    localBus.publish(eventFor(M)); // plan
+    localBus.publish(eventFor(M)); // plan and reply
     localBus.publish(eventFor(T)); // assistant, fails once
-    localBus.publish(eventFor(childUrn(T, 'common.Message', 'tool result'))); // plan and assistant
+    localBus.publish(eventFor(childUrn(T, 'common.Message', 'tool result'))); // plan, assistant and reply
     localBus.publish(eventFor(CHUNK)); // nobody
     await localBus.idle();
 
     expect(localBus.stats).toEqual({
       published: 4,
-      routed: 4,
-      invocations: 5,
+      routed: 6,
+      invocations: 7,
       failures: 1,
       retries: 1,
       deadLetters: 0,
-      byTarget: { plan: 2, assistant: 2, tool: 0 },
+      byTarget: { plan: 2, assistant: 2, tool: 0, reply: 2 },
     });
-    expect(onDelivery).toHaveBeenCalledTimes(5);
+    expect(onDelivery).toHaveBeenCalledTimes(7);
   });
 });

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { ConfigError } from '../errors.js';
+
+/**
+ * Configuration of the channel functions (HTTP API, Slack, Teams, reply), parsed once per cold
+ * start with zod so a bad variable fails with its name. Secrets come either as plain values
+ * (local `serve`) or as Secrets Manager ARNs (AWS, read with Powertools parameters); see
+ * secrets.ts. Every variable is optional here: a channel that is used without its secret fails
+ * with a ConfigError naming what is missing, and the others keep working.
+ */
+
+const Url = z.url({ protocol: /^https?$/ });
+
+/** The channel environment variables. */
+export const ChannelEnvSchema = z.object({
+  /** Largest accepted HTTP API request body, in bytes (default 64 KiB; larger → 413). */
+  CLD_HTTP_MAX_BODY_BYTES: z.coerce.number().int().positive().max(10_485_760).default(65_536),
+  /** Slack app signing secret (local); in AWS use the ARN variable. */
+  CLD_SLACK_SIGNING_SECRET: z.string().min(1).optional(),
+  /** Secrets Manager ARN (or name) of the Slack signing secret. */
+  CLD_SLACK_SIGNING_SECRET_ARN: z.string().min(1).optional(),
+  /** Slack bot token `xoxb-...` (local); in AWS use the ARN variable. */
+  CLD_SLACK_BOT_TOKEN: z.string().min(1).optional(),
+  /** Secrets Manager ARN (or name) of the Slack bot token. */
+  CLD_SLACK_BOT_TOKEN_ARN: z.string().min(1).optional(),
+  /** Base URL of Slack's Web API (the WebClient's `slackApiUrl`); tests point it at a local receiver. */
+  CLD_SLACK_API_URL: Url.default('https://slack.com/api/'),
+  /**
+   * Origin that slash-command `response_url`s must have (Slack sends `https://hooks.slack.com/...`).
+   * The URL comes from a signed request, this is defence in depth against posting elsewhere.
+   */
+  CLD_SLACK_RESPONSE_URL_ORIGIN: Url.default('https://hooks.slack.com'),
+  /** Teams outgoing-webhook security token, base64 as Teams shows it (local). */
+  CLD_TEAMS_SECRET: z.string().min(1).optional(),
+  /** Secrets Manager ARN (or name) of the Teams security token. */
+  CLD_TEAMS_SECRET_ARN: z.string().min(1).optional(),
+  /** Teams incoming-webhook or Workflows URL the answers are posted to (local); in AWS use the ARN variable. */
+  CLD_TEAMS_WEBHOOK_URL: Url.optional(),
+  /**
+   * Secrets Manager ARN (or name) of the Teams incoming-webhook/Workflows URL: the URL carries its
+   * own signature (`sig=`), so whoever reads it can post to the channel.
+   */
+  CLD_TEAMS_WEBHOOK_URL_ARN: z.string().min(1).optional(),
+  /** Timeout of one delivery call (Slack Web API, response_url, Teams webhook), in ms. */
+  CLD_DELIVERY_TIMEOUT_MS: z.coerce.number().int().positive().max(60_000).default(10_000),
+  AWS_REGION: z.string().min(1).optional(),
+});
+
+/** Parsed channel configuration. */
+export type ChannelConfig = z.infer<typeof ChannelEnvSchema>;
+
+/**
+ * Parses the channel configuration from an environment.
+ * @throws ConfigError naming the invalid variables
+ */
+export function parseChannelConfig(env: NodeJS.ProcessEnv): ChannelConfig {
+  const parsed = ChannelEnvSchema.safeParse(env);
+  if (!parsed.success)
+    throw new ConfigError(`invalid channel configuration: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}

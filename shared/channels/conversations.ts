@@ -1,0 +1,302 @@
+import type { z } from 'zod';
+import { NAMES, outputUrn } from '../domain/common.js';
+import { NotFoundError } from '../errors.js';
+import type { ResourceIndex } from '../resources/resource-index.js';
+import type {
+  AnyResource,
+  Conversation,
+  ErrorInfoSchema,
+  Message,
+  Plan,
+  Task,
+  Verdict,
+} from '../resources/schemas.js';
+import { userActor } from '../runtime/conversation.js';
+import { childUrn, parentOf, parseUrn, rootOf } from '../urn.js';
+
+type ErrorInfo = z.infer<typeof ErrorInfoSchema>;
+
+/**
+ * Conversations as a channel caller sees them: ownership (callers see only their own
+ * conversations), the status view of `GET /conversations/{id}` derived from the stored resources
+ * (nothing here is a projection that could drift), and policy-gated reads of single resources.
+ */
+
+/** The policy user of an HTTP API caller (JWT `sub`), namespaced by channel. */
+export function httpUser(subject: string): string {
+  return `http:${subject}`;
+}
+
+/**
+ * Conversation name of an HTTP conversation: the caller and the public id, so the same public id
+ * used by another caller names another conversation (another URN, hence 404, not 403).
+ */
+export function httpConversationName(user: string, publicId: string): string {
+  return `${user}/${publicId}`;
+}
+
+/** URN of a caller's HTTP conversation. */
+export function httpConversationUrn(user: string, publicId: string): string {
+  return childUrn(undefined, 'common.Conversation', httpConversationName(user, publicId));
+}
+
+/**
+ * Reads a conversation as `user` and checks the user started it.
+ * @throws NotFoundError when it does not exist or belongs to someone else (existence is not revealed)
+ */
+export async function ownConversation(
+  resources: ResourceIndex,
+  user: string,
+  urn: string,
+): Promise<Conversation> {
+  const conversation = await resources.find(userActor(user, urn), 'common.Conversation', urn);
+  if (!conversation || conversation.actor !== user) throw new NotFoundError('conversation not found');
+  return conversation;
+}
+
+/**
+ * One resource under one of the caller's conversations, through the policy gate (actor
+ * `userActor(user, conversation)`).
+ * @throws InvalidUrnError for a malformed URN; NotFoundError when the resource does not exist,
+ *   is not under a Conversation, or the conversation is someone else's; PolicyDeniedError
+ */
+export async function readOwnResource(
+  resources: ResourceIndex,
+  user: string,
+  urn: string,
+): Promise<AnyResource> {
+  parseUrn(urn);
+  const root = rootOf(urn);
+  if (parseUrn(root).elements[0]?.type !== 'common.Conversation')
+    throw new NotFoundError('resource not found');
+  await ownConversation(resources, user, root);
+  return resources.get(userActor(user, root), urn);
+}
+
+/** Status of a task, derived from its children (the same rule as the CLI tree). */
+export type TaskStatus = 'pending' | 'running' | 'waiting' | 'done' | 'failed';
+
+/** A task in the status view. */
+export interface TaskView {
+  urn: string;
+  title: string;
+  status: TaskStatus;
+  /** Name of the elected Assistant and its similarity score. */
+  assistant: string;
+  score: number;
+  depth: number;
+  /** Corrective round that created it (0 for planned tasks). */
+  round: number;
+  /** For a corrective task: the task it redoes. */
+  corrects?: string;
+  /** The failure of a failed task. */
+  error?: ErrorInfo;
+  /** Supervisor verdicts on this task's subtasks, by round. */
+  verdicts: { round: number; pass: boolean; reason: string }[];
+  subtasks: TaskView[];
+}
+
+/** The final answer to one user message. */
+export interface AnswerView {
+  urn: string;
+  content: string;
+  /** URNs of the document chunks the answer relies on. */
+  citations: string[];
+  error?: ErrorInfo;
+  createdAt?: string;
+}
+
+/** One user message and what the system did with it. */
+export interface TurnView {
+  urn: string;
+  content: string;
+  createdAt?: string;
+  /** `pending` (not planned yet), `running`, `done`, `failed` (answered with an error). */
+  status: 'pending' | 'running' | 'done' | 'failed';
+  plan?: { tasks: number; model: string; error?: ErrorInfo };
+  tasks: TaskView[];
+  answer?: AnswerView;
+}
+
+/** `GET /conversations/{id}`. */
+export interface ConversationView {
+  id: string;
+  urn: string;
+  channel: Conversation['channel']['kind'];
+  createdAt?: string;
+  /** Status of the latest user message. */
+  status: TurnView['status'];
+  messages: TurnView[];
+  /** The latest final answer, when there is one. */
+  answer?: AnswerView;
+}
+
+/**
+ * Builds the status view of a conversation from its stored subtree (read as `user`): each user
+ * Message with its plan, task tree (statuses, assistants, verdicts) and final answer.
+ * @throws PolicyDeniedError
+ */
+export async function conversationView(
+  resources: ResourceIndex,
+  user: string,
+  conversation: Conversation,
+  publicId: string,
+): Promise<ConversationView> {
+  const urn = conversation.meta.id;
+  const { byParent, byUrn } = indexed(await resources.list(userActor(user, urn), urn));
+  const userMessages = (byParent.get(urn) ?? [])
+    .filter((r): r is Message => r.meta.type === 'common.Message' && (r as Message).role === 'user')
+    .sort(byCreation);
+  const messages = userMessages.map((message) => turnView(message, byParent, byUrn));
+  const latest = messages.at(-1);
+  const answered = messages.filter((m) => m.answer).at(-1)?.answer;
+  return {
+    id: publicId,
+    urn,
+    channel: conversation.channel.kind,
+    ...(conversation.meta.createdAt ? { createdAt: conversation.meta.createdAt } : {}),
+    status: latest?.status ?? 'pending',
+    messages,
+    ...(answered ? { answer: answered } : {}),
+  };
+}
+
+/**
+ * The view of one user Message (its plan, task tree and answer), read as `user` of its
+ * conversation: what a progress display needs without reading the whole conversation.
+ * @throws NotFoundError when the message does not exist, PolicyDeniedError
+ */
+export async function turnOf(resources: ResourceIndex, user: string, messageUrn: string): Promise<TurnView> {
+  const conversation = rootOf(messageUrn);
+  const actor = userActor(user, conversation);
+  const message = await resources.getAs(actor, 'common.Message', messageUrn);
+  const answer = await resources.find(
+    actor,
+    'common.Message',
+    childUrn(conversation, 'common.Message', NAMES.answer(messageUrn)),
+  );
+  const { byParent, byUrn } = indexed([
+    ...(await resources.list(actor, messageUrn)),
+    ...(answer ? [answer] : []),
+  ]);
+  return turnView(message, byParent, byUrn);
+}
+
+function indexed(resources: readonly AnyResource[]) {
+  const byParent = new Map<string, AnyResource[]>();
+  const byUrn = new Map<string, AnyResource>();
+  for (const resource of resources) {
+    byUrn.set(resource.meta.id, resource);
+    const parent = parentOf(resource.meta.id) ?? '';
+    byParent.set(parent, [...(byParent.get(parent) ?? []), resource]);
+  }
+  return { byParent, byUrn };
+}
+
+function turnView(
+  message: Message,
+  byParent: ReadonlyMap<string, AnyResource[]>,
+  byUrn: ReadonlyMap<string, AnyResource>,
+): TurnView {
+  const urn = message.meta.id;
+  const plan = byUrn.get(childUrn(urn, 'plan.Plan', NAMES.plan)) as Plan | undefined;
+  const answer = byUrn.get(childUrn(rootOf(urn), 'common.Message', NAMES.answer(urn))) as Message | undefined;
+  const tasks = tasksUnder(urn, byParent, byUrn);
+  const status: TurnView['status'] = answer
+    ? answer.error
+      ? 'failed'
+      : 'done'
+    : plan
+      ? 'running'
+      : 'pending';
+  return {
+    urn,
+    content: message.content,
+    ...(message.meta.createdAt ? { createdAt: message.meta.createdAt } : {}),
+    status,
+    ...(plan
+      ? {
+          plan: { tasks: plan.tasks.length, model: plan.model, ...(plan.error ? { error: plan.error } : {}) },
+        }
+      : {}),
+    tasks,
+    ...(answer ? { answer: answerView(answer) } : {}),
+  };
+}
+
+/** The answer part of a final assistant Message. */
+export function answerView(answer: Message): AnswerView {
+  return {
+    urn: answer.meta.id,
+    content: answer.content,
+    citations: answer.citations ?? [],
+    ...(answer.error ? { error: answer.error } : {}),
+    ...(answer.meta.createdAt ? { createdAt: answer.meta.createdAt } : {}),
+  };
+}
+
+function tasksUnder(
+  parent: string,
+  byParent: ReadonlyMap<string, AnyResource[]>,
+  byUrn: ReadonlyMap<string, AnyResource>,
+): TaskView[] {
+  return (byParent.get(parent) ?? [])
+    .filter((r): r is Task => r.meta.type === 'plan.Task')
+    .sort(
+      (a, b) =>
+        a.round - b.round ||
+        byCreation(a, b) ||
+        a.meta.name.localeCompare(b.meta.name, 'en', { numeric: true }),
+    )
+    .map((task) => {
+      const children = byParent.get(task.meta.id) ?? [];
+      const output = byUrn.get(outputUrn(task.meta.id)) as Message | undefined;
+      const status: TaskStatus = output
+        ? output.error
+          ? 'failed'
+          : 'done'
+        : task.subtasks.length > 0
+          ? 'waiting'
+          : children.length > 0
+            ? 'running'
+            : 'pending';
+      const verdicts = children
+        .filter((r): r is Verdict => r.meta.type === 'plan.Verdict')
+        .sort((a, b) => a.round - b.round)
+        .map((v) => ({ round: v.round, pass: v.pass, reason: v.reason }));
+      return {
+        urn: task.meta.id,
+        title: task.title,
+        status,
+        assistant: task.election.name,
+        score: task.election.score,
+        depth: task.depth,
+        round: task.round,
+        ...(task.corrects ? { corrects: task.corrects } : {}),
+        ...(output?.error ? { error: output.error } : {}),
+        verdicts,
+        subtasks: tasksUnder(task.meta.id, byParent, byUrn),
+      };
+    });
+}
+
+function byCreation(a: AnyResource, b: AnyResource): number {
+  return (a.meta.createdAt ?? '').localeCompare(b.meta.createdAt ?? '');
+}
+
+/** Counts of a user message's tasks (any depth, corrective ones included), for progress displays. */
+export function taskCounts(tasks: readonly TaskView[]): { total: number; done: number; failed: number } {
+  let total = 0;
+  let done = 0;
+  let failed = 0;
+  const walk = (list: readonly TaskView[]) => {
+    for (const task of list) {
+      total++;
+      if (task.status === 'done') done++;
+      if (task.status === 'failed') failed++;
+      walk(task.subtasks);
+    }
+  };
+  walk(tasks);
+  return { total, done, failed };
+}

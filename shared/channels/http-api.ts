@@ -1,0 +1,211 @@
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  RequestEntityTooLargeError,
+  Router,
+  UnauthorizedError,
+} from '@aws-lambda-powertools/event-handler/http';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import { startConversation } from '../runtime/conversation.js';
+import type { ChannelDeps, Channels } from './context.js';
+import {
+  conversationView,
+  httpConversationName,
+  httpConversationUrn,
+  httpUser,
+  ownConversation,
+  readOwnResource,
+} from './conversations.js';
+import { callerSubject, header, rawBody } from './gateway.js';
+import { useErrorResponses } from './http-errors.js';
+
+/**
+ * The HTTP API (API Gateway HTTP API, payload format 2.0), routed with Powertools' `Router`:
+ * - `POST /conversations` `{message, assistant?, tool?}` → 202 `{id, conversation, message, statusUrl}`
+ * - `POST /conversations/{id}/messages` `{message}` → 202, same shape
+ * - `GET /conversations/{id}` → the status view (conversations.ts)
+ * - `GET /resources/{urn}` → one resource of the caller's conversations, through the policy gate
+ * An optional `Idempotency-Key` header makes a retried POST store nothing new.
+ * The caller is the JWT `sub` the authorizer validated (`requestContext.authorizer.jwt.claims`);
+ * without it → 401. Bodies are JSON (415 otherwise), at most `CLD_HTTP_MAX_BODY_BYTES` (413),
+ * validated with strict zod schemas (unknown fields → 400). Errors are `{code, message}`
+ * (http-errors.ts). Every check runs before anything is stored.
+ */
+
+/** Longest accepted user message, in characters. */
+export const MAX_MESSAGE_CHARS = 16_000;
+
+const Hint = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, 'a catalog name');
+
+/** Body of `POST /conversations`. */
+export const StartConversationBodySchema = z.strictObject({
+  /** The user's message. */
+  message: z.string().trim().min(1).max(MAX_MESSAGE_CHARS),
+  /** Name of a catalog Assistant the caller prefers (checked against the catalog). */
+  assistant: Hint.optional(),
+  /** Name of a catalog Tool the caller prefers (checked against the catalog). */
+  tool: Hint.optional(),
+});
+
+/** Body of `POST /conversations/{id}/messages`. */
+export const AddMessageBodySchema = StartConversationBodySchema;
+
+const PathId = z.strictObject({ id: z.uuid({ message: 'conversation id must be a UUID' }) });
+
+/** What `POST` answers (202). */
+export interface Accepted {
+  /** Public conversation id (use it in `GET /conversations/{id}`). */
+  id: string;
+  /** Conversation URN. */
+  conversation: string;
+  /** URN of the stored user Message. */
+  message: string;
+  /** Absolute URL of the status view. */
+  statusUrl: string;
+}
+
+type Env = { store: { request: { user: string } } };
+
+/** Builds the router; `deps` and `channels` are the composition roots (called per request, memoised by them). */
+export function createHttpApi(options: {
+  deps: () => Promise<ChannelDeps>;
+  channels: () => Channels;
+}): Router<Env> {
+  const app = new Router<Env>();
+  let logger: ChannelDeps['logger'] | undefined;
+  useErrorResponses(app as unknown as Router, () => logger);
+
+  // Authentication, then the body checks: nothing reaches a route without a caller.
+  app.use(async ({ reqCtx, next }) => {
+    logger = (await options.deps()).logger;
+    const subject = callerSubject(reqCtx.event);
+    if (!subject) throw new UnauthorizedError('missing or invalid credentials');
+    reqCtx.set('user', httpUser(subject));
+    const event = reqCtx.event as APIGatewayProxyEventV2;
+    if (reqCtx.req.method === 'POST') {
+      const limit = options.channels().config.CLD_HTTP_MAX_BODY_BYTES;
+      const size = rawBody(event).length;
+      if (size > limit)
+        throw new RequestEntityTooLargeError(`request body is ${size} bytes; the limit is ${limit}`);
+      const type = header(event, 'content-type') ?? '';
+      if (!/^application\/json\s*(;|$)/i.test(type))
+        return Response.json(
+          { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'send the body as application/json' },
+          { status: 415 },
+        );
+    }
+    await next();
+  });
+
+  app.post(
+    '/conversations',
+    async (reqCtx) => {
+      const deps = await options.deps();
+      const body = reqCtx.valid.req.body;
+      checkHints(deps, body);
+      const user = reqCtx.get('user') as string;
+      const key = idempotencyKey(reqCtx.event as APIGatewayProxyEventV2);
+      const id = key ? uuidFor(user, key) : randomUUID();
+      const started = await startConversation(deps.resources, {
+        user,
+        channel: { kind: 'http' },
+        content: body.message,
+        conversationName: httpConversationName(user, id),
+        messageName: `message-${key ?? randomUUID()}`,
+        now: deps.now(),
+      });
+      return accepted(reqCtx.event as APIGatewayProxyEventV2, id, started);
+    },
+    { validation: { req: { body: StartConversationBodySchema } } },
+  );
+
+  app.post(
+    '/conversations/:id/messages',
+    async (reqCtx) => {
+      const deps = await options.deps();
+      const { id } = reqCtx.valid.req.path;
+      const body = reqCtx.valid.req.body;
+      checkHints(deps, body);
+      const user = reqCtx.get('user') as string;
+      const conversation = await ownConversation(deps.resources, user, httpConversationUrn(user, id));
+      const key = idempotencyKey(reqCtx.event as APIGatewayProxyEventV2);
+      const started = await startConversation(deps.resources, {
+        user,
+        channel: conversation.channel,
+        content: body.message,
+        conversationName: conversation.meta.name,
+        messageName: `message-${key ?? randomUUID()}`,
+        now: deps.now(),
+      });
+      return accepted(reqCtx.event as APIGatewayProxyEventV2, id, started);
+    },
+    { validation: { req: { path: PathId, body: AddMessageBodySchema } } },
+  );
+
+  app.get(
+    '/conversations/:id',
+    async (reqCtx) => {
+      const deps = await options.deps();
+      const { id } = reqCtx.valid.req.path;
+      const user = reqCtx.get('user') as string;
+      const conversation = await ownConversation(deps.resources, user, httpConversationUrn(user, id));
+      return Response.json(await conversationView(deps.resources, user, conversation, id));
+    },
+    { validation: { req: { path: PathId } } },
+  );
+
+  // `{urn}` may hold `/` (encoded as %2F or not): a regex route takes the rest of the path.
+  app.get(/^\/resources\/(?<urn>.+)$/, async (reqCtx) => {
+    const deps = await options.deps();
+    const urn = reqCtx.params.urn as string;
+    return Response.json(await readOwnResource(deps.resources, reqCtx.get('user') as string, urn));
+  });
+
+  return app;
+}
+
+/**
+ * The `Idempotency-Key` header (IETF draft "The Idempotency-Key HTTP Header Field"), when sent:
+ * a retried POST with the same key names the same conversation and message, so it stores nothing
+ * new and answers the same 202 (the first body wins).
+ * @throws ValidationError for a key that is not 8-128 of `A-Z a-z 0-9 _ -`
+ */
+function idempotencyKey(event: APIGatewayProxyEventV2): string | undefined {
+  const key = header(event, 'idempotency-key');
+  if (key === undefined) return undefined;
+  if (!/^[A-Za-z0-9_-]{8,128}$/.test(key))
+    throw new ValidationError('Idempotency-Key must be 8-128 characters of A-Z a-z 0-9 _ -');
+  return key;
+}
+
+/** A UUID (RFC 9562 version 8, from SHA-256) for a caller's idempotency key. */
+function uuidFor(user: string, key: string): string {
+  const hex = createHash('sha256').update(`${user}\u0000${key}`).digest('hex');
+  const variant = ((Number.parseInt(hex[16] as string, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** @throws ValidationError when a hint names no catalog entry */
+function checkHints(deps: ChannelDeps, body: { assistant?: string | undefined; tool?: string | undefined }) {
+  if (body.assistant && !deps.catalog.assistants.some((a) => a.meta.name === body.assistant))
+    throw new ValidationError(`assistant "${body.assistant}" is not in the catalog`);
+  if (body.tool && !deps.catalog.tools.some((t) => t.function.name === body.tool))
+    throw new ValidationError(`tool "${body.tool}" is not in the catalog`);
+}
+
+function accepted(
+  event: APIGatewayProxyEventV2,
+  id: string,
+  started: { conversation: string; message: string },
+): Response {
+  const host = header(event, 'host') ?? event.requestContext.domainName;
+  const proto = header(event, 'x-forwarded-proto') ?? 'https';
+  const stage =
+    event.requestContext.stage && event.requestContext.stage !== '$default'
+      ? `/${event.requestContext.stage}`
+      : '';
+  const statusUrl = `${proto}://${host}${stage}/conversations/${id}`;
+  const body: Accepted = { id, conversation: started.conversation, message: started.message, statusUrl };
+  return Response.json(body, { status: 202, headers: { location: statusUrl } });
+}

@@ -1,0 +1,97 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { JSONValue } from '@aws-lambda-powertools/commons/types';
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  makeIdempotent,
+} from '@aws-lambda-powertools/idempotency';
+import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
+import type { Context } from 'aws-lambda';
+
+/**
+ * Exactly-once side effects that leave the system (STYLE.md "idempotency is designed in"): a
+ * delivery runs through Powertools `makeIdempotent`, keyed by a deterministic string (the reply's
+ * URN), on the Powertools `BasePersistenceLayer` of the Deps (`deps.idempotency`):
+ * `DynamoDBPersistenceLayer` on the projections table in AWS (partition `pk` = `idempotency`,
+ * `sk` = `cld.reply#<md5 of the key>`; shared/projections/idempotency.ts), the journaled local
+ * layer in the embedded default and `serve`. The effect's JSON result is stored, so a duplicate or
+ * retried event gets the first result back (the Slack `ts` of a posted message) without repeating
+ * the effect.
+ */
+
+/** How long a completed delivery is remembered, in seconds (longer than EventBridge's and Lambda's retries). */
+export const DELIVERY_RECORD_SECONDS = 86_400;
+
+/**
+ * How long an in-progress delivery blocks duplicates before it is treated as abandoned (a crash
+ * between the call and the record), in ms. The step has no Lambda context to take the remaining
+ * time from, so the lock is this fixed window: it must exceed one delivery's timeout plus retries,
+ * and the reply function's Lambda timeout must not exceed it (a timed-out invocation's lock then
+ * outlives the invocation, so no retry posts while it might still be posting;
+ * infra/lib/functions.ts, asserted in test/infra/stack.test.ts).
+ */
+export const DELIVERY_LOCK_MS = 60_000;
+
+/**
+ * How long a duplicate waits for an in-progress delivery of the same key to finish before it
+ * gives up (and fails, to be retried later), in ms. Polled every {@link DUPLICATE_POLL_MS}.
+ */
+export const DUPLICATE_WAIT_MS = 5_000;
+
+/** Poll interval of a waiting duplicate, in ms. */
+export const DUPLICATE_POLL_MS = 100;
+
+/** Runs `effect` once per key; later calls with the same key return the stored result. */
+export type Once = <T extends JSONValue>(key: string, effect: () => Promise<T>) => Promise<T>;
+
+/**
+ * Builds {@link Once} on a persistence layer. A call that finds the key in progress (a duplicate
+ * delivered while the first is posting) waits up to `waitMs` for the stored result.
+ * @throws from the returned function: `IdempotencyAlreadyInProgressError` when the key is still
+ *   held after `waitMs` (the event is retried later), or whatever `effect` throws (the in-progress
+ *   record is then deleted, so a retry runs the effect again).
+ */
+export function createOnce(
+  persistenceStore: BasePersistenceLayer,
+  keyPrefix = 'cld.reply',
+  waitMs = DUPLICATE_WAIT_MS,
+): Once {
+  const lockWindow = { getRemainingTimeInMillis: () => DELIVERY_LOCK_MS } as Context;
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: 'key',
+    expiresAfterSeconds: DELIVERY_RECORD_SECONDS,
+    lambdaContext: lockWindow,
+  });
+  const run = makeIdempotent(
+    async (_payload: { key: string }, effect: () => Promise<JSONValue>): Promise<JSONValue> => effect(),
+    { persistenceStore, config, keyPrefix, dataIndexArgument: 0 },
+  );
+  return (async (key: string, effect: () => Promise<JSONValue>) => {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      try {
+        return await run({ key }, effect);
+      } catch (error) {
+        if (!(error instanceof IdempotencyAlreadyInProgressError) || Date.now() >= deadline) throw error;
+        await sleep(DUPLICATE_POLL_MS);
+      }
+    }
+  }) as Once;
+}
+
+/** The guards built so far, one per persistence layer (a layer takes its config from its first user). */
+const guards = new WeakMap<BasePersistenceLayer, Once>();
+
+/**
+ * The delivery guard of a persistence layer (`deps.idempotency`), built once per layer and
+ * reused: Powertools configures a layer from the first `IdempotencyConfig` it sees, so every
+ * delivery of a process goes through the same {@link createOnce} (key prefix `cld.reply`).
+ */
+export function deliveryGuard(persistenceStore: BasePersistenceLayer): Once {
+  let once = guards.get(persistenceStore);
+  if (!once) {
+    once = createOnce(persistenceStore);
+    guards.set(persistenceStore, once);
+  }
+  return once;
+}

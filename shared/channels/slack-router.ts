@@ -1,0 +1,106 @@
+import { Router, UnauthorizedError } from '@aws-lambda-powertools/event-handler/http';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import { startConversation } from '../runtime/conversation.js';
+import type { ChannelDeps, Channels } from './context.js';
+import { header, rawBody } from './gateway.js';
+import { useErrorResponses } from './http-errors.js';
+import {
+  decideSlackEvent,
+  SlackCommandSchema,
+  SlackEventCallbackSchema,
+  SlackEventsBodySchema,
+  SlackUrlVerificationSchema,
+  slashCommandInput,
+} from './slack.js';
+import { verifySlackSignature } from './verification.js';
+
+/**
+ * The Slack function's routes (`POST /slack/events`, `POST /slack/commands`), behind no
+ * authorizer: every request must carry a valid Slack signature over its raw body, checked before
+ * anything is parsed or stored (401 otherwise). Within Slack's 3 seconds the handler only stores
+ * the Conversation and user Message and answers 200; the work continues through events and the
+ * reply step posts the answer.
+ */
+export function createSlackRouter(options: {
+  deps: () => Promise<ChannelDeps>;
+  channels: () => Channels;
+}): Router {
+  const app = new Router();
+  let logger: ChannelDeps['logger'] | undefined;
+  useErrorResponses(app, () => logger);
+
+  app.use(async ({ reqCtx, next }) => {
+    const deps = await options.deps();
+    logger = deps.logger;
+    const event = reqCtx.event as APIGatewayProxyEventV2;
+    const verification = verifySlackSignature({
+      signingSecret: await options.channels().secrets.slackSigningSecret(),
+      signature: header(event, 'x-slack-signature'),
+      timestamp: header(event, 'x-slack-request-timestamp'),
+      body: rawBody(event),
+      now: deps.now(),
+    });
+    if (!verification.ok) throw new UnauthorizedError(verification.reason);
+    await next();
+  });
+
+  app.post('/slack/events', async (reqCtx) => {
+    const deps = await options.deps();
+    const event = reqCtx.event as APIGatewayProxyEventV2;
+    const body = parseJson(rawBody(event));
+    const parsed = SlackEventsBodySchema.safeParse(body);
+    if (!parsed.success) throw new ValidationError(`invalid Slack payload: ${z.prettifyError(parsed.error)}`);
+    const verification = SlackUrlVerificationSchema.safeParse(body);
+    if (verification.success) return { challenge: verification.data.challenge };
+    const callback = SlackEventCallbackSchema.safeParse(body);
+    if (!callback.success) return ack();
+    const retry = header(event, 'x-slack-retry-num');
+    const decision = await decideSlackEvent(deps.resources, callback.data.team_id, callback.data.event);
+    if (decision.action === 'ignore') {
+      deps.logger.debug('slack event ignored', { eventId: callback.data.event_id, reason: decision.reason });
+      return ack();
+    }
+    const started = await startConversation(deps.resources, { ...decision.input, now: deps.now() });
+    deps.logger.info('slack message stored', {
+      eventId: callback.data.event_id,
+      retry,
+      conversation: started.conversation,
+      message: started.message,
+    });
+    return ack();
+  });
+
+  app.post('/slack/commands', async (reqCtx) => {
+    const deps = await options.deps();
+    const form = Object.fromEntries(
+      new URLSearchParams(rawBody(reqCtx.event as APIGatewayProxyEventV2).toString('utf8')),
+    );
+    const parsed = SlackCommandSchema.safeParse(form);
+    if (!parsed.success) throw new ValidationError(`invalid slash command: ${z.prettifyError(parsed.error)}`);
+    const input = slashCommandInput(parsed.data, options.channels().config.CLD_SLACK_RESPONSE_URL_ORIGIN);
+    if (!input.content)
+      return { response_type: 'ephemeral', text: `Usage: ${parsed.data.command} <your question>` };
+    const started = await startConversation(deps.resources, { ...input, now: deps.now() });
+    deps.logger.info('slack command stored', {
+      conversation: started.conversation,
+      message: started.message,
+    });
+    return { response_type: 'ephemeral', text: 'Working on it: the answer will be posted here.' };
+  });
+
+  return app;
+}
+
+function ack(): Response {
+  return new Response(null, { status: 200 });
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch (error) {
+    throw new ValidationError('request body is not valid JSON', { cause: error });
+  }
+}

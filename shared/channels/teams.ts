@@ -1,0 +1,107 @@
+import { Router, UnauthorizedError } from '@aws-lambda-powertools/event-handler/http';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import { type StartConversationInput, startConversation } from '../runtime/conversation.js';
+import type { ChannelDeps, Channels } from './context.js';
+import { header, rawBody } from './gateway.js';
+import { useErrorResponses } from './http-errors.js';
+import { verifyTeamsSignature } from './verification.js';
+
+/**
+ * Teams outgoing webhook (https://learn.microsoft.com/microsoftteams/platform/webhooks-and-connectors/how-to/add-outgoing-webhook):
+ * Teams POSTs a Bot Framework `message` Activity when someone @mentions the webhook, signed with
+ * `Authorization: HMAC <base64>`, and waits 5 seconds for a synchronous answer. The handler
+ * verifies the HMAC, stores the Conversation and user Message, and answers at once with an
+ * acknowledgement; the reply step later posts the answer to the incoming-webhook/Workflows URL
+ * stored in the Conversation's address.
+ */
+
+/** The fields of the Activity we use (validated loosely: Teams sends many more). */
+export const TeamsActivitySchema = z.looseObject({
+  type: z.literal('message'),
+  id: z.string().min(1).max(256),
+  text: z.string().max(28_000).default(''),
+  from: z.looseObject({ id: z.string().min(1).max(256), aadObjectId: z.string().max(64).optional() }),
+  conversation: z.looseObject({ id: z.string().min(1).max(512) }),
+});
+/** A validated Teams message Activity. */
+export type TeamsActivity = z.infer<typeof TeamsActivitySchema>;
+
+/** The policy user of a Teams user (Entra object id when Teams sends it). */
+export function teamsUser(activity: TeamsActivity): string {
+  return `teams:${activity.from.aadObjectId ?? activity.from.id}`;
+}
+
+/** Text of a Teams message without `<at>` mentions, HTML tags and the common entities. */
+export function teamsText(text: string): string {
+  return text
+    .replace(/<at>.*?<\/at>/gis, ' ')
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&nbsp;/g, ' ')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/**
+ * The conversation an Activity starts or continues: one per Teams conversation (a channel thread
+ * is its own conversation id), one user Message per Activity id, so a redelivery writes nothing new.
+ */
+export function teamsConversationInput(activity: TeamsActivity, webhook: string): StartConversationInput {
+  return {
+    user: teamsUser(activity),
+    channel: { kind: 'teams', address: { webhook, conversation: activity.conversation.id } },
+    content: teamsText(activity.text),
+    conversationName: `teams:${activity.conversation.id}`,
+    messageName: `teams-${activity.id}`,
+  };
+}
+
+/** The Teams function's route (`POST /teams/messages`). */
+export function createTeamsRouter(options: {
+  deps: () => Promise<ChannelDeps>;
+  channels: () => Channels;
+}): Router {
+  const app = new Router();
+  let logger: ChannelDeps['logger'] | undefined;
+  useErrorResponses(app, () => logger);
+
+  app.post('/teams/messages', async (reqCtx) => {
+    const deps = await options.deps();
+    logger = deps.logger;
+    const channels = options.channels();
+    const event = reqCtx.event as APIGatewayProxyEventV2;
+    const body = rawBody(event);
+    const verification = verifyTeamsSignature({
+      secret: await channels.secrets.teamsSecret(),
+      authorization: header(event, 'authorization'),
+      body,
+    });
+    if (!verification.ok) throw new UnauthorizedError(verification.reason);
+    let json: unknown;
+    try {
+      json = JSON.parse(body.toString('utf8'));
+    } catch (error) {
+      throw new ValidationError('request body is not valid JSON', { cause: error });
+    }
+    const parsed = TeamsActivitySchema.safeParse(json);
+    if (!parsed.success)
+      throw new ValidationError(`invalid Teams activity: ${z.prettifyError(parsed.error)}`);
+    const webhook = await channels.secrets.teamsWebhookUrl();
+    const input = teamsConversationInput(parsed.data, webhook);
+    if (!input.content) return { type: 'message', text: 'Ask me a question after the mention.' };
+    const started = await startConversation(deps.resources, { ...input, now: deps.now() });
+    deps.logger.info('teams message stored', {
+      conversation: started.conversation,
+      message: started.message,
+    });
+    return { type: 'message', text: 'Working on it: the answer will be posted to this channel.' };
+  });
+
+  return app;
+}

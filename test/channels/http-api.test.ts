@@ -1,0 +1,312 @@
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { handler as httpHandler } from '../../functions/http/handler.js';
+import type { ConversationView, TaskView } from '../../shared/channels/conversations.js';
+import { startTestServe, type TestServe, until } from './helpers.js';
+
+const ALICE = 'alice-token-0123456789abcdef';
+const BOB = 'bob-token-0123456789abcdef0';
+const QUESTION =
+  '1. How do I send S3 object events to EventBridge? 2. How do I grant read access to a bucket?';
+
+let server: TestServe;
+
+beforeAll(async () => {
+  server = await startTestServe({ CLD_API_TOKENS: JSON.stringify({ [ALICE]: 'alice', [BOB]: 'bob' }) });
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function call(
+  method: string,
+  path: string,
+  options: { token?: string; body?: string; contentType?: string; key?: string } = {},
+): Promise<{ status: number; headers: Headers; json: Record<string, unknown> }> {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: {
+      ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+      ...(options.key ? { 'idempotency-key': options.key } : {}),
+      ...(options.body !== undefined ? { 'content-type': options.contentType ?? 'application/json' } : {}),
+    },
+    ...(options.body !== undefined ? { body: options.body } : {}),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, json: text ? JSON.parse(text) : {} };
+}
+
+async function ask(token: string, message: string) {
+  const posted = await call('POST', '/conversations', { token, body: JSON.stringify({ message }) });
+  expect(posted.status).toBe(202);
+  return posted.json as { id: string; conversation: string; message: string; statusUrl: string };
+}
+
+async function answered(token: string, id: string, messages = 1): Promise<ConversationView> {
+  return until(async () => {
+    const view = (await call('GET', `/conversations/${id}`, { token })).json as unknown as ConversationView;
+    return view.messages?.length === messages && view.status === 'done' ? view : undefined;
+  });
+}
+
+function flatten(tasks: readonly TaskView[]): TaskView[] {
+  return tasks.flatMap((task) => [task, ...flatten(task.subtasks)]);
+}
+
+describe('HTTP API over real HTTP against serve', () => {
+  it('answers a question: 202 with a status URL, then the task tree and the answer with citations', async () => {
+    const accepted = await ask(ALICE, QUESTION);
+    expect(accepted.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(accepted.statusUrl).toBe(`${server.url}/conversations/${accepted.id}`);
+    expect(accepted.conversation).toMatch(/^cld:common\.Conversation\.[0-9a-f]{16}$/);
+
+    const view = await answered(ALICE, accepted.id);
+
+    expect(view.urn).toBe(accepted.conversation);
+    expect(view.channel).toBe('http');
+    const [turn] = view.messages;
+    expect(turn?.content).toBe(QUESTION);
+    expect(turn?.plan?.tasks).toBe(1);
+    const tasks = flatten(turn?.tasks ?? []);
+    expect(tasks).toHaveLength(3);
+    expect(tasks.every((t) => t.status === 'done')).toBe(true);
+    expect(turn?.tasks[0]?.assistant).toBe('coordinator');
+    expect(turn?.tasks[0]?.verdicts.at(-1)?.pass).toBe(true);
+    expect(turn?.tasks[0]?.subtasks.map((t) => t.assistant)).toEqual(['researcher', 'researcher']);
+    expect(view.answer?.content).toMatch(/EventBridge/);
+    expect(view.answer?.citations.length).toBeGreaterThanOrEqual(2);
+    for (const citation of view.answer?.citations ?? [])
+      expect(citation).toMatch(/^cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}$/);
+  });
+
+  it('continues a conversation: a second message is planned and answered on its own', async () => {
+    const accepted = await ask(ALICE, 'How do I send S3 object events to EventBridge?');
+    await answered(ALICE, accepted.id);
+
+    const next = await call('POST', `/conversations/${accepted.id}/messages`, {
+      token: ALICE,
+      body: JSON.stringify({ message: 'How do I enable versioning on a bucket?' }),
+    });
+    expect(next.status).toBe(202);
+    expect(next.json.conversation).toBe(accepted.conversation);
+
+    const view = await answered(ALICE, accepted.id, 2);
+    expect(view.messages.map((m) => m.status)).toEqual(['done', 'done']);
+    expect(view.answer?.urn).toBe(view.messages[1]?.answer?.urn);
+    expect(view.answer?.content.toLowerCase()).toContain('version');
+  });
+
+  it('returns one resource of the caller’s conversation, with the slashes of the URN encoded or not', async () => {
+    const accepted = await ask(ALICE, 'How do I block public access to a bucket?');
+    const view = await answered(ALICE, accepted.id);
+    const urn = view.answer?.urn as string;
+
+    const encoded = await call('GET', `/resources/${encodeURIComponent(urn)}`, { token: ALICE });
+    const raw = await call('GET', `/resources/${urn}`, { token: ALICE });
+
+    expect(encoded.status).toBe(200);
+    expect((encoded.json.meta as { id: string }).id).toBe(urn);
+    expect(encoded.json.content).toBe(view.answer?.content);
+    expect(raw.json).toEqual(encoded.json);
+  });
+
+  it('shows callers only their own conversations: another caller gets 404 and stores nothing', async () => {
+    const accepted = await ask(ALICE, 'How do I encrypt a bucket with KMS?');
+    const view = await answered(ALICE, accepted.id);
+    const before = await server.conversationKeys();
+
+    const read = await call('GET', `/conversations/${accepted.id}`, { token: BOB });
+    const resource = await call('GET', `/resources/${encodeURIComponent(view.answer?.urn as string)}`, {
+      token: BOB,
+    });
+    const root = await call('GET', `/resources/${accepted.conversation}`, { token: BOB });
+    const write = await call('POST', `/conversations/${accepted.id}/messages`, {
+      token: BOB,
+      body: JSON.stringify({ message: 'let me in' }),
+    });
+
+    for (const response of [read, resource, root, write]) {
+      expect(response.status).toBe(404);
+      expect(response.json.code).toBe('NOT_FOUND');
+    }
+    expect(await server.conversationKeys()).toEqual(before);
+  });
+
+  it('stores nothing new for a POST retried with the same Idempotency-Key', async () => {
+    const body = JSON.stringify({ message: 'How do I enable versioning on a bucket?' });
+    const first = await call('POST', '/conversations', { token: ALICE, body, key: 'retry-key-0001' });
+    await answered(ALICE, first.json.id as string);
+    const keys = await server.conversationKeys();
+
+    const again = await call('POST', '/conversations', { token: ALICE, body, key: 'retry-key-0001' });
+    const bobs = await call('POST', '/conversations', { token: BOB, body, key: 'retry-key-0001' });
+    await server.served.runtime.bus.idle();
+
+    expect(again.status).toBe(202);
+    expect(again.json).toEqual(first.json);
+    expect(bobs.json.conversation).not.toBe(first.json.conversation);
+    const added = (await server.conversationKeys()).filter((k) => !keys.includes(k));
+    expect(added.every((k) => k.startsWith(bobs.json.conversation as string))).toBe(true);
+  });
+
+  const big = JSON.stringify({ message: 'x'.repeat(70_000) });
+  it.each<
+    [
+      string,
+      string,
+      string,
+      { token?: string; body?: string; contentType?: string; key?: string },
+      number,
+      string,
+    ]
+  >([
+    ['malformed JSON', 'POST', '/conversations', { body: '{"message": "hi"' }, 400, 'VALIDATION'],
+    [
+      'an unknown field',
+      'POST',
+      '/conversations',
+      { body: '{"message":"hi","priority":1}' },
+      400,
+      'VALIDATION',
+    ],
+    ['an empty message', 'POST', '/conversations', { body: '{"message":"   "}' }, 400, 'VALIDATION'],
+    [
+      'a message that is not a string',
+      'POST',
+      '/conversations',
+      { body: '{"message":42}' },
+      400,
+      'VALIDATION',
+    ],
+    ['a JSON array', 'POST', '/conversations', { body: '["hi"]' }, 400, 'VALIDATION'],
+    [
+      'an assistant hint not in the catalog',
+      'POST',
+      '/conversations',
+      { body: '{"message":"hi","assistant":"oracle"}' },
+      400,
+      'VALIDATION',
+    ],
+    [
+      'a tool hint not in the catalog',
+      'POST',
+      '/conversations',
+      { body: '{"message":"hi","tool":"shell"}' },
+      400,
+      'VALIDATION',
+    ],
+    ['an oversized body (70 KB > 64 KiB)', 'POST', '/conversations', { body: big }, 413, 'PAYLOAD_TOO_LARGE'],
+    [
+      'a form body',
+      'POST',
+      '/conversations',
+      { body: 'message=hi', contentType: 'application/x-www-form-urlencoded' },
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    ],
+    ['an id that is not a UUID', 'GET', '/conversations/not-a-uuid', {}, 400, 'VALIDATION'],
+    ['an unknown id', 'GET', '/conversations/6f1c1a44-1f34-4d7a-9f0e-3f6f3c1a2b3c', {}, 404, 'NOT_FOUND'],
+    [
+      'a message to an unknown id',
+      'POST',
+      '/conversations/6f1c1a44-1f34-4d7a-9f0e-3f6f3c1a2b3c/messages',
+      { body: '{"message":"hi"}' },
+      404,
+      'NOT_FOUND',
+    ],
+    ['an invalid URN', 'GET', '/resources/cld:common.Conversation.xyz', {}, 400, 'INVALID_URN'],
+    [
+      'a URN with a ".." element',
+      'GET',
+      '/resources/cld:common.Conversation.0123456789abcdef%2F..',
+      {},
+      400,
+      'INVALID_URN',
+    ],
+    [
+      'a URN outside any conversation',
+      'GET',
+      '/resources/cld:doc.Document.0123456789abcdef',
+      {},
+      404,
+      'NOT_FOUND',
+    ],
+    ['a malformed percent-encoding', 'GET', '/resources/%E0%A4%A', {}, 400, 'VALIDATION'],
+    ['an unknown route', 'DELETE', '/conversations', {}, 404, 'NOT_FOUND'],
+    [
+      'no bearer token',
+      'GET',
+      '/conversations/6f1c1a44-1f34-4d7a-9f0e-3f6f3c1a2b3c',
+      { token: '' },
+      401,
+      'UNAUTHORIZED',
+    ],
+    [
+      'an Idempotency-Key with spaces',
+      'POST',
+      '/conversations',
+      { body: '{"message":"hi"}', key: 'not a key' },
+      400,
+      'VALIDATION',
+    ],
+    [
+      'an unknown bearer token',
+      'POST',
+      '/conversations',
+      { token: 'not-a-known-token-123456', body: '{"message":"hi"}' },
+      401,
+      'UNAUTHORIZED',
+    ],
+  ])('rejects %s with the right 4xx and {code, message}, storing nothing', async (_label, method, path, options, status, code) => {
+    const before = await server.conversationKeys();
+
+    const response = await call(method, path, { token: ALICE, ...options });
+
+    expect(response.status).toBe(status);
+    expect(Object.keys(response.json).sort()).toEqual(['code', 'message']);
+    expect(response.json.code).toBe(code);
+    expect(String(response.json.message)).not.toMatch(/\n\s+at /);
+    expect(await server.conversationKeys()).toEqual(before);
+  });
+
+  it('rejects, in the handler itself, an event without JWT claims (no authorizer ran)', async () => {
+    const event = {
+      version: '2.0',
+      routeKey: 'POST /conversations',
+      rawPath: '/conversations',
+      rawQueryString: '',
+      headers: { 'content-type': 'application/json', host: 'api.example.com' },
+      requestContext: {
+        accountId: '123456789012',
+        apiId: 'api',
+        domainName: 'api.example.com',
+        domainPrefix: 'api',
+        http: {
+          method: 'POST',
+          path: '/conversations',
+          protocol: 'HTTP/1.1',
+          sourceIp: '10.0.0.1',
+          userAgent: 'test',
+        },
+        requestId: 'r1',
+        routeKey: 'POST /conversations',
+        stage: '$default',
+        time: '21/Nov/2026:10:00:00 +0000',
+        timeEpoch: 1_795_000_000_000,
+      },
+      body: '{"message":"hi"}',
+      isBase64Encoded: false,
+    } satisfies APIGatewayProxyEventV2;
+    const before = await server.conversationKeys();
+
+    const result = await httpHandler(event, {} as Context);
+
+    expect(result.statusCode).toBe(401);
+    expect(JSON.parse(result.body ?? '{}')).toEqual({
+      code: 'UNAUTHORIZED',
+      message: 'missing or invalid credentials',
+    });
+    expect(await server.conversationKeys()).toEqual(before);
+  });
+});
