@@ -6,8 +6,9 @@ import { parseArgs } from 'node:util';
 import logUpdate from 'log-update';
 import { CldError, ValidationError } from '../shared/errors.js';
 import type { AnyResource, Message } from '../shared/resources/schemas.js';
-import { modelFor, parseEnv, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
+import { composeFromEnv, modelFor, parseEnv, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { startConversation } from '../shared/runtime/conversation.js';
+import type { Deps } from '../shared/runtime/deps.js';
 import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.js';
 import { ingest } from '../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
@@ -25,6 +26,7 @@ import { describeNew, renderTree } from './tree.js';
 
 const USAGE = `usage:
   cld ingest <dir-or-file>...             split documents into chunks and index them
+                                          (into the deployed bucket when CLD_BUCKET is set)
   cld ask [--docs <dir>]... [--conversation <name>] "<message>"
                                           plan, run and answer (ingests --docs first)
   cld show <urn>                          print a stored subtree
@@ -43,8 +45,21 @@ async function main(argv: string[]): Promise<number> {
     case 'ingest': {
       const { positionals } = parseArgs({ args: rest, allowPositionals: true, options: {} });
       if (positionals.length === 0) throw new UsageError('ingest needs at least one folder or file');
+      if (env.CLD_BUCKET) {
+        // The deployed bucket: documents and the chunk index go to S3, where the deployed
+        // assistant and tool functions read them (EventBridge rules match only conversation keys).
+        console.log(`bucket: ${env.CLD_BUCKET}`);
+        const deps = await composeFromEnv({
+          ...process.env,
+          CLD_FUNCTION: 'local',
+          POWERTOOLS_LOG_LEVEL: 'ERROR',
+        });
+        await runIngest(deps, positionals);
+        return 0;
+      }
       const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
-      await runIngest(runtime, positionals);
+      await runIngest(runtime.deps, positionals);
+      await runtime.bus.idle();
       return 0;
     }
     case 'ask':
@@ -78,18 +93,18 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function runIngest(runtime: LocalRuntime, paths: string[]): Promise<void> {
+/** Ingests documents through `deps` (the embedded default's, or the deployed bucket's). */
+async function runIngest(deps: Deps, paths: string[]): Promise<void> {
   for (const path of paths) {
     const found = await stat(resolve(path)).catch(() => undefined);
     if (!found) throw new ValidationError(`docs path does not exist: ${path}`);
   }
   const report = await ingest(paths, {
-    resources: runtime.deps.resources,
-    index: runtime.deps.search as MiniSearchIndex,
+    resources: deps.resources,
+    index: deps.search as MiniSearchIndex,
     actor: SYSTEM_ACTOR,
     cwd: process.cwd(),
   });
-  await runtime.bus.idle();
   console.log(
     `ingested ${report.files} files: ${report.documents} new (${report.chunks} chunks, ${(report.bytes / 1024).toFixed(0)} KB), ${report.skipped} unchanged, in ${(report.ms / 1000).toFixed(1)} s`,
   );
@@ -116,8 +131,10 @@ async function ask(args: string[], dataDir: string, env: ReturnType<typeof parse
   const model = modelFor(env);
   const runtime = await createLocalRuntime({ dataDir, model });
   console.log(`model: ${model.name}   data: ${dataDir}`);
-  if (values.docs?.length) await runIngest(runtime, values.docs);
-  else if ((runtime.deps.search as MiniSearchIndex).size === 0) {
+  if (values.docs?.length) {
+    await runIngest(runtime.deps, values.docs);
+    await runtime.bus.idle();
+  } else if ((runtime.deps.search as MiniSearchIndex).size === 0) {
     throw new ValidationError('nothing has been ingested yet: pass --docs <folder>');
   }
 
