@@ -51,6 +51,8 @@ test_teams_cases if table_holds("teams")
 
 test_reply_cases if table_holds("reply")
 
+test_deadletter_cases if table_holds("deadletter")
+
 test_local_cases if table_holds("local")
 
 # Every case names a function that has rules and an entry policy.

@@ -3,6 +3,7 @@ import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
 import { ConfigError } from '../../shared/errors.js';
 import { INFERENCE_PROFILE_GEOS, OFFLINE_MODEL } from './config.js';
@@ -106,6 +107,23 @@ export function secretStatements(secrets: readonly ISecret[]): PolicyStatement[]
       sid: 'ReadChannelSecrets',
       actions: ['secretsmanager:GetSecretValue'],
       resources: secrets.map((secret) => secret.secretArn),
+    }),
+  ];
+}
+
+/**
+ * What an SQS event source mapping's poller calls on the queues it reads (Lambda, "Using Lambda
+ * with Amazon SQS": `sqs:ReceiveMessage`, `sqs:DeleteMessage`, `sqs:GetQueueAttributes`) on
+ * exactly these queues: no `SendMessage`, no `ChangeMessageVisibility`, no `PurgeQueue` (what
+ * `grantConsumeMessages` would add beyond them). SSE-SQS queues need no KMS grant.
+ */
+export function consumeQueueStatements(queues: readonly IQueue[]): PolicyStatement[] {
+  if (queues.length === 0) return [];
+  return [
+    new PolicyStatement({
+      sid: 'ConsumeDeadLetterQueues',
+      actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'],
+      resources: queues.map((queue) => queue.queueArn),
     }),
   ];
 }

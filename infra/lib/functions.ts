@@ -79,9 +79,37 @@ export interface StorageAccess {
 /**
  * How a function is invoked: `eventbridge` — asynchronously by the rules of the routing table
  * (bounded retries, maximum event age, a dead-letter queue and its alarm); `http-api` —
- * synchronously by API Gateway HTTP API routes (no asynchronous-invocation settings, no queue).
+ * synchronously by API Gateway HTTP API routes (no asynchronous-invocation settings, no queue);
+ * `sqs` — by SQS event source mappings on the dead-letter queues of the `eventbridge` functions
+ * whose {@link FunctionSpec.deadLetters} is `fail-task` (the dead-letter consumer; at most one
+ * such function, with its own queue for the records it cannot handle).
  */
-export type Trigger = 'eventbridge' | 'http-api';
+export type Trigger = 'eventbridge' | 'http-api' | 'sqs';
+
+/**
+ * What becomes of an `eventbridge` function's dead letters: `fail-task` — the `sqs` function
+ * consumes its queue and fails the task the event was for (shared/domain/dead-letter.ts), so
+ * nothing stays pending; `retain` — they stay in the queue (14 days) for the operator, for a
+ * step outside the task tree whose letter has no task to fail and is the only copy of the work.
+ */
+export type DeadLetterDisposition = 'fail-task' | 'retain';
+
+/**
+ * How the dead-letter consumer reads the queues (Lambda, "Using Lambda with Amazon SQS"):
+ * - `batchSize` records per invocation (letters are rare; one batch is at most 10 step runs);
+ * - `maxConcurrency` concurrent invocations per queue (2, the least an SQS mapping allows): a
+ *   burst of dead letters cannot take the account's concurrency;
+ * - `maxReceiveCount` receives before a record moves to the consumer's own queue (5, AWS's
+ *   advice, so a transient failure is retried before the letter is set aside);
+ * - `visibilityTimeoutFactor` × the consumer's timeout is each consumed queue's visibility
+ *   timeout (6, AWS's advice for queues Lambda reads).
+ */
+export const DEAD_LETTER_CONSUMPTION = {
+  batchSize: 10,
+  maxConcurrency: 2,
+  maxReceiveCount: 5,
+  visibilityTimeoutFactor: 6,
+} as const;
 
 /** One Lambda function. */
 export interface FunctionSpec {
@@ -124,6 +152,8 @@ export interface FunctionSpec {
   secrets?: Readonly<Partial<Record<string, ChannelSecretName>>>;
   /** Further environment variables (static values; a variable the construct sets itself fails synth). */
   environment?: Readonly<Record<string, string>>;
+  /** `eventbridge` functions: what becomes of their dead letters (required for them, synth fails otherwise). */
+  deadLetters?: DeadLetterDisposition;
 }
 
 /** Counters and budgets (shared/projections/counters.ts, budget.ts). */
@@ -166,7 +196,9 @@ const CATALOG_KEYS: readonly string[] = catalogKeys();
  * (shared/llm/bedrock.ts defaults), so the model-calling steps get 420 s; a tool runs with
  * its own 10 s timeout (the catalog's `timeoutMs`) after the index is loaded; the channel entry
  * points answer within Slack's 3 s and Teams' 5 s (10 s leaves room for a cold start); the reply
- * function, see {@link REPLY_TIMEOUT_SECONDS}.
+ * function, see {@link REPLY_TIMEOUT_SECONDS}; the dead-letter consumer handles a batch of at
+ * most 10 letters, each a few S3 and DynamoDB calls, in 60 s (its queues' visibility timeout is
+ * 6 × that, {@link DEAD_LETTER_CONSUMPTION}).
  *
  * Every function composes its Deps with `composeFromEnv`, which at a cold start seeds the catalog
  * (create-only puts of its exact keys) and opens the chunk index (lists `indexes/chunks.`, reads
@@ -190,6 +222,7 @@ export const FUNCTIONS = {
     },
     table: COUNTERS_AND_BUDGETS,
     tablePartitions: CONVERSATION_PARTITIONS,
+    deadLetters: 'fail-task',
   },
   assistant: {
     entry: 'functions/assistant/handler.ts',
@@ -206,6 +239,7 @@ export const FUNCTIONS = {
     },
     table: COUNTERS_AND_BUDGETS,
     tablePartitions: CONVERSATION_PARTITIONS,
+    deadLetters: 'fail-task',
   },
   tool: {
     entry: 'functions/tool/handler.ts',
@@ -222,6 +256,7 @@ export const FUNCTIONS = {
     },
     // The tool step reads and writes resources only; its budget is charged by the assistant.
     table: [],
+    deadLetters: 'fail-task',
   },
   reply: {
     entry: 'functions/reply/handler.ts',
@@ -244,6 +279,31 @@ export const FUNCTIONS = {
     tablePartitions: [IDEMPOTENCY_PK],
     secrets: { CLD_SLACK_BOT_TOKEN_ARN: 'slackBotToken' },
     environment: { CLD_DELIVERY_TIMEOUT_MS: String(REPLY_DELIVERY_TIMEOUT_MS) },
+    // An undelivered answer has no task to fail (the dead-letter step ignores it): the letter stays
+    // in the queue, with its alarm, for the operator to inspect and send again.
+    deadLetters: 'retain',
+  },
+  deadletter: {
+    entry: 'functions/dead-letter/handler.ts',
+    description: 'cld dead-letter consumer: fails the task of an event that failed every attempt of its step',
+    trigger: 'sqs',
+    // The memory of the steps it stands in for (its cold start composes Deps as they do).
+    memoryMb: 1024,
+    // A batch of 10 letters is at most 10 dead-letter steps of a few S3/DynamoDB calls each.
+    timeoutSeconds: 60,
+    // Bounded by the event source mappings' maximum concurrency instead (DEAD_LETTER_CONSUMPTION).
+    boundedConcurrency: false,
+    model: false,
+    storage: {
+      // Reads the task, the Plan and root outputs (as the plan and assistant actors); creates only
+      // a failed Plan, a failed task output or the final answer (policies/rules.json "deadletter").
+      read: [KEYS.conversations, ...COLD_START_READS],
+      create: [KEYS.conversations, ...CATALOG_KEYS],
+      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+    },
+    // Counts a dead-lettered output for its parent and reads the counter (shared/projections/counters.ts).
+    table: COUNTERS_AND_BUDGETS,
+    tablePartitions: CONVERSATION_PARTITIONS,
   },
   http: {
     entry: 'functions/http/handler.ts',

@@ -10,16 +10,17 @@ import {
   ObjectOwnership,
 } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { API_ROUTES, type ApiRoute } from '../../shared/channels/routes.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { EventPattern as RoutePattern } from '../../shared/events/pattern.js';
 import { type Route, routingTable } from '../../shared/events/routing.js';
 import { isProduction, type StackConfig } from './config.js';
-import { FUNCTION_TABLE, type FunctionSpec } from './functions.js';
+import { DEAD_LETTER_CONSUMPTION, FUNCTION_TABLE, type FunctionSpec } from './functions.js';
 import { ChannelsApi } from './http-api.js';
 import { CHANNEL_SECRET_NAMES, CHANNEL_SECRETS, type ChannelSecretName, channelSecrets } from './secrets.js';
-import { StepFunction } from './step-function.js';
+import { pascalCase as pascal, StepFunction } from './step-function.js';
 
 /** Props of {@link CldStack}. */
 export interface CldStackProps extends StackProps {
@@ -74,16 +75,22 @@ export function toCdkEventPattern(pattern: RoutePattern): Record<string, unknown
  * - The channel secrets (Slack signing secret and bot token, Teams security token and webhook
  *   URL): existing ones by ARN from the config, the others created (infra/lib/secrets.ts).
  * - One {@link StepFunction} per entry of the function table.
+ * - Dead letters: each `eventbridge` function's queue receives its failed asynchronous
+ *   invocations (on-failure destination) and the events its rules could not deliver (target
+ *   DLQ). The queues of the task-tree steps (`deadLetters: 'fail-task'`) are read by the
+ *   table's `sqs` function through event source mappings (shared/runtime/dead-letter-consumer.ts),
+ *   which fails the affected task and sets aside, in its own queue, what it cannot handle.
  * - One EventBridge rule on the default bus per route of the routing table, with exactly the
  *   route's pattern, targeting the route's function (bounded retries, maximum event age, the
  *   function's dead-letter queue for events EventBridge cannot deliver).
  * - The HTTP API of the channels, one route per entry of `API_ROUTES` ({@link ChannelsApi}).
- * - Outputs: bucket, table, API and webhook URLs, secret ARNs, each function's log group and
- *   each `eventbridge` function's dead-letter queue.
+ * - Outputs: bucket, table, API and webhook URLs, secret ARNs, each function's log group,
+ *   each `eventbridge` function's dead-letter queue and the consumer's queue of unprocessed letters.
  *
  * Environment-agnostic: no account or Region here, no physical names.
  * @throws ConfigError at synth when an event route or an API route names a function the table
- *   does not have, or one of the other trigger
+ *   does not have, or one of the other trigger; when the table has more than one `sqs` function,
+ *   or an `eventbridge` function with `deadLetters: 'fail-task'` and no `sqs` function
  */
 export class CldStack extends Stack {
   /** The deployment config the stack was built with (channels read `allowedOrigins` from it). */
@@ -92,6 +99,8 @@ export class CldStack extends Stack {
   readonly accessLogsBucket: Bucket;
   readonly table: TableV2;
   readonly functions: ReadonlyMap<string, StepFunction>;
+  /** The dead-letter consumer (the table's `sqs` function), when the table has one. */
+  readonly deadLetterConsumer: StepFunction | undefined;
   readonly rules: ReadonlyMap<string, Rule>;
   readonly secrets: Readonly<Record<ChannelSecretName, ISecret>>;
   readonly httpApi: ChannelsApi;
@@ -144,23 +153,39 @@ export class CldStack extends Stack {
 
     this.secrets = channelSecrets(this, config.secretArns, removalPolicy);
 
-    const functions = new Map<string, StepFunction>();
-    for (const [name, spec] of Object.entries(props.functions ?? FUNCTION_TABLE)) {
-      functions.set(
-        name,
-        new StepFunction(this, `${pascal(name)}Step`, {
-          name,
-          spec,
-          config,
-          bucket: this.bucket,
-          table: this.table,
-          secrets: this.secrets,
-          removalPolicy,
-          ...(props.projectRoot ? { projectRoot: props.projectRoot } : {}),
-        }),
+    const table = Object.entries(props.functions ?? FUNCTION_TABLE);
+    const consumers = table.filter(([, spec]) => spec.trigger === 'sqs');
+    if (consumers.length > 1) {
+      throw new ConfigError(
+        `the function table has ${consumers.length} dead-letter consumers (trigger "sqs": ${consumers.map(([n]) => n).join(', ')}); one consumes every queue`,
       );
     }
+    // The consumer first: the queues it reads redrive to its own queue.
+    const functions = new Map<string, StepFunction>();
+    let consumer: StepFunction | undefined;
+    for (const [name, spec] of [...consumers, ...table.filter(([, spec]) => spec.trigger !== 'sqs')]) {
+      const step = new StepFunction(this, `${pascal(name)}Step`, {
+        name,
+        spec,
+        config,
+        bucket: this.bucket,
+        table: this.table,
+        secrets: this.secrets,
+        removalPolicy,
+        ...(props.projectRoot ? { projectRoot: props.projectRoot } : {}),
+        ...(consumer ? { deadLetterConsumer: consumer } : {}),
+      });
+      if (spec.trigger === 'sqs') consumer = step;
+      functions.set(name, step);
+    }
     this.functions = functions;
+    this.deadLetterConsumer = consumer;
+    const consumed = new Map(
+      table
+        .filter(([, spec]) => spec.deadLetters === 'fail-task')
+        .map(([name]) => [name, functions.get(name)?.deadLetterQueue as Queue]),
+    );
+    if (consumer && consumed.size > 0) consumer.consumeDeadLetterQueues(consumed);
     this.rules = this.addRoutes(props.routes ?? routingTable, this.bucket, config);
     this.httpApi = new ChannelsApi(this, 'HttpApi', {
       config,
@@ -185,6 +210,12 @@ export class CldStack extends Stack {
         new CfnOutput(this, `${pascal(name)}DeadLetterQueueUrl`, {
           description: `Dead-letter queue of the ${name} function (failed events, as sent)`,
           value: step.deadLetterQueue.queueUrl,
+        });
+      }
+      if (step.unprocessedQueue) {
+        new CfnOutput(this, `${pascal(name)}UnprocessedQueueUrl`, {
+          description: `Dead letters the ${name} function failed on ${DEAD_LETTER_CONSUMPTION.maxReceiveCount} times (as received)`,
+          value: step.unprocessedQueue.queueUrl,
         });
       }
       new CfnOutput(this, `${pascal(name)}LogGroupName`, {
@@ -264,12 +295,4 @@ export class CldStack extends Stack {
       });
     }
   }
-}
-
-function pascal(name: string): string {
-  return name
-    .split(/[^A-Za-z0-9]+/)
-    .filter(Boolean)
-    .map((part) => part[0]?.toUpperCase() + part.slice(1))
-    .join('');
 }

@@ -1,19 +1,22 @@
 import { join } from 'node:path';
-import { Annotations, Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Annotations, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
-import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ConfigError } from '../../shared/errors.js';
+import { DEAD_LETTER_QUEUES_VARIABLE } from '../../shared/events/dead-letter-record.js';
 import {
   bedrockFindings,
   bedrockStatements,
+  consumeQueueStatements,
   objectPatternFinding,
   secretStatements,
   storageStatements,
@@ -21,7 +24,7 @@ import {
 } from './access.js';
 import { LAMBDA_POLICY_DIR, nodejsBundling, PROJECT_ROOT, policyBundle } from './bundling.js';
 import { OFFLINE_MODEL, type StackConfig } from './config.js';
-import { type FunctionSpec, KEY_PATTERN_REASONS } from './functions.js';
+import { DEAD_LETTER_CONSUMPTION, type FunctionSpec, KEY_PATTERN_REASONS } from './functions.js';
 import type { ChannelSecretName } from './secrets.js';
 
 /** Construct props of {@link StepFunction}. */
@@ -38,7 +41,17 @@ export interface StepFunctionProps {
   removalPolicy: RemovalPolicy;
   /** Project root holding `package-lock.json`, `functions/` and `policies/` (default: this repo). */
   projectRoot?: string;
+  /**
+   * The dead-letter consumer (the table's `sqs` function), for an `eventbridge` function whose
+   * dead letters it consumes (`deadLetters: 'fail-task'`): its queue then redrives to the
+   * consumer's {@link StepFunction.unprocessedQueue} after `maxReceiveCount` receives, with a
+   * visibility timeout of 6 × the consumer's timeout. Required for such a function.
+   */
+  deadLetterConsumer?: StepFunction;
 }
+
+/** Retention of every queue of a function (SQS's maximum, 14 days). */
+const QUEUE_RETENTION = Duration.days(14);
 
 /** Id of the warning added to a function deployed without its compiled OPA policy. */
 export const POLICY_BUNDLE_WARNING = 'cld:policyBundleWithoutWasm';
@@ -51,44 +64,90 @@ export const POLICY_BUNDLE_WARNING = 'cld:policyBundleWithoutWasm';
  * role with only the statements its table entry declares (S3 key patterns, projections-table
  * actions and partitions, Bedrock, channel secrets), each grant set together with the variable
  * naming its resource, and an alarm on function errors. An `eventbridge` function also gets an
- * encrypted TLS-only SQS dead-letter queue for failed asynchronous invocations, bounded retries
- * and event age, and an alarm on the queue; an `http-api` function is invoked synchronously and
- * has none of these. Every wildcard resource of its role gets a cdk-nag acknowledgement with its
- * written reason (KEY_PATTERN_REASONS, bedrockFindings).
- * @throws ConfigError at synth when a wildcard key pattern has no written reason, or the spec's
- *   `environment` sets a variable the construct sets itself
+ * encrypted TLS-only SQS dead-letter queue — its asynchronous invocations' on-failure destination
+ * (Lambda's invocation record: condition, attempts, error) after bounded retries and event age,
+ * and its rules' target DLQ — with an alarm on every letter sent to it; when the dead-letter
+ * consumer reads it, it redrives to the consumer's own queue. An `sqs` function (the consumer)
+ * gets that own queue for records it failed on `maxReceiveCount` times, with an alarm on any
+ * message in it, and reads the queues given to {@link StepFunction.consumeDeadLetterQueues}. An
+ * `http-api` function is invoked synchronously and has none of these. Every wildcard resource of
+ * its role gets a cdk-nag acknowledgement with its written reason (KEY_PATTERN_REASONS,
+ * bedrockFindings).
+ * @throws ConfigError at synth when a wildcard key pattern has no written reason, the spec's
+ *   `environment` sets a variable the construct sets itself, an `eventbridge` spec has no
+ *   `deadLetters`, or it is `fail-task` without a `deadLetterConsumer`
  */
 export class StepFunction extends Construct {
   readonly function: NodejsFunction;
   /** How the function is invoked (its table entry's `trigger`). */
   readonly trigger: FunctionSpec['trigger'];
-  /** The dead-letter queue of an `eventbridge` function (undefined for `http-api`). */
+  /** The dead-letter queue of an `eventbridge` function (undefined for the other triggers). */
   readonly deadLetterQueue: Queue | undefined;
   readonly logGroup: LogGroup;
   readonly role: Role;
-  /** The alarm on the dead-letter queue (undefined for `http-api`). */
+  /** The alarm on letters sent to the dead-letter queue (undefined for the other triggers). */
   readonly deadLetterAlarm: Alarm | undefined;
+  /** An `sqs` function's own queue: records it failed on `maxReceiveCount` times (undefined otherwise). */
+  readonly unprocessedQueue: Queue | undefined;
+  /** The alarm on any message in {@link unprocessedQueue}. */
+  readonly unprocessedAlarm: Alarm | undefined;
   readonly errorsAlarm: Alarm;
+  private readonly name: string;
+  private readonly spec: FunctionSpec;
 
   constructor(scope: Construct, id: string, props: StepFunctionProps) {
     super(scope, id);
     const { name, spec, config, bucket, table } = props;
     const projectRoot = props.projectRoot ?? PROJECT_ROOT;
+    this.name = name;
+    this.spec = spec;
     this.trigger = spec.trigger;
     const asynchronous = spec.trigger === 'eventbridge';
+    const consumer = props.deadLetterConsumer;
+    if (asynchronous && !spec.deadLetters) {
+      throw new ConfigError(
+        `function ${name}: an eventbridge function must say what becomes of its dead letters (deadLetters)`,
+      );
+    }
+    if (spec.deadLetters === 'fail-task' && !consumer?.unprocessedQueue) {
+      throw new ConfigError(
+        `function ${name}: deadLetters is fail-task, but the function table has no dead-letter consumer (trigger "sqs")`,
+      );
+    }
 
     this.logGroup = new LogGroup(this, 'Logs', {
       retention: config.logRetentionDays as RetentionDays,
       removalPolicy: props.removalPolicy,
     });
+    const consumed = spec.deadLetters === 'fail-task' ? consumer : undefined;
     this.deadLetterQueue = asynchronous
       ? new Queue(this, 'DeadLetterQueue', {
           encryption: QueueEncryption.SQS_MANAGED,
           enforceSSL: true,
-          retentionPeriod: Duration.days(14),
+          retentionPeriod: QUEUE_RETENTION,
           removalPolicy: props.removalPolicy,
+          ...(consumed?.unprocessedQueue
+            ? {
+                visibilityTimeout: Duration.seconds(
+                  consumed.spec.timeoutSeconds * DEAD_LETTER_CONSUMPTION.visibilityTimeoutFactor,
+                ),
+                deadLetterQueue: {
+                  queue: consumed.unprocessedQueue,
+                  maxReceiveCount: DEAD_LETTER_CONSUMPTION.maxReceiveCount,
+                },
+              }
+            : {}),
         })
       : undefined;
+    this.unprocessedQueue =
+      spec.trigger === 'sqs'
+        ? new Queue(this, 'UnprocessedQueue', {
+            encryption: QueueEncryption.SQS_MANAGED,
+            enforceSSL: true,
+            retentionPeriod: QUEUE_RETENTION,
+            removalPolicy: props.removalPolicy,
+          })
+        : undefined;
 
     this.role = new Role(this, 'Role', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
@@ -148,7 +207,7 @@ export class StepFunction extends Construct {
         : {}),
       ...(this.deadLetterQueue
         ? {
-            deadLetterQueue: this.deadLetterQueue,
+            onFailure: new SqsDestination(this.deadLetterQueue),
             retryAttempts: config.retryAttempts,
             maxEventAge: Duration.seconds(config.maxEventAgeSeconds),
           }
@@ -165,10 +224,31 @@ export class StepFunction extends Construct {
       );
     }
 
+    // NumberOfMessagesSent counts the SendMessage calls of Lambda's destination and of EventBridge,
+    // so the alarm fires for every letter even when the consumer drains the queue within seconds
+    // (a visible-messages alarm sampled per minute could miss it).
     this.deadLetterAlarm = this.deadLetterQueue
       ? new Alarm(this, 'DeadLetterAlarm', {
-          alarmDescription: `cld ${name}: events failed every attempt and are in the dead-letter queue`,
-          metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          alarmDescription:
+            spec.deadLetters === 'fail-task'
+              ? `cld ${name}: events failed every attempt; the dead-letter function fails their tasks`
+              : `cld ${name}: events failed every attempt and wait in the dead-letter queue for the operator`,
+          metric: this.deadLetterQueue.metricNumberOfMessagesSent({
+            period: Duration.minutes(1),
+            statistic: 'Sum',
+          }),
+          threshold: 0,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        })
+      : undefined;
+    // Messages moved here by SQS redrive are not counted by NumberOfMessagesSent, and nothing
+    // consumes this queue: any visible message is a letter no task was failed for.
+    this.unprocessedAlarm = this.unprocessedQueue
+      ? new Alarm(this, 'UnprocessedAlarm', {
+          alarmDescription: `cld ${name}: dead letters it failed on ${DEAD_LETTER_CONSUMPTION.maxReceiveCount} times wait in its own queue (their tasks stay pending)`,
+          metric: this.unprocessedQueue.metricApproximateNumberOfMessagesVisible({
             period: Duration.minutes(1),
             statistic: 'Maximum',
           }),
@@ -181,7 +261,9 @@ export class StepFunction extends Construct {
     this.errorsAlarm = new Alarm(this, 'ErrorsAlarm', {
       alarmDescription: asynchronous
         ? `cld ${name}: invocations failed (they are retried, then dead-lettered)`
-        : `cld ${name}: requests failed with an unhandled error (the caller got a 5xx)`,
+        : spec.trigger === 'sqs'
+          ? `cld ${name}: batches failed as a whole (their records are redelivered, then set aside)`
+          : `cld ${name}: requests failed with an unhandled error (the caller got a 5xx)`,
       metric: this.function.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
       threshold: 0,
       comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -196,12 +278,55 @@ export class StepFunction extends Construct {
         'moving to Node.js 24 is a tested upgrade, not a synth-time default.',
     });
     this.acknowledgeWildcards(name, spec, config, bucket);
+    if (this.deadLetterQueue && spec.deadLetters === 'retain') {
+      Validations.of(this.deadLetterQueue).acknowledge({
+        id: 'AwsSolutions-SQS3',
+        reason:
+          'This queue is itself a dead-letter queue: the on-failure destination of the function and the DLQ of ' +
+          'its EventBridge targets (cdk-nag recognises only Lambda DeadLetterConfig and SQS redrive). Nothing ' +
+          'consumes it; its letters wait for the operator, so it needs no dead-letter queue of its own.',
+      });
+    }
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
         'Only xray:PutTraceSegments and xray:PutTelemetryRecords (added by Tracing.ACTIVE) use Resource *: ' +
         'X-Ray does not support resource-level permissions for them.',
     });
+  }
+
+  /**
+   * Makes this `sqs` function the consumer of the given dead-letter queues: one event source
+   * mapping per queue (`ReportBatchItemFailures`, batch size and maximum concurrency of
+   * {@link DEAD_LETTER_CONSUMPTION}), `sqs:ReceiveMessage`, `sqs:DeleteMessage` and
+   * `sqs:GetQueueAttributes` (what the mapping's poller calls) on exactly those queues, and —
+   * together with the grant — `CLD_DEAD_LETTER_QUEUES`, the JSON map `{ <step>: <queue ARN> }`
+   * by which the handler tells which step a record is for. The mappings reference the function,
+   * which CloudFormation creates after its role's policy, so the permissions exist before the
+   * mappings are validated.
+   * @param queues queue by the name of the step it collects letters of
+   * @throws ConfigError when this function is not an `sqs` function, `queues` is empty, or its
+   *   `environment` sets `CLD_DEAD_LETTER_QUEUES` itself
+   */
+  consumeDeadLetterQueues(queues: ReadonlyMap<string, IQueue>): void {
+    if (this.trigger !== 'sqs')
+      throw new ConfigError(`function ${this.name}: only an sqs function consumes dead-letter queues`);
+    if (queues.size === 0) throw new ConfigError(`function ${this.name}: no dead-letter queue to consume`);
+    if (this.spec.environment && DEAD_LETTER_QUEUES_VARIABLE in this.spec.environment)
+      throw new ConfigError(
+        `function ${this.name}: environment sets ${DEAD_LETTER_QUEUES_VARIABLE}, which the construct sets itself`,
+      );
+    for (const statement of consumeQueueStatements([...queues.values()])) this.role.addToPolicy(statement);
+    for (const [step, queue] of queues) {
+      this.function.addEventSourceMapping(`${pascalCase(step)}DeadLetters`, {
+        eventSourceArn: queue.queueArn,
+        batchSize: DEAD_LETTER_CONSUMPTION.batchSize,
+        maxConcurrency: DEAD_LETTER_CONSUMPTION.maxConcurrency,
+        reportBatchItemFailures: true,
+      });
+    }
+    const map = Object.fromEntries([...queues].map(([step, queue]) => [step, queue.queueArn]));
+    this.function.addEnvironment(DEAD_LETTER_QUEUES_VARIABLE, Stack.of(this).toJsonString(map));
   }
 
   /** One acknowledgement, with its written reason, per wildcard resource of this function's role. */
@@ -220,4 +345,13 @@ export class StepFunction extends Construct {
       for (const finding of bedrockFindings(config.modelId)) Validations.of(this.role).acknowledge(finding);
     }
   }
+}
+
+/** `reply-queue` → `ReplyQueue`: a name as a construct-id part. */
+export function pascalCase(name: string): string {
+  return name
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((part) => part[0]?.toUpperCase() + part.slice(1))
+    .join('');
 }

@@ -226,15 +226,19 @@ describe.each(NAMES)('function %s', (name) => {
     expect(reserved).toBe(FUNCTIONS[name].boundedConcurrency ? 10 : undefined);
   });
 
-  it('raises an alarm on any message in its DLQ (if it has one) and on any function error', () => {
+  it('raises an alarm on every letter sent to its DLQ (if it has one) and on any function error', () => {
     const { fn } = ids(name);
     if (FUNCTIONS[name].trigger === 'eventbridge') {
+      // Sent, not visible: the dead-letter function may drain the queue before a sample sees it.
       dev.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         Namespace: 'AWS/SQS',
-        MetricName: 'ApproximateNumberOfMessagesVisible',
+        MetricName: 'NumberOfMessagesSent',
+        Statistic: 'Sum',
+        Period: 60,
         Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [dlqOf(name), 'QueueName'] } }],
         Threshold: 0,
         ComparisonOperator: 'GreaterThanThreshold',
+        TreatMissingData: 'notBreaching',
       });
     }
     dev.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
@@ -259,15 +263,22 @@ describe.each(NAMES)('function %s', (name) => {
 });
 
 describe.each(EVENT_NAMES)('EventBridge target %s', (name) => {
-  it('dead-letters failed asynchronous invocations after bounded retries', () => {
-    const { fn } = ids(name);
+  it('sends failed asynchronous invocations to its queue (on-failure destination) after bounded retries', () => {
+    const { fn, role } = ids(name);
     const props = dev.json.Resources[fn]?.Properties as Record<string, unknown>;
-    expect(props.DeadLetterConfig).toEqual({ TargetArn: { 'Fn::GetAtt': [dlqOf(name), 'Arn'] } });
+    // The destination's invocation record carries the attempts and the error; a DLQ's would not.
+    expect(props.DeadLetterConfig).toBeUndefined();
     dev.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
       FunctionName: { Ref: fn },
+      Qualifier: '$LATEST',
       MaximumRetryAttempts: 2,
       MaximumEventAgeInSeconds: 3600,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [dlqOf(name), 'Arn'] } } },
     });
+    const statements = roleStatements(dev.json, role);
+    expect(isAllowed(statements, 'sqs:SendMessage', `<${dlqOf(name)}.Arn>`)).toBe(true);
+    for (const other of EVENT_NAMES.filter((n) => n !== name))
+      expect(isAllowed(statements, 'sqs:SendMessage', `<${dlqOf(other)}.Arn>`), other).toBe(false);
   });
 
   it('has an encrypted, TLS-only dead-letter queue that EventBridge may send to from its rules only', () => {
@@ -329,6 +340,8 @@ describe('least privilege', () => {
     reply: { create: false, list: true, documents: false },
     // Starts conversations, lists one for the status view.
     http: { create: true, list: true, documents: false },
+    // Fails a task (its output), a request (Plan, answer); reads the Plan and root outputs.
+    deadletter: { create: true, list: true, documents: false },
     // Store the Conversation and user Message; never list a conversation.
     slack: { create: true, list: false, documents: false },
     teams: { create: true, list: false, documents: false },
@@ -416,6 +429,8 @@ describe('least privilege', () => {
     http: { actions: [] },
     slack: { actions: [] },
     teams: { actions: [] },
+    // Counts a dead-lettered output for its parent (applyOnce) and reads the counter.
+    deadletter: { actions: ['GetItem', 'UpdateItem'], pk: 'cld:common.Conversation.0123456789abcdef' },
   };
 
   it.each(NAMES)('%s gets exactly its table actions, on the table and its partitions only', (name) => {
@@ -480,6 +495,7 @@ describe('least privilege', () => {
     http: [],
     slack: ['slackSigningSecret'],
     teams: ['teamsSecurityToken', 'teamsWebhookUrl'],
+    deadletter: [],
   };
 
   it.each(
@@ -525,19 +541,26 @@ describe('stack', () => {
     for (const [id, resource] of Object.entries(dev.json.Resources)) {
       if (resource.Type.startsWith('Custom::') || resource.Type === 'AWS::Lambda::EventInvokeConfig')
         continue;
-      if (resource.Type === 'AWS::Lambda::Permission') continue;
+      // These name the function they belong to, not themselves.
+      if (resource.Type === 'AWS::Lambda::Permission' || resource.Type === 'AWS::Lambda::EventSourceMapping')
+        continue;
       for (const property of named)
         expect(resource.Properties?.[property], `${id}.${property}`).toBeUndefined();
     }
   });
 
-  it('outputs the bucket and table names, each log group and each EventBridge target dead-letter queue', () => {
+  it('outputs the bucket and table names, each log group, each dead-letter queue and the unprocessed letters', () => {
     expect(dev.json.Outputs?.ResourcesBucketName?.Value).toEqual({ Ref: bucketId });
     expect(dev.json.Outputs?.ProjectionsTableName?.Value).toEqual({ Ref: tableId });
     for (const name of NAMES) {
       const prefix = `${name[0]?.toUpperCase()}${name.slice(1)}`;
       expect(dev.json.Outputs?.[`${prefix}DeadLetterQueueUrl`]?.Value).toEqual(
         FUNCTIONS[name].trigger === 'eventbridge' ? { Ref: dlqOf(name) } : undefined,
+      );
+      expect(dev.json.Outputs?.[`${prefix}UnprocessedQueueUrl`]?.Value).toEqual(
+        FUNCTIONS[name].trigger === 'sqs'
+          ? { Ref: logicalId(dev.json, 'AWS::SQS::Queue', `${prefix}StepUnprocessedQueue`) }
+          : undefined,
       );
       expect(dev.json.Outputs?.[`${prefix}LogGroupName`]?.Value).toEqual({ Ref: ids(name).logs });
     }
