@@ -4,7 +4,18 @@ import { isBuiltin } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
-import { BUNDLE_FILE, copyPolicyBundle, EXTERNAL_MODULES, esbuildOptions, PROJECT_ROOT } from './bundling.js';
+import { API_ROUTES } from '../../shared/channels/routes.js';
+import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
+import { withMeta } from '../../shared/resources/meta.js';
+import { keyOf } from '../../shared/urn.js';
+import {
+  BUNDLE_FILE,
+  copyPolicyBundle,
+  EXTERNAL_MODULES,
+  esbuildOptions,
+  PROJECT_ROOT,
+  writeTokenizerRanks,
+} from './bundling.js';
 import type { FunctionSpec } from './functions.js';
 
 /**
@@ -33,11 +44,14 @@ export interface BuiltBundle {
   mapBytes: number;
   /** Size of `policies/` in bytes. */
   policyBytes: number;
+  /** Size of the tokenizer ranks file (`tokenizer/cl100k_base.json`) in bytes. */
+  tokenizerBytes: number;
   metafile: Metafile;
 }
 
 /**
- * Bundles one function as the stack does and copies its policy bundle next to it.
+ * Bundles one function as the stack does and copies its policy bundle and the tokenizer ranks
+ * next to it (the asset's layout).
  * @param outRoot parent directory; the bundle goes to `<outRoot>/<name>/` (replaced)
  * @throws esbuild's build failure (with its messages) when the entry does not bundle
  */
@@ -48,8 +62,9 @@ export async function buildBundle(
 ): Promise<BuiltBundle> {
   const dir = join(outRoot, name);
   rmSync(dir, { recursive: true, force: true });
-  const result = await build({ ...esbuildOptions(spec.entry, dir), metafile: true });
+  const result = await build({ ...esbuildOptions(name, spec.entry, dir), metafile: true });
   copyPolicyBundle(name, dir);
+  const ranks = writeTokenizerRanks(dir);
   const file = join(dir, BUNDLE_FILE);
   return {
     name,
@@ -58,6 +73,7 @@ export async function buildBundle(
     bytes: statSync(file).size,
     mapBytes: statSync(`${file}.map`).size,
     policyBytes: directoryBytes(join(dir, 'policies')),
+    tokenizerBytes: statSync(ranks).size,
     metafile: result.metafile,
   };
 }
@@ -123,9 +139,12 @@ function sourceOf(input: string): string {
 /**
  * Code a child `node` runs: `await import()` of the run-time external modules given in argv[1]
  * (JSON array; may be empty), then of the bundle at argv[2], each timed with performance.now()
- * inside the child.
+ * inside the child; then, when argv[3] names an event file, calls the bundle's `handler` with that
+ * event twice (a Lambda-shaped context), timing each call. Prints `PROBE <json>` as its last line
+ * (the handler may log to stdout before).
  */
 const IMPORT_PROBE = `
+import { readFileSync } from 'node:fs';
 const externals = JSON.parse(process.argv[1]);
 const started = performance.now();
 for (const specifier of externals) await import(specifier);
@@ -133,7 +152,32 @@ const loaded = performance.now();
 const module = await import(process.argv[2]);
 const done = performance.now();
 if (typeof module.handler !== 'function') throw new Error('the bundle exports no handler function');
-process.stdout.write(JSON.stringify({ externalsMs: loaded - started, bundleMs: done - loaded }));
+const timing = { externalsMs: loaded - started, bundleMs: done - loaded };
+if (process.argv[3]) {
+  const event = JSON.parse(readFileSync(process.argv[3], 'utf8'));
+  const context = {
+    functionName: 'probe', functionVersion: '$LATEST', memoryLimitInMB: '1024',
+    invokedFunctionArn: 'arn:aws:lambda:eu-west-1:111122223333:function:probe',
+    awsRequestId: 'probe', logGroupName: '/aws/lambda/probe', logStreamName: 'probe',
+    callbackWaitsForEmptyEventLoop: true, getRemainingTimeInMillis: () => 60000,
+    done() {}, fail() {}, succeed() {},
+  };
+  const call = async () => {
+    const before = performance.now();
+    let outcome;
+    try {
+      const result = await module.handler(event, context);
+      outcome = result && typeof result === 'object' && 'statusCode' in result ? 'status ' + result.statusCode : 'ok';
+    } catch (error) {
+      outcome = String(error?.name ?? 'Error');
+    }
+    return { ms: performance.now() - before, outcome };
+  };
+  const first = await call();
+  const warm = await call();
+  Object.assign(timing, { firstCallMs: first.ms, warmCallMs: warm.ms, outcome: first.outcome });
+}
+process.stdout.write('\\nPROBE ' + JSON.stringify(timing) + '\\n');
 `;
 
 /** Timings of one child process, in ms. */
@@ -142,17 +186,41 @@ export interface ImportTiming {
   externalsMs: number;
   /** Importing the bundle after them: everything when `externals` is empty, else the bundle's own code. */
   bundleMs: number;
+  /**
+   * With an invocation: the first handler call after the import — the cold start's init that
+   * runs at the first invocation (composition: config, policy, adapters, catalog seeding, chunk
+   * index) plus the call itself.
+   */
+  firstCallMs?: number;
+  /** With an invocation: the same call again, warm (the call alone). */
+  warmCallMs?: number;
+  /** With an invocation: how the first call ended (`ok`, `status <code>` or the error's name). */
+  outcome?: string;
+}
+
+/** A handler call for {@link importOnce}: the event and the environment of the child process. */
+export interface ProbeInvocation {
+  /** JSON file of the event. */
+  eventFile: string;
+  /** The whole environment of the child (nothing is inherited but `PATH`). */
+  env: Readonly<Record<string, string>>;
 }
 
 /**
  * Imports `file` once in a new plain `node` process (no tsx, no NODE_OPTIONS; working directory
  * the bundle's, so externals resolve as the bundle resolves them). With `externals`, those
  * modules are imported first and timed apart, which splits the bundle's import time into the
- * AWS SDK's share and its own.
+ * AWS SDK's share and its own. With `invocation`, the handler is then called twice with its event.
  * @throws Error with the child's stderr when an import fails or the bundle exports no `handler`
  */
-export function importOnce(file: string, externals: readonly string[] = []): Promise<ImportTiming> {
-  const env = { ...process.env };
+export function importOnce(
+  file: string,
+  externals: readonly string[] = [],
+  invocation?: ProbeInvocation,
+): Promise<ImportTiming> {
+  const env: NodeJS.ProcessEnv = invocation
+    ? { PATH: process.env.PATH ?? '', ...invocation.env }
+    : { ...process.env };
   delete env.NODE_OPTIONS;
   const args = [
     '--input-type=module',
@@ -160,6 +228,7 @@ export function importOnce(file: string, externals: readonly string[] = []): Pro
     IMPORT_PROBE,
     JSON.stringify(externals),
     pathToFileURL(file).href,
+    ...(invocation ? [invocation.eventFile] : []),
   ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
@@ -181,13 +250,89 @@ export function importOnce(file: string, externals: readonly string[] = []): Pro
         reject(new Error(`importing ${file} failed (exit ${code}): ${stderr.trim().slice(0, 2000)}`));
         return;
       }
+      const line = stdout.split('\n').findLast((l) => l.startsWith('PROBE '));
       try {
-        resolve(JSON.parse(stdout) as ImportTiming);
+        resolve(JSON.parse((line ?? '').slice('PROBE '.length)) as ImportTiming);
       } catch (error) {
-        reject(new Error(`unexpected probe output: ${stdout.slice(0, 200)}`, { cause: error }));
+        reject(new Error(`unexpected probe output: ${stdout.slice(-200)}`, { cause: error }));
       }
     });
   });
+}
+
+/**
+ * A real-shaped event that makes function `name`'s handler compose its Deps and return without
+ * further work, for timing the first invocation: an S3 "Object Created" EventBridge event of a
+ * user Message that is not stored (`eventbridge`: plan fails with NotFoundError, the other steps
+ * ignore it); an API Gateway HTTP API (payload 2.0) request to the function's first route without
+ * credentials or signature (`http-api`: 401 once composed); an empty SQS batch (`sqs`).
+ * @returns undefined for a trigger it has no event for
+ */
+export function probeEvent(name: string, trigger: string, now: Date = new Date()): unknown {
+  if (trigger === 'eventbridge') {
+    const conversation = withMeta({ type: 'common.Conversation', name: 'bundle-probe' });
+    const message = withMeta({ type: 'common.Message', name: 'message-1', parent: conversation.id });
+    return s3ObjectCreatedEvent('cld-resources-probe', keyOf(message.id), 412, now);
+  }
+  if (trigger === 'http-api') {
+    const route = API_ROUTES.find((r) => r.function === name);
+    if (!route) return undefined;
+    const path = route.path.replace(/\{[^}]+\}/g, 'probe');
+    const routeKey = `${route.method} ${route.path}`;
+    return {
+      version: '2.0',
+      routeKey,
+      rawPath: path,
+      rawQueryString: '',
+      headers: { 'content-type': 'application/json', host: 'probe.execute-api.eu-west-1.amazonaws.com' },
+      requestContext: {
+        accountId: '111122223333',
+        apiId: 'probe',
+        domainName: 'probe.execute-api.eu-west-1.amazonaws.com',
+        domainPrefix: 'probe',
+        http: {
+          method: route.method,
+          path,
+          protocol: 'HTTP/1.1',
+          sourceIp: '192.0.2.1',
+          userAgent: 'bundle-probe',
+        },
+        requestId: 'probe',
+        routeKey,
+        stage: '$default',
+        time: '01/Jan/2026:00:00:00 +0000',
+        timeEpoch: now.getTime(),
+      },
+      ...(route.method === 'POST' ? { body: '{}' } : {}),
+      isBase64Encoded: false,
+    };
+  }
+  if (trigger === 'sqs') return { Records: [] };
+  return undefined;
+}
+
+/**
+ * The environment of a probe invocation of a built bundle: the embedded default adapters under
+ * `dataDir` (no `CLD_BUCKET`), the function's name, its policy bundle from the bundle directory
+ * (the tokenizer ranks the bundle finds itself, as in Lambda), silent logs, and placeholder
+ * channel secrets and queue map so that a channel or dead-letter function reaches its composition.
+ */
+export function probeEnvironment(
+  bundle: Pick<BuiltBundle, 'name' | 'dir'>,
+  dataDir: string,
+): Record<string, string> {
+  return {
+    CLD_DATA_DIR: dataDir,
+    CLD_FUNCTION: bundle.name,
+    CLD_POLICY_DIR: join(bundle.dir, 'policies'),
+    POWERTOOLS_SERVICE_NAME: 'cld',
+    POWERTOOLS_LOG_LEVEL: 'SILENT',
+    CLD_SLACK_SIGNING_SECRET: 'bundle-probe-signing-secret',
+    CLD_SLACK_BOT_TOKEN: 'xoxb-bundle-probe',
+    CLD_TEAMS_SECRET: Buffer.from('bundle probe token').toString('base64'),
+    CLD_TEAMS_WEBHOOK_URL: 'https://example.webhook.office.com/webhookb2/probe',
+    CLD_DEAD_LETTER_QUEUES: JSON.stringify({ plan: 'arn:aws:sqs:eu-west-1:111122223333:probe' }),
+  };
 }
 
 /** Median of a non-empty list. @throws RangeError for an empty list */

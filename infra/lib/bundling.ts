@@ -1,8 +1,11 @@
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BundlingOptions, type ICommandHooks, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { BuildOptions } from 'esbuild';
+import { BUNDLED_RANKS_FILE, RANKS_MODULE } from '../../shared/context/tokens.js';
+import { bundleDefines } from '../../shared/runtime/compose.js';
 
 /**
  * How a function is bundled, in one place: the stack's `NodejsFunction`s
@@ -36,8 +39,27 @@ export const ESM_REQUIRE_BANNER =
  */
 export const EXTERNAL_MODULES = ['@aws-sdk/*', '@smithy/*'] as const;
 
+/**
+ * Modules left out of every bundle that no function loads: js-tiktoken's ranks (≈1 MB of JS),
+ * which a function reads as data from {@link TOKENIZER_RANKS_FILE} instead (shared/context/tokens.ts
+ * loads the module only outside a bundle: dev, tests, the CLI). Not provided by the Lambda runtime.
+ */
+export const NEVER_BUNDLED_MODULES = ['js-tiktoken/ranks/*'] as const;
+
 /** Where each function finds its policy bundle at run time (`CLD_POLICY_DIR`). */
 export const LAMBDA_POLICY_DIR = '/var/task/policies';
+
+/**
+ * The tokenizer ranks file in a function's asset, relative to the asset root (beside `index.mjs`,
+ * where a bundle looks for it: shared/context/tokens.ts).
+ */
+export const TOKENIZER_RANKS_FILE = BUNDLED_RANKS_FILE;
+
+/**
+ * Where a function finds the tokenizer ranks in Lambda. The bundle finds them there by itself;
+ * `CLD_TOKENIZER_RANKS` with this value makes it explicit (shared/context/tokens.ts).
+ */
+export const LAMBDA_TOKENIZER_RANKS = `/var/task/${TOKENIZER_RANKS_FILE}`;
 
 /** The settings shared by both forms below. */
 export const BUNDLE_SETTINGS = {
@@ -53,7 +75,7 @@ export const BUNDLE_SETTINGS = {
   keepNames: true,
   /** Prefer packages' ESM entry points (better tree shaking). */
   mainFields: ['module', 'main'],
-  external: EXTERNAL_MODULES,
+  external: [...EXTERNAL_MODULES, ...NEVER_BUNDLED_MODULES],
   banner: ESM_REQUIRE_BANNER,
 } as const;
 
@@ -122,8 +144,42 @@ export function copyPolicyBundle(
 }
 
 /**
+ * The tokenizer ranks as a function's asset holds them: `JSON.stringify` of js-tiktoken's
+ * `cl100k_base` ranks module as installed in `projectRoot` (UTF-8).
+ * @throws Error when js-tiktoken is not installed there
+ */
+export function tokenizerRanksJson(projectRoot: string = PROJECT_ROOT): string {
+  return JSON.stringify(createRequire(join(projectRoot, 'package.json'))(RANKS_MODULE));
+}
+
+/** Node.js code that writes {@link tokenizerRanksJson} (run from the project root) to the file `argv[1]`. */
+const WRITE_RANKS = `require('node:fs').writeFileSync(process.argv[1], JSON.stringify(require(${JSON.stringify(RANKS_MODULE)})))`;
+
+/**
+ * Shell commands that write the tokenizer ranks into the asset as {@link TOKENIZER_RANKS_FILE}
+ * (the same bytes as {@link writeTokenizerRanks}), with the Node.js running the synth.
+ */
+export function tokenizerCommands(inputDir: string, outputDir: string): string[] {
+  const target = `${outputDir}/${TOKENIZER_RANKS_FILE}`;
+  return [
+    `mkdir -p ${shellQuote(target.slice(0, target.lastIndexOf('/')))}`,
+    `cd ${shellQuote(inputDir)} && ${shellQuote(process.execPath)} -e ${shellQuote(WRITE_RANKS)} ${shellQuote(target)}`,
+  ];
+}
+
+/** Writes the tokenizer ranks into `outputDir` as {@link TOKENIZER_RANKS_FILE} (what the hook does, for the report). */
+export function writeTokenizerRanks(outputDir: string, projectRoot: string = PROJECT_ROOT): string {
+  const file = join(outputDir, TOKENIZER_RANKS_FILE);
+  mkdirSync(join(file, '..'), { recursive: true });
+  writeFileSync(file, tokenizerRanksJson(projectRoot));
+  return file;
+}
+
+/**
  * `NodejsFunction` bundling options of a function: local esbuild (never Docker), the shared
- * settings, and the policy bundle copied in after bundling.
+ * settings, the function's build-time constants ({@link bundleDefines}: what it composes, so the
+ * adapters it never uses are left out), and, after bundling, its policy bundle and the tokenizer
+ * ranks written in (found by the bundle beside `index.mjs`; {@link LAMBDA_TOKENIZER_RANKS}).
  * @param name the function's name in the function table
  * @param wasm whether `policies/dist/<name>.wasm` is copied too (it exists at synth time)
  */
@@ -131,7 +187,10 @@ export function nodejsBundling(name: string, wasm: boolean): BundlingOptions {
   const commandHooks: ICommandHooks = {
     beforeBundling: () => [],
     beforeInstall: () => [],
-    afterBundling: (inputDir, outputDir) => policyCopyCommands(name, inputDir, outputDir, wasm),
+    afterBundling: (inputDir, outputDir) => [
+      ...policyCopyCommands(name, inputDir, outputDir, wasm),
+      ...tokenizerCommands(inputDir, outputDir),
+    ],
   };
   return {
     forceDockerBundling: false,
@@ -143,6 +202,7 @@ export function nodejsBundling(name: string, wasm: boolean): BundlingOptions {
     keepNames: BUNDLE_SETTINGS.keepNames,
     mainFields: [...BUNDLE_SETTINGS.mainFields],
     externalModules: [...BUNDLE_SETTINGS.external],
+    define: bundleDefines(name),
     banner: BUNDLE_SETTINGS.banner,
     commandHooks,
   };
@@ -151,12 +211,14 @@ export function nodejsBundling(name: string, wasm: boolean): BundlingOptions {
 /**
  * esbuild JS-API options equivalent to what `NodejsFunction` runs for {@link nodejsBundling}
  * (`esbuild --bundle <entry> --target=node22 --platform=node --format=esm --outfile=<dir>/index.mjs
- * --minify --sourcemap --sources-content=false --external:... --keep-names --banner:js=...
- * --main-fields=module,main`, from the project root).
+ * --minify --sourcemap --sources-content=false --external:... --define:... --keep-names
+ * --banner:js=... --main-fields=module,main`, from the project root).
+ * @param name the function's name in the function table (its `define`s)
  * @param entry entry file relative to `projectRoot` (the function table's `entry`)
  * @param outdir directory that receives `index.mjs` and `index.mjs.map`
  */
 export function esbuildOptions(
+  name: string,
   entry: string,
   outdir: string,
   projectRoot: string = PROJECT_ROOT,
@@ -175,6 +237,7 @@ export function esbuildOptions(
     keepNames: BUNDLE_SETTINGS.keepNames,
     mainFields: [...BUNDLE_SETTINGS.mainFields],
     external: [...BUNDLE_SETTINGS.external],
+    define: bundleDefines(name),
     banner: { js: BUNDLE_SETTINGS.banner },
     logLevel: 'warning',
   };

@@ -1,16 +1,117 @@
-import { Tiktoken } from 'js-tiktoken/lite';
-import cl100k from 'js-tiktoken/ranks/cl100k_base';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
+import * as z from 'zod';
+import { ConfigError } from '../errors.js';
 
 /**
- * Token counting with a maintained BPE tokenizer (js-tiktoken, `cl100k_base` ranks shipped in
- * the package: no download at run time). Bedrock models use their own tokenizers; cl100k is a
- * close, model-neutral estimate used for budgets, not for billing.
+ * Token counting with a maintained BPE tokenizer (js-tiktoken's `Tiktoken` over the
+ * `cl100k_base` ranks). Bedrock models use their own tokenizers; cl100k is a close,
+ * model-neutral estimate used for budgets, not for billing.
+ *
+ * The ranks (≈1 MB) are data, not code, and are loaded once, at the first {@link countTokens},
+ * from {@link tokenizerRanksFile}:
+ * - the JSON file named by `CLD_TOKENIZER_RANKS`, when set;
+ * - else, in a function bundle, the asset's `tokenizer/cl100k_base.json` next to `index.mjs`
+ *   (written by the bundling hook, infra/lib/bundling.ts), so the ranks are neither in the bundle
+ *   nor parsed at import;
+ * - else (dev, tests, the CLI) js-tiktoken's own `js-tiktoken/ranks/cl100k_base` module, required
+ *   at run time. That module is left out of every bundle (an opaque `createRequire` call, and
+ *   external in the bundle options), and a bundle never takes this branch.
  */
+
+/** Environment variable naming the ranks file (JSON of js-tiktoken's `TiktokenBPE`). */
+export const TOKENIZER_RANKS_ENV = 'CLD_TOKENIZER_RANKS';
+
+/** The module the ranks come from outside a bundle when {@link TOKENIZER_RANKS_ENV} is not set. */
+export const RANKS_MODULE = 'js-tiktoken/ranks/cl100k_base';
+
+/** Where a function's asset holds the ranks, relative to its `index.mjs`. */
+export const BUNDLED_RANKS_FILE = 'tokenizer/cl100k_base.json';
+
+/**
+ * The ranks file to read: `env.CLD_TOKENIZER_RANKS` when set; in a function bundle (where
+ * esbuild's `define` sets `process.env.CLD_BUNDLE_FUNCTION`, shared/runtime/compose.ts) the
+ * asset's {@link BUNDLED_RANKS_FILE} beside the bundle; otherwise undefined (use the module).
+ */
+export function tokenizerRanksFile(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string | undefined {
+  const configured = env[TOKENIZER_RANKS_ENV];
+  if (configured !== undefined && configured !== '') return configured;
+  if (process.env.CLD_BUNDLE_FUNCTION !== undefined)
+    return fileURLToPath(new URL(`./${BUNDLED_RANKS_FILE}`, import.meta.url));
+  return undefined;
+}
+
+/**
+ * Shape of a ranks file: js-tiktoken's `TiktokenBPE` (the regex of pre-tokenisation, special
+ * tokens by id, and the ranks as js-tiktoken's compact base64 text).
+ */
+export const TiktokenRanksSchema = z.object({
+  pat_str: z.string().min(1),
+  special_tokens: z.record(z.string(), z.number().int().nonnegative()),
+  bpe_ranks: z.string().min(1),
+});
+
+/**
+ * The `cl100k_base` ranks: from {@link tokenizerRanksFile} when there is one (read synchronously
+ * and validated), else from {@link RANKS_MODULE}.
+ * @param env environment to read `CLD_TOKENIZER_RANKS` from (default `process.env`)
+ * @throws ConfigError naming `CLD_TOKENIZER_RANKS` when the file cannot be read, is not JSON or
+ *   is not a ranks object; ConfigError when there is no file and the module cannot be loaded
+ */
+export function loadTokenizerRanks(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): TiktokenBPE {
+  const file = tokenizerRanksFile(env);
+  if (file === undefined) return ranksFromModule();
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`${TOKENIZER_RANKS_ENV}: cannot read ${file}`, { cause: error });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`${TOKENIZER_RANKS_ENV}: ${file} is not JSON`, { cause: error });
+  }
+  const parsed = TiktokenRanksSchema.safeParse(json);
+  if (!parsed.success)
+    throw new ConfigError(
+      `${TOKENIZER_RANKS_ENV}: ${file} is not a tokenizer ranks file: ${z.prettifyError(parsed.error)}`,
+    );
+  return parsed.data;
+}
+
+function ranksFromModule(): TiktokenBPE {
+  // `requireRanks`, not `require`: esbuild leaves the call alone, so the ranks never enter a bundle.
+  const requireRanks = createRequire(import.meta.url);
+  let loaded: unknown;
+  try {
+    loaded = requireRanks(RANKS_MODULE);
+  } catch (error) {
+    throw new ConfigError(`${TOKENIZER_RANKS_ENV} is not set and ${RANKS_MODULE} cannot be loaded`, {
+      cause: error,
+    });
+  }
+  const parsed = TiktokenRanksSchema.safeParse(loaded);
+  if (!parsed.success) throw new ConfigError(`${RANKS_MODULE} does not export tokenizer ranks`);
+  return parsed.data;
+}
+
 let encoder: Tiktoken | undefined;
 
-/** Number of tokens in `text` (0 for the empty string). */
+/**
+ * Number of `cl100k_base` tokens in `text` (0 for the empty string). The first non-empty call
+ * loads the ranks ({@link loadTokenizerRanks} over `process.env`) and builds the encoder.
+ * @throws ConfigError when the ranks cannot be loaded (see {@link loadTokenizerRanks})
+ */
 export function countTokens(text: string): number {
   if (text.length === 0) return 0;
-  encoder ??= new Tiktoken(cl100k);
+  encoder ??= new Tiktoken(loadTokenizerRanks());
   return encoder.encode(text).length;
 }

@@ -1,34 +1,37 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { z } from 'zod';
+import * as z from 'zod';
 import { defaultCatalog } from '../catalog/catalog.js';
+import { TOKENIZER_RANKS_ENV, tokenizerRanksFile } from '../context/tokens.js';
 import { type Limits, LimitsSchema } from '../domain/limits.js';
 import { ConfigError } from '../errors.js';
-import { BedrockChatModel, createBedrockClient } from '../llm/bedrock.js';
-import { OfflineChatModel } from '../llm/offline.js';
-import type { ChatModel } from '../llm/port.js';
+import type { ChatModel, ConverseResponse } from '../llm/port.js';
 import type { Actor, Policy } from '../policy/port.js';
 import { builtinPolicy, selectPolicy } from '../policy/select.js';
-import { createDynamoDBClient, DynamoDBProjectionStore } from '../projections/dynamodb.js';
-import { dynamoDBIdempotencyLayer, LocalPersistenceLayer } from '../projections/idempotency.js';
 import { LocalProjectionStore } from '../projections/local.js';
 import type { ProjectionStore } from '../projections/port.js';
 import { UnconfiguredPersistenceLayer, UnconfiguredProjectionStore } from '../projections/unconfigured.js';
 import { ResourceIndex } from '../resources/resource-index.js';
-import { MiniSearchIndex } from '../search/minisearch-index.js';
+import type { ChunkSearch, SearchHit } from '../search/port.js';
 import { HashingEmbedder } from '../search/similarity.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import type { StorageInterface } from '../storage/port.js';
 import { createS3Client, S3Storage } from '../storage/s3.js';
-import { readTool } from '../tools/read.js';
-import { searchTool } from '../tools/search.js';
+import type { ToolImplementation } from '../tools/port.js';
 import type { Deps } from './deps.js';
 
 /**
  * Composition roots. Config is parsed once, at init, with zod: a bad variable fails the cold
  * start with its name. With `CLD_BUCKET` set the adapters are AWS's (S3, Bedrock when
- * `CLD_MODEL_ID` is set); without it, the embedded default (filesystem under `CLD_DATA_DIR`).
+ * `CLD_MODEL_ID` is set, DynamoDB when `CLD_TABLE` is set); without it, the embedded default
+ * (filesystem under `CLD_DATA_DIR`).
+ *
+ * A function composes only what its code path uses ({@link FUNCTION_USES}, keyed by
+ * `CLD_FUNCTION`): the adapters it does not use are loaded with `import()` only on the branches
+ * that use them, so the cold start of a function never evaluates them, and its bundle leaves them
+ * out altogether (see {@link BUNDLED_FUNCTION}).
  */
 export const EnvSchema = z.object({
   /** Resources bucket; set in AWS by the stack. */
@@ -55,6 +58,14 @@ export const EnvSchema = z.object({
     .optional(),
   /** Directory of compiled policy bundles overriding CLD_POLICY_DIR for `.wasm` files (e.g. policies/dist). */
   CLD_POLICY_WASM_DIR: z.string().min(1).optional(),
+  /**
+   * The tokenizer's `cl100k_base` ranks as a JSON file, read at the first token count
+   * (shared/context/tokens.ts). Absent → in a function bundle the asset's
+   * `tokenizer/cl100k_base.json` beside `index.mjs` (in Lambda `/var/task/tokenizer/cl100k_base.json`,
+   * written by the bundling hook), elsewhere js-tiktoken's ranks module. The file is checked to
+   * exist at init.
+   */
+  [TOKENIZER_RANKS_ENV]: z.string().min(1).optional(),
 });
 export type Env = z.infer<typeof EnvSchema>;
 
@@ -83,42 +94,217 @@ export function parseLimits(json: string | undefined, overrides: Partial<Limits>
   return parsed.data;
 }
 
-/** The model for a config: Bedrock when a model id is configured, otherwise offline. */
-export function modelFor(env: Env): ChatModel {
-  if (!env.CLD_MODEL_ID) return new OfflineChatModel();
-  return new BedrockChatModel({
-    client: createBedrockClient({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) }),
-    modelId: env.CLD_MODEL_ID,
-  });
+/**
+ * What a function's code path uses of the Deps beyond resources, policy, catalog and logger.
+ * What it does not use is not composed: its Deps member fails with a ConfigError naming the
+ * function when called (a bug in this table, never a silent fallback).
+ */
+export interface FunctionUses {
+  /** Calls the chat model (`deps.model`): Bedrock with `CLD_MODEL_ID`, otherwise the offline model. */
+  model: boolean;
+  /** Runs tools: `deps.search` (the chunk index, opened at cold start) and `deps.tools` (`search`, `read`). */
+  tools: boolean;
+  /**
+   * Uses the projections (`deps.projections`: counters, budgets; `deps.idempotency`): DynamoDB
+   * with `CLD_BUCKET` and `CLD_TABLE`, the local store and layer without `CLD_BUCKET`.
+   */
+  table: boolean;
+}
+
+/** What an unknown function, `local` or no `CLD_FUNCTION` gets: everything (the embedded default). */
+export const EVERYTHING: Readonly<FunctionUses> = { model: true, tools: true, table: true };
+
+/**
+ * What each function uses, from its code path: plan and assistant call the model (shared/domain/
+ * plan.ts, assistant.ts); only the tool step reads `deps.search` and `deps.tools`
+ * (shared/domain/tool.ts) — the assistant elects assistants by `deps.embedder` over the catalog,
+ * not by the chunk index; counters and budgets are the plan and assistant steps', idempotency the
+ * reply step's, and the dead-letter step counts the failed task's output. `model` and `table`
+ * agree with the function table's `model` and `table` (infra/lib/functions.ts; asserted by
+ * test/infra/bundles.test.ts), which grant `CLD_MODEL_ID` and `CLD_TABLE`.
+ */
+export const FUNCTION_USES: Readonly<Record<string, Readonly<FunctionUses>>> = {
+  plan: { model: true, tools: false, table: true },
+  assistant: { model: true, tools: false, table: true },
+  tool: { model: false, tools: true, table: false },
+  reply: { model: false, tools: false, table: true },
+  http: { model: false, tools: false, table: false },
+  slack: { model: false, tools: false, table: false },
+  teams: { model: false, tools: false, table: false },
+  deadletter: { model: false, tools: false, table: true },
+};
+
+/** What function `name` uses ({@link FUNCTION_USES}; {@link EVERYTHING} for others and undefined). */
+export function functionUses(name: string | undefined): Readonly<FunctionUses> {
+  if (name !== undefined && Object.hasOwn(FUNCTION_USES, name)) return FUNCTION_USES[name] ?? EVERYTHING;
+  return EVERYTHING;
 }
 
 /**
- * The projection store and idempotency layer for a config: DynamoDB (one client for both) when
- * `CLD_BUCKET` and `CLD_TABLE` are set; with `CLD_BUCKET` alone (a function the stack grants no
- * table, such as the tool step) ones that fail with a ConfigError naming `CLD_TABLE` when used;
- * otherwise the local store and layer persisted under `<CLD_DATA_DIR>/projections`.
+ * Build-time constants of a function bundle: the expressions {@link bundleDefines} has esbuild's
+ * `define` (infra/lib/bundling.ts) replace with string literals. A guard such as
+ * `process.env.CLD_BUNDLE_MODEL !== 'false'` thereby becomes a constant, and the branch it guards
+ * — with the modules only that branch `import()`s, and the AWS SDK clients those modules import —
+ * is left out of the function's bundle. (An `import()` alone would not keep an SDK client from
+ * loading at cold start: esbuild hoists a bundled module's imports of external packages to the
+ * top of the bundle. The guards are written out at each branch because esbuild folds them there,
+ * but does not inline a `const` holding them in a module that has imports.) Outside a bundle
+ * (tsx, vitest) the variables are unset: every adapter is available and `CLD_FUNCTION` alone
+ * decides.
  */
-export function projectionsFor(env: Env): {
-  projections: ProjectionStore;
-  idempotency: BasePersistenceLayer;
-} {
-  if (env.CLD_BUCKET && env.CLD_TABLE) {
-    const client = createDynamoDBClient({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
-    return {
-      projections: new DynamoDBProjectionStore({ client, tableName: env.CLD_TABLE }),
-      idempotency: dynamoDBIdempotencyLayer({ client, tableName: env.CLD_TABLE }),
-    };
-  }
-  if (env.CLD_BUCKET)
-    return {
-      projections: new UnconfiguredProjectionStore(),
-      idempotency: new UnconfiguredPersistenceLayer(),
-    };
-  const dir = join(env.CLD_DATA_DIR, 'projections');
-  return { projections: new LocalProjectionStore(dir), idempotency: new LocalPersistenceLayer(dir) };
+const BUNDLE_VARIABLES = {
+  function: 'process.env.CLD_BUNDLE_FUNCTION',
+  model: 'process.env.CLD_BUNDLE_MODEL',
+  tools: 'process.env.CLD_BUNDLE_TOOLS',
+  table: 'process.env.CLD_BUNDLE_TABLE',
+} as const;
+
+/** The function this code was bundled for (`process.env.CLD_BUNDLE_FUNCTION`); undefined outside a bundle. */
+const BUNDLED_FUNCTION: string | undefined = process.env.CLD_BUNDLE_FUNCTION;
+
+/**
+ * esbuild `define` entries (expression → JSON literal) for the bundle of function `name`: its
+ * name and, from {@link functionUses}, which adapters it keeps. Used by infra/lib/bundling.ts.
+ */
+export function bundleDefines(name: string): Record<string, string> {
+  const uses = functionUses(name);
+  return {
+    [BUNDLE_VARIABLES.function]: JSON.stringify(name),
+    [BUNDLE_VARIABLES.model]: JSON.stringify(String(uses.model)),
+    [BUNDLE_VARIABLES.tools]: JSON.stringify(String(uses.tools)),
+    [BUNDLE_VARIABLES.table]: JSON.stringify(String(uses.table)),
+  };
 }
 
-/** Shared assembly of Deps from a storage (with or without notifications) and an index storage. */
+function notUsed(fn: string | undefined, what: string): ConfigError {
+  return new ConfigError(
+    `${fn ?? 'this function'} does not use ${what} (shared/runtime/compose.ts FUNCTION_USES), so none was composed`,
+  );
+}
+
+/** `deps.model` of a function that does not call the model. */
+class UnusedChatModel implements ChatModel {
+  readonly name = 'none';
+  readonly #fn: string | undefined;
+  constructor(fn: string | undefined) {
+    this.#fn = fn;
+  }
+  converse(): Promise<ConverseResponse> {
+    return Promise.reject(notUsed(this.#fn, 'the chat model'));
+  }
+}
+
+/** `deps.search` of a function that does not run tools. */
+class UnusedSearch implements ChunkSearch {
+  readonly #fn: string | undefined;
+  constructor(fn: string | undefined) {
+    this.#fn = fn;
+  }
+  search(): Promise<SearchHit[]> {
+    return Promise.reject(notUsed(this.#fn, 'the chunk index'));
+  }
+}
+
+/**
+ * Loads and builds the model for a config now: Bedrock when `CLD_MODEL_ID` is set (client in
+ * `AWS_REGION`), otherwise the offline model.
+ * @throws ConfigError when the code was bundled without the model adapters, or for invalid
+ *   Bedrock options
+ */
+export async function loadModel(env: Pick<Env, 'CLD_MODEL_ID' | 'AWS_REGION'>): Promise<ChatModel> {
+  if (process.env.CLD_BUNDLE_MODEL !== 'false') {
+    if (!env.CLD_MODEL_ID) {
+      const { OfflineChatModel } = await import('../llm/offline.js');
+      return new OfflineChatModel();
+    }
+    const { BedrockChatModel, createBedrockClient } = await import('../llm/bedrock.js');
+    return new BedrockChatModel({
+      client: createBedrockClient({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) }),
+      modelId: env.CLD_MODEL_ID,
+    });
+  }
+  throw notUsed(BUNDLED_FUNCTION, 'the chat model');
+}
+
+/**
+ * The model for a config, for the CLI (synchronous): named now (`bedrock:<CLD_MODEL_ID>` or
+ * `offline`, as the adapters name themselves), loaded by {@link loadModel} at its first
+ * `converse`, whose errors that call rejects with.
+ */
+export function modelFor(env: Env): ChatModel {
+  let loaded: Promise<ChatModel> | undefined;
+  return {
+    name: env.CLD_MODEL_ID ? `bedrock:${env.CLD_MODEL_ID}` : 'offline',
+    converse: async (request) => {
+      loaded ??= loadModel(env);
+      return (await loaded).converse(request);
+    },
+  };
+}
+
+/**
+ * The projection store and idempotency layer for a config and what the function uses: for a
+ * function that uses the projections, DynamoDB (one client for both) when `CLD_BUCKET` and
+ * `CLD_TABLE` are set; with `CLD_BUCKET` alone ones that fail with a ConfigError naming
+ * `CLD_TABLE` when used; otherwise the local store and layer persisted under
+ * `<CLD_DATA_DIR>/projections`. A function that does not use them (the tool step, the HTTP,
+ * Slack and Teams functions, to which the stack grants no table) gets the failing ones in every
+ * mode.
+ * @throws ConfigError when `uses.table` and the code was bundled without the projections adapters
+ */
+export async function projectionsFor(
+  env: Env,
+  uses: Readonly<FunctionUses> = EVERYTHING,
+): Promise<{ projections: ProjectionStore; idempotency: BasePersistenceLayer }> {
+  if (process.env.CLD_BUNDLE_TABLE !== 'false' && uses.table) {
+    if (env.CLD_BUCKET && env.CLD_TABLE) {
+      const [{ createDynamoDBClient, DynamoDBProjectionStore }, { dynamoDBIdempotencyLayer }] =
+        await Promise.all([import('../projections/dynamodb.js'), import('../projections/idempotency.js')]);
+      const client = createDynamoDBClient({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
+      return {
+        projections: new DynamoDBProjectionStore({ client, tableName: env.CLD_TABLE }),
+        idempotency: dynamoDBIdempotencyLayer({ client, tableName: env.CLD_TABLE }),
+      };
+    }
+    if (!env.CLD_BUCKET) {
+      const { LocalPersistenceLayer } = await import('../projections/idempotency.js');
+      const dir = join(env.CLD_DATA_DIR, 'projections');
+      return { projections: new LocalProjectionStore(dir), idempotency: new LocalPersistenceLayer(dir) };
+    }
+  } else if (uses.table) {
+    throw notUsed(BUNDLED_FUNCTION, 'the projections');
+  }
+  return { projections: new UnconfiguredProjectionStore(), idempotency: new UnconfiguredPersistenceLayer() };
+}
+
+/**
+ * The chunk index on `indexStorage` and the tool implementations, loaded now.
+ * @throws ConfigError when the code was bundled without them
+ */
+async function loadTools(
+  indexStorage: StorageInterface,
+): Promise<{ search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> }> {
+  if (process.env.CLD_BUNDLE_TOOLS !== 'false') {
+    const [{ MiniSearchIndex }, { searchTool }, { readTool }] = await Promise.all([
+      import('../search/minisearch-index.js'),
+      import('../tools/search.js'),
+      import('../tools/read.js'),
+    ]);
+    return {
+      search: await MiniSearchIndex.open(indexStorage),
+      tools: new Map([searchTool, readTool].map((tool) => [tool.name, tool])),
+    };
+  }
+  throw notUsed(BUNDLED_FUNCTION, 'tools');
+}
+
+/**
+ * Shared assembly of Deps from a storage (with or without notifications) and an index storage:
+ * seeds the catalog (create-only puts, concurrently; no-ops once stored) and, when the function
+ * runs tools, opens the chunk index.
+ * @throws ConfigError when `uses.tools` and the code was bundled without them; what the storage
+ *   or the policy throws while seeding
+ */
 export async function assembleDeps(options: {
   storage: StorageInterface;
   indexStorage: StorageInterface;
@@ -132,30 +318,65 @@ export async function assembleDeps(options: {
   now?: () => Date;
   /** Policy gate of every get/list/put; default: the built-in evaluator over every rule. */
   policy?: Policy;
+  /** What the function uses (default: everything); without `tools`, no index is opened. */
+  uses?: Readonly<FunctionUses>;
+  /** The function's name, for the errors of what it does not use. */
+  function?: string;
 }): Promise<Deps> {
+  const uses = options.uses ?? EVERYTHING;
   const resources = new ResourceIndex(options.storage, options.policy ?? builtinPolicy());
   const catalog = defaultCatalog();
-  for (const resource of [...catalog.assistants, ...catalog.tools])
-    await resources.put(SYSTEM_ACTOR, resource);
-  const search = await MiniSearchIndex.open(options.indexStorage);
+  await Promise.all(
+    [...catalog.assistants, ...catalog.tools].map((resource) => resources.put(SYSTEM_ACTOR, resource)),
+  );
+  let tools: { search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> };
+  if (uses.tools) tools = await loadTools(options.indexStorage);
+  else tools = { search: new UnusedSearch(options.function), tools: new Map() };
   return {
     resources,
     model: options.model,
     embedder: new HashingEmbedder(),
-    search,
-    tools: new Map([searchTool, readTool].map((tool) => [tool.name, tool])),
+    search: tools.search,
+    tools: tools.tools,
     catalog,
     limits: options.limits,
     projections: options.projections ?? new LocalProjectionStore(),
-    idempotency: options.idempotency ?? new LocalPersistenceLayer(),
+    idempotency: options.idempotency ?? (await defaultIdempotency()),
     logger: options.logger,
     now: options.now ?? (() => new Date()),
   };
 }
 
-/** Builds Deps from the environment (Lambda cold start). @throws ConfigError */
+async function defaultIdempotency(): Promise<BasePersistenceLayer> {
+  if (process.env.CLD_BUNDLE_TABLE !== 'false') {
+    const { LocalPersistenceLayer } = await import('../projections/idempotency.js');
+    return new LocalPersistenceLayer();
+  }
+  return new UnconfiguredPersistenceLayer();
+}
+
+/**
+ * Builds Deps from the environment (Lambda cold start), composing only what `CLD_FUNCTION`
+ * uses ({@link functionUses}).
+ * @throws ConfigError for an invalid variable, a tokenizer ranks file that does not exist,
+ *   a `CLD_FUNCTION` other than the function the code was bundled for, or a policy bundle that
+ *   does not load
+ */
 export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.env): Promise<Deps> {
   const env = parseEnv(environment);
+  if (
+    BUNDLED_FUNCTION !== undefined &&
+    env.CLD_FUNCTION !== undefined &&
+    env.CLD_FUNCTION !== BUNDLED_FUNCTION
+  )
+    throw new ConfigError(`CLD_FUNCTION is ${env.CLD_FUNCTION}, but this is the ${BUNDLED_FUNCTION} bundle`);
+  const fn = env.CLD_FUNCTION ?? BUNDLED_FUNCTION;
+  const uses = functionUses(fn);
+  const ranks = tokenizerRanksFile(env);
+  if (ranks !== undefined && !existsSync(ranks))
+    throw new ConfigError(
+      `tokenizer ranks ${ranks} do not exist (${TOKENIZER_RANKS_ENV}, shared/context/tokens.ts)`,
+    );
   const logger = new Logger({
     serviceName: 'cld',
     ...(env.POWERTOOLS_LOG_LEVEL ? { logLevel: env.POWERTOOLS_LOG_LEVEL } : {}),
@@ -176,28 +397,21 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
   if (env.CLD_BUCKET && !env.CLD_FUNCTION) {
     logger.warn('CLD_FUNCTION is not set: every rule of every function applies');
   }
+  const [model, projections] = await Promise.all([
+    uses.model ? loadModel(env) : new UnusedChatModel(fn),
+    projectionsFor(env, uses),
+  ]);
+  const common = { model, limits, logger, ...projections, policy, uses, ...(fn ? { function: fn } : {}) };
   if (env.CLD_BUCKET) {
     const client = createS3Client({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
     const storage = new S3Storage({ client, bucket: env.CLD_BUCKET });
-    return assembleDeps({
-      storage,
-      indexStorage: storage,
-      model: modelFor(env),
-      limits,
-      logger,
-      ...projectionsFor(env),
-      policy,
-    });
+    return assembleDeps({ storage, indexStorage: storage, ...common });
   }
   const root = env.CLD_DATA_DIR;
   return assembleDeps({
     storage: new FilesystemStorage(join(root, 'resources')),
     indexStorage: new FilesystemStorage(root),
-    model: modelFor(env),
-    limits,
-    logger,
-    ...projectionsFor(env),
-    policy,
+    ...common,
   });
 }
 

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -9,7 +10,13 @@ import {
   forbiddenInputs,
   isProvidedAtRuntime,
 } from '../../infra/lib/bundles.js';
-import { BUNDLE_FILE, PROJECT_ROOT, policyBundle } from '../../infra/lib/bundling.js';
+import {
+  BUNDLE_FILE,
+  PROJECT_ROOT,
+  policyBundle,
+  TOKENIZER_RANKS_FILE,
+  tokenizerRanksJson,
+} from '../../infra/lib/bundling.js';
 import { FUNCTIONS } from '../../infra/lib/functions.js';
 import rules from '../../policies/rules.json' with { type: 'json' };
 import { NAMES as RESOURCE_NAMES } from '../../shared/domain/common.js';
@@ -17,6 +24,7 @@ import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
 import { withMeta } from '../../shared/resources/meta.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
+import { FUNCTION_USES, functionUses } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { LOCAL_BUCKET } from '../../shared/runtime/local.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
@@ -43,7 +51,25 @@ const FIXTURE = join(PROJECT_ROOT, 'test', 'fixtures', 's3-object-created.json')
 const REQUEST_FIXTURE = join(PROJECT_ROOT, 'test', 'infra', 'fixtures', 'http-api-v2-request.json');
 const run = promisify(execFile);
 
+/**
+ * `node --import` hook: js-tiktoken's ranks are unresolvable, by `import()` (a module resolve hook)
+ * and by `require()`/`createRequire` (CommonJS resolution).
+ */
+const BLOCK_RANKS = `
+import Module, { register } from 'node:module';
+const resolveFilename = Module._resolveFilename;
+Module._resolveFilename = function (request, ...rest) {
+  if (request.startsWith('js-tiktoken/ranks')) throw new Error('blocked by the bundle test: ' + request);
+  return resolveFilename.call(this, request, ...rest);
+};
+const hook = 'export async function resolve(s, c, next) {' +
+  ' if (s.startsWith("js-tiktoken/ranks")) throw new Error("blocked by the bundle test: " + s);' +
+  ' return next(s, c); }';
+register('data:text/javascript,' + encodeURIComponent(hook));
+`;
+
 let work: string;
+let blocker: string;
 let synth: Synthesized;
 const assets = new Map<string, string>();
 
@@ -51,6 +77,8 @@ beforeAll(() => {
   const cache = join(PROJECT_ROOT, 'node_modules', '.cache');
   mkdirSync(cache, { recursive: true });
   work = mkdtempSync(join(cache, 'cld-infra-test-'));
+  blocker = join(work, 'block-ranks.mjs');
+  writeFileSync(blocker, BLOCK_RANKS);
   synth = synthesize({ bundle: true, outdir: join(work, 'cdk.out') });
   for (const resource of Object.values(synth.json.Resources)) {
     if (resource.Type !== 'AWS::Lambda::Function') continue;
@@ -93,7 +121,14 @@ async function invoke(
 ): Promise<Invocation> {
   const eventFile = join(work, `event-${name}-${Date.now()}-${Math.random().toString(16).slice(2)}.json`);
   writeFileSync(eventFile, JSON.stringify(event));
-  const { stdout } = await run(process.execPath, [INVOKER, join(assetOf(name), BUNDLE_FILE), eventFile], {
+  const args = [
+    '--import',
+    pathToFileURL(blocker).href,
+    INVOKER,
+    join(assetOf(name), BUNDLE_FILE),
+    eventFile,
+  ];
+  const { stdout } = await run(process.execPath, args, {
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? work,
@@ -113,10 +148,13 @@ async function invoke(
 }
 
 describe('synthesized function assets', () => {
-  it.each(NAMES)('%s: index.mjs, its source map and the policy bundle under policies/', (name) => {
+  it.each(
+    NAMES,
+  )('%s: index.mjs, its source map, the policy bundle under policies/ and the tokenizer ranks', (name) => {
     const dir = assetOf(name);
-    const expected = ['index.mjs', 'index.mjs.map', 'policies'];
+    const expected = ['index.mjs', 'index.mjs.map', 'policies', 'tokenizer'];
     expect(readdirSync(dir).sort()).toEqual(expected);
+    expect(readFileSync(join(dir, TOKENIZER_RANKS_FILE), 'utf8')).toBe(tokenizerRanksJson());
     const policy = policyBundle(name);
     expect(readFileSync(join(dir, 'policies', 'rules.json'))).toEqual(readFileSync(policy.rules));
     const files = readdirSync(join(dir, 'policies')).sort();
@@ -133,6 +171,37 @@ describe('synthesized function assets', () => {
     expect(inputs).toContain(FUNCTIONS[name].entry);
     const unprovided = externalImports(built.metafile).filter((specifier) => !isProvidedAtRuntime(specifier));
     expect(unprovided).toEqual([]);
+    expect(inputs.filter((input) => input.includes('js-tiktoken/dist/ranks/'))).toEqual([]);
+  });
+
+  it.each(NAMES)('%s: composes what the function table grants it (model, projections table)', (name) => {
+    const uses = functionUses(name);
+    expect(Object.hasOwn(FUNCTION_USES, name)).toBe(true);
+    expect(uses.model).toBe(FUNCTIONS[name].model);
+    expect(uses.table).toBe(FUNCTIONS[name].table.length > 0);
+  });
+
+  it.each(NAMES)('%s: carries only the adapters and AWS SDK clients it composes', async (name) => {
+    const built = await buildBundle(name, FUNCTIONS[name], join(work, 'adapters'));
+    // Sources with code in the bundle (metafile inputs may list files whose code was dropped).
+    const inputs = Object.values(built.metafile.outputs).flatMap((output) =>
+      Object.entries(output.inputs).flatMap(([input, { bytesInOutput }]) =>
+        bytesInOutput > 0 ? [input] : [],
+      ),
+    );
+    const externals = externalImports(built.metafile);
+    const uses = functionUses(name);
+    const has = (input: string) => inputs.includes(input);
+
+    expect(has('shared/storage/s3.ts') && externals.includes('@aws-sdk/client-s3')).toBe(true);
+    expect(has('shared/llm/bedrock.ts')).toBe(uses.model);
+    expect(has('shared/llm/offline.ts')).toBe(uses.model);
+    expect(externals.includes('@aws-sdk/client-bedrock-runtime')).toBe(uses.model);
+    expect(has('shared/projections/dynamodb.ts')).toBe(uses.table);
+    expect(has('shared/projections/idempotency.ts')).toBe(uses.table);
+    expect(externals.includes('@aws-sdk/client-dynamodb')).toBe(uses.table);
+    expect(has('shared/search/minisearch-index.ts')).toBe(uses.tools);
+    expect(inputs.some((input) => input.includes('node_modules/minisearch/'))).toBe(uses.tools);
   });
 });
 
@@ -158,6 +227,26 @@ describe('bundles in plain Node', () => {
     });
   });
 
+  it('the module hook of these runs makes js-tiktoken ranks unresolvable (by import and require)', async () => {
+    const probe = [
+      "import { createRequire } from 'node:module';",
+      'const outcomes = [];',
+      "try { createRequire(process.argv[1])('js-tiktoken/ranks/cl100k_base'); outcomes.push('required'); } catch (e) { outcomes.push(e.message); }",
+      "try { await import('js-tiktoken/ranks/cl100k_base'); outcomes.push('imported'); } catch (e) { outcomes.push(e.message); }",
+      "try { createRequire(process.argv[1])('js-tiktoken/lite'); outcomes.push('lite'); } catch (e) { outcomes.push(e.message); }",
+      'process.stdout.write(JSON.stringify(outcomes));',
+    ].join('\n');
+    const args = ['--import', pathToFileURL(blocker).href, '--input-type=module', '-e', probe];
+    const { stdout } = await run(process.execPath, [...args, join(PROJECT_ROOT, 'package.json')], {
+      cwd: PROJECT_ROOT,
+    });
+
+    const [required, imported, lite] = JSON.parse(stdout) as string[];
+    expect(required).toMatch(/blocked by the bundle test: js-tiktoken\/ranks\/cl100k_base/);
+    expect(imported).toMatch(/blocked by the bundle test: js-tiktoken\/ranks\/cl100k_base/);
+    expect(lite).toBe('lite');
+  });
+
   it('plan → assistant → tool run a question through the three bundles on local adapters', async () => {
     const dataDir = mkdtempSync(join(work, 'data-'));
     const storage = new FilesystemStorage(join(dataDir, 'resources'));
@@ -179,8 +268,17 @@ describe('bundles in plain Node', () => {
     expect(taskKeys).toHaveLength(1);
     const task = (taskKeys[0] as string).replace(/\.json$/, '');
 
-    const turned = await invoke('assistant', await eventFor(task), dataDir);
+    // The assistant counts tokens (context window, offline model) from the ranks file CLD_TOKENIZER_RANKS names.
+    const turned = await invoke('assistant', await eventFor(task), dataDir, {
+      CLD_TOKENIZER_RANKS: join(assetOf('assistant'), TOKENIZER_RANKS_FILE),
+    });
     expect(turned).toMatchObject({ ok: true, result: { action: 'tool-calls' } });
+    const turn = JSON.parse((await storage.get(keyOf(turned.result?.urn as string))).toString('utf8')) as {
+      window: { tokens: number };
+      usage: { inputTokens: number };
+    };
+    expect(turn.window.tokens).toBeGreaterThan(0);
+    expect(turn.usage.inputTokens).toBeGreaterThan(0);
     const calls = (await storage.findByPrefix(`${task}/`)).filter((key) =>
       /\/tool\.Call\.[0-9a-f]+\.json$/.test(key),
     );
@@ -193,6 +291,34 @@ describe('bundles in plain Node', () => {
     const written = (await storage.findByPrefix(`${task}/`)).filter((key) => !before.has(key));
     expect(written).toHaveLength(1);
     expect(written[0]).toMatch(/\/common\.Message\.[0-9a-f]+\.json$/);
+  });
+});
+
+describe('tokenizer ranks in plain Node', () => {
+  it('the assistant bundle counts tokens from the ranks beside it when CLD_TOKENIZER_RANKS is unset', async () => {
+    const dataDir = mkdtempSync(join(work, 'data-'));
+    const storage = new FilesystemStorage(join(dataDir, 'resources'));
+    const resources = new ResourceIndex(storage, new RulesPolicy(rules));
+    const started = await startConversation(resources, {
+      user: 'bundle-test',
+      channel: { kind: 'cli' },
+      content: 'How do I match only keys with a given prefix in an event rule?',
+      conversationName: 'bundle-ranks',
+    });
+    const eventFor = async (urn: string) =>
+      s3ObjectCreatedEvent(LOCAL_BUCKET, keyOf(urn), (await storage.get(keyOf(urn))).length);
+    expect(await invoke('plan', await eventFor(started.message), dataDir)).toMatchObject({ ok: true });
+    const task = (await storage.findByPrefix(`${started.message}/`))
+      .find((key) => /^\/plan\.Task\.[0-9a-f]+\.json$/.test(key.slice(started.message.length)))
+      ?.replace(/\.json$/, '') as string;
+
+    const turned = await invoke('assistant', await eventFor(task), dataDir);
+
+    expect(turned).toMatchObject({ ok: true, result: { action: 'tool-calls' } });
+    const turn = JSON.parse((await storage.get(keyOf(turned.result?.urn as string))).toString('utf8')) as {
+      window: { tokens: number };
+    };
+    expect(turn.window.tokens).toBeGreaterThan(0);
   });
 });
 

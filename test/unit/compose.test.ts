@@ -1,0 +1,173 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { writeTokenizerRanks } from '../../infra/lib/bundling.js';
+import { ConfigError } from '../../shared/errors.js';
+import {
+  bundleDefines,
+  composeFromEnv,
+  EVERYTHING,
+  FUNCTION_USES,
+  functionUses,
+  loadModel,
+  modelFor,
+  parseEnv,
+  SYSTEM_ACTOR,
+} from '../../shared/runtime/compose.js';
+import type { Deps } from '../../shared/runtime/deps.js';
+
+/**
+ * The composition root composes only what a function uses (FUNCTION_USES, keyed by
+ * CLD_FUNCTION): what it does not use fails loudly with a ConfigError naming the function, and the
+ * rest works — here against the embedded default adapters (filesystem under a temp directory).
+ */
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function compose(env: Record<string, string>): Promise<Deps> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'cld-compose-'));
+  dirs.push(dataDir);
+  return composeFromEnv({ CLD_DATA_DIR: dataDir, POWERTOOLS_LOG_LEVEL: 'SILENT', ...env });
+}
+
+const CONVERSATION = 'cld:common.Conversation.0123456789abcdef';
+const REQUEST = { messages: [{ role: 'user' as const, content: [{ text: 'What is a bucket policy?' }] }] };
+
+describe('functionUses', () => {
+  it.each(Object.entries(FUNCTION_USES))('%s: its entry of the table', (name, uses) => {
+    expect(functionUses(name)).toEqual(uses);
+  });
+
+  it.each([
+    undefined,
+    'local',
+    'a-function-added-later',
+    'constructor',
+    'toString',
+  ])('gives everything to %s', (name) => {
+    expect(functionUses(name)).toEqual(EVERYTHING);
+  });
+
+  it('esbuild defines name the function and what it keeps, as JSON string literals', () => {
+    expect(bundleDefines('tool')).toEqual({
+      'process.env.CLD_BUNDLE_FUNCTION': '"tool"',
+      'process.env.CLD_BUNDLE_MODEL': '"false"',
+      'process.env.CLD_BUNDLE_TOOLS': '"true"',
+      'process.env.CLD_BUNDLE_TABLE': '"false"',
+    });
+    expect(bundleDefines('plan')['process.env.CLD_BUNDLE_MODEL']).toBe('"true"');
+  });
+});
+
+describe('composeFromEnv by CLD_FUNCTION', () => {
+  it.each(['http', 'slack', 'teams'])('%s: storage and catalog only', async (fn) => {
+    const deps = await compose({ CLD_FUNCTION: fn });
+
+    const tool = deps.catalog.tools[0];
+    expect((await deps.resources.get(SYSTEM_ACTOR, tool?.meta.id as string)).meta.id).toBe(tool?.meta.id);
+    const unused = [
+      deps.model.converse(REQUEST),
+      deps.search.search('bucket'),
+      deps.projections.get({ conversation: CONVERSATION, name: 'budget' }),
+    ];
+    for (const call of unused) await expect(call).rejects.toBeInstanceOf(ConfigError);
+    await expect(deps.model.converse(REQUEST)).rejects.toThrow(`${fn} does not use the chat model`);
+    await expect(deps.search.search('bucket')).rejects.toThrow(`${fn} does not use the chunk index`);
+    expect(deps.tools.size).toBe(0);
+  });
+
+  it('tool: the chunk index and the tool implementations, no model', async () => {
+    const deps = await compose({ CLD_FUNCTION: 'tool' });
+
+    expect(await deps.search.search('bucket policy')).toEqual([]);
+    expect([...deps.tools.keys()].sort()).toEqual(['read', 'search']);
+    await expect(deps.model.converse(REQUEST)).rejects.toThrow('tool does not use the chat model');
+  });
+
+  it.each(['plan', 'assistant'])('%s: the model and the projections, no chunk index', async (fn) => {
+    const deps = await compose({ CLD_FUNCTION: fn });
+
+    expect(deps.model.name).toBe('offline');
+    expect((await deps.model.converse(REQUEST)).output.message.role).toBe('assistant');
+    const applied = await deps.projections.applyOnce({ conversation: CONVERSATION, name: 'budget' }, 'm1', {
+      modelCalls: 1,
+    });
+    expect(applied.applied).toBe(true);
+    expect((await deps.projections.get({ conversation: CONVERSATION, name: 'budget' }))?.values).toEqual({
+      modelCalls: 1,
+    });
+    await expect(deps.search.search('bucket')).rejects.toThrow(`${fn} does not use the chunk index`);
+  });
+
+  it('no CLD_FUNCTION: everything (the embedded default)', async () => {
+    const deps = await compose({});
+
+    expect(deps.model.name).toBe('offline');
+    expect(await deps.search.search('bucket')).toEqual([]);
+    expect(deps.tools.size).toBe(2);
+  });
+
+  it('fails the cold start when CLD_TOKENIZER_RANKS names a file that does not exist', async () => {
+    const missing = join(tmpdir(), 'cld-no-such-dir', 'cl100k_base.json');
+
+    const composing = compose({ CLD_FUNCTION: 'assistant', CLD_TOKENIZER_RANKS: missing });
+
+    await expect(composing).rejects.toBeInstanceOf(ConfigError);
+    await expect(compose({ CLD_TOKENIZER_RANKS: missing })).rejects.toThrow(missing);
+  });
+});
+
+describe('composeFromEnv in a function bundle', () => {
+  it('refuses a CLD_FUNCTION other than the function it was bundled for', async () => {
+    // What esbuild's define makes a literal in a bundle is read at module load outside one.
+    vi.stubEnv('CLD_BUNDLE_FUNCTION', 'tool');
+    vi.resetModules();
+    try {
+      const bundled = await import('../../shared/runtime/compose.js');
+      const dataDir = mkdtempSync(join(tmpdir(), 'cld-compose-'));
+      dirs.push(dataDir);
+
+      const composing = bundled.composeFromEnv({ CLD_DATA_DIR: dataDir, CLD_FUNCTION: 'assistant' });
+
+      await expect(composing).rejects.toThrow('CLD_FUNCTION is assistant, but this is the tool bundle');
+      // Outside an asset the ranks beside the bundle are missing: the cold start says so.
+      await expect(
+        bundled.composeFromEnv({ CLD_DATA_DIR: dataDir, POWERTOOLS_LOG_LEVEL: 'SILENT' }),
+      ).rejects.toThrow(/tokenizer ranks .*tokenizer\/cl100k_base\.json do not exist/);
+      const own = await bundled.composeFromEnv({
+        CLD_DATA_DIR: dataDir,
+        CLD_TOKENIZER_RANKS: writeTokenizerRanks(dataDir),
+        POWERTOOLS_LOG_LEVEL: 'SILENT',
+      });
+      expect([...own.tools.keys()].sort()).toEqual(['read', 'search']);
+      await expect(own.model.converse(REQUEST)).rejects.toThrow('tool does not use the chat model');
+    } finally {
+      vi.unstubAllEnvs();
+      vi.resetModules();
+    }
+  });
+});
+
+describe('models', () => {
+  it.each([
+    ['offline', {}],
+    ['Bedrock', { CLD_MODEL_ID: 'anthropic.claude-3-haiku-20240307-v1:0', AWS_REGION: 'eu-west-1' }],
+  ])('modelFor names the %s model as the loaded adapter does', async (_kind, env) => {
+    const parsed = parseEnv(env);
+
+    expect(modelFor(parsed).name).toBe((await loadModel(parsed)).name);
+  });
+
+  it('modelFor loads the adapter at the first call', async () => {
+    const model = modelFor(parseEnv({}));
+
+    const response = await model.converse(REQUEST);
+
+    expect(response.output.message.content.length).toBeGreaterThan(0);
+    expect(response.usage.inputTokens).toBeGreaterThan(0);
+  });
+});
