@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseChannelConfig } from '../shared/channels/config.js';
 import { createChannels, provideChannels } from '../shared/channels/context.js';
 import {

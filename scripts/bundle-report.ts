@@ -3,7 +3,7 @@ import { isBuiltin } from 'node:module';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   BUNDLE_CACHE_DIR,
   type BuiltBundle,

@@ -1,5 +1,5 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { LimitsSchema } from '../../shared/domain/limits.js';
 import { ConfigError } from '../../shared/errors.js';
 import { FUNCTIONS } from './functions.js';

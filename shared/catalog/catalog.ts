@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { withMeta } from '../resources/meta.js';
 import { type Assistant, type Tool, ToolSchema } from '../resources/schemas.js';

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Reading API Gateway HTTP API (payload format 2.0) events: the raw body bytes that signatures

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { handler as httpHandler } from '../../functions/http/handler.js';
 import { handler as slackHandler } from '../../functions/slack/handler.js';
 import { handler as teamsHandler } from '../../functions/teams/handler.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { NAMES, outputUrn, type StepOutcome } from '../domain/common.js';
 import { ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import { type StartConversationInput, userActor } from '../runtime/conversation.js';

@@ -1,6 +1,6 @@
 import { Router, UnauthorizedError } from '@aws-lambda-powertools/event-handler/http';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { type StartConversationInput, startConversation } from '../runtime/conversation.js';
 import type { ChannelDeps, Channels } from './context.js';

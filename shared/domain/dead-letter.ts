@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { DeliveryFailedError, toErrorInfo, ValidationError } from '../errors.js';
 import { toResourcePut } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Per-conversation limits (DESIGN.md principle 6, "bounded by construction"). When a shape limit

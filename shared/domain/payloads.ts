@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import type { JsonValue, ToolSpec } from '../llm/port.js';
 import type { Limits } from './limits.js';

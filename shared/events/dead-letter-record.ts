@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { DeadLetterInput } from '../domain/dead-letter.js';
 import { ConfigError, ValidationError } from '../errors.js';
 import { toResourcePut } from './envelope.js';

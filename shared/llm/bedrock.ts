@@ -23,7 +23,7 @@ import {
   type ToolResultContentBlock as SdkToolResultContent,
 } from '@aws-sdk/client-bedrock-runtime';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError, ModelError } from '../errors.js';
 import type {
   ChatModel,

@@ -1,5 +1,5 @@
 import { loadPolicy } from '@open-policy-agent/opa-wasm';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError } from '../errors.js';
 import type { Decision, Policy, PolicyInput } from './port.js';
 import { compileRules } from './rules.js';

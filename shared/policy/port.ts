@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Policy port (seed roadmap-v1 step 05, `libpolicy`, grown up): every get and put of a

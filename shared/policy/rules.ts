@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError, ValidationError } from '../errors.js';
 import { globToRegExp } from './glob.js';
 import type { Action, Actor, Decision, Policy, PolicyInput } from './port.js';

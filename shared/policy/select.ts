@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import bundledRules from '../../policies/rules.json' with { type: 'json' };
 import { CldError, ConfigError } from '../errors.js';
-import { OpaWasmPolicy } from './opa-wasm.js';
 import type { Policy } from './port.js';
 import { RulesPolicy } from './rules.js';
 
@@ -13,7 +12,7 @@ import { RulesPolicy } from './rules.js';
  * CDK bundling puts in each function's asset), else policies/rules.json as bundled into the code.
  *
  * Engine, in this order:
- * 1. `function` set and `<wasmDir ?? policyDir>/<function>.wasm` exists → {@link OpaWasmPolicy}
+ * 1. `function` set and `<wasmDir ?? policyDir>/<function>.wasm` exists → `OpaWasmPolicy` (opa-wasm.ts)
  *    (entrypoint `cld/<function>/decision`) over the rules data;
  * 2. `function` set → the built-in {@link RulesPolicy} restricted to that function's rules;
  * 3. no `function` → the built-in over every rule (the embedded default, same as `local`).
@@ -59,7 +58,9 @@ export async function selectPolicy(options: PolicyOptions = {}): Promise<PolicyS
       const wasm = wasmPath === undefined ? undefined : await readIfExists(wasmPath);
       if (wasmPath !== undefined && wasm !== undefined) {
         return {
-          policy: await OpaWasmPolicy.load({ wasm, rules, function: fn }),
+          // Loaded only when a bundle exists: opa-wasm and its YAML builtins stay unevaluated
+          // on the built-in path (esbuild wraps a dynamically imported module in a lazy init).
+          policy: await (await import('./opa-wasm.js')).OpaWasmPolicy.load({ wasm, rules, function: fn }),
           rules: source,
           wasm: wasmPath,
         };

@@ -1,7 +1,7 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import type { SQSBatchItemFailure, SQSBatchResponse } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { StepOutcome } from '../domain/common.js';
 import { type DeadLetterInput, deadLetterStep } from '../domain/dead-letter.js';
 import { CldError, toErrorInfo, ValidationError } from '../errors.js';

@@ -1,4 +1,4 @@
-import type { Logger } from '@aws-lambda-powertools/logger';
+import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy, { type MiddlewareObj } from '@middy/core';
 import type { StepOutcome } from '../domain/common.js';
@@ -67,7 +67,10 @@ function errorLogger(logger: () => Logger): MiddlewareObj {
  */
 export function createStepHandler(step: StepName, run: Step, getDeps: () => Promise<Deps>) {
   let deps: Deps | undefined;
-  const logger = () => (deps as Deps).logger;
+  // Until the cold-start composition succeeds there are no Deps: a failed composition is logged
+  // (and rethrown) with this logger instead of being hidden behind a TypeError.
+  let bootLogger: Logger | undefined;
+  const logger = () => deps?.logger ?? (bootLogger ??= new Logger({ serviceName: 'cld' }));
   const loadDeps: MiddlewareObj = {
     before: async () => {
       deps = await getDeps();

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { PolicyDeniedError, ValidationError } from '../errors.js';
 import type { JsonValue } from '../llm/port.js';
 import { isUrn } from '../urn.js';

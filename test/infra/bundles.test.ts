@@ -19,7 +19,7 @@ import {
 } from '../../infra/lib/bundling.js';
 import { FUNCTIONS } from '../../infra/lib/functions.js';
 import rules from '../../policies/rules.json' with { type: 'json' };
-import { NAMES as RESOURCE_NAMES } from '../../shared/domain/common.js';
+import { outputUrn, NAMES as RESOURCE_NAMES } from '../../shared/domain/common.js';
 import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
 import { withMeta } from '../../shared/resources/meta.js';
@@ -291,6 +291,49 @@ describe('bundles in plain Node', () => {
     const written = (await storage.findByPrefix(`${task}/`)).filter((key) => !before.has(key));
     expect(written).toHaveLength(1);
     expect(written[0]).toMatch(/\/common\.Message\.[0-9a-f]+\.json$/);
+  });
+});
+
+describe('dead-letter bundle in plain Node', () => {
+  it('deadletter fails the task of a dead-lettered tool.Call from an SQS batch, once', async () => {
+    const dataDir = mkdtempSync(join(work, 'data-'));
+    const storage = new FilesystemStorage(join(dataDir, 'resources'));
+    const resources = new ResourceIndex(storage, new RulesPolicy(rules));
+    const started = await startConversation(resources, {
+      user: 'bundle-test',
+      channel: { kind: 'cli' },
+      content: 'What does an S3 bucket policy control?',
+      conversationName: 'dead-letter-bundle-test',
+    });
+    const eventFor = async (urn: string) =>
+      s3ObjectCreatedEvent(LOCAL_BUCKET, keyOf(urn), (await storage.get(keyOf(urn))).length);
+    expect(await invoke('plan', await eventFor(started.message), dataDir)).toMatchObject({ ok: true });
+    const taskKey = (await storage.findByPrefix(`${started.message}/`)).find((key) =>
+      /^\/plan\.Task\.[0-9a-f]+\.json$/.test(key.slice(started.message.length)),
+    ) as string;
+    const task = taskKey.replace(/\.json$/, '');
+    expect(await invoke('assistant', await eventFor(task), dataDir)).toMatchObject({ ok: true });
+    const callKey = (await storage.findByPrefix(`${task}/`)).find((key) =>
+      /\/tool\.Call\.[0-9a-f]+\.json$/.test(key),
+    );
+    const call = (callKey as string).replace(/\.json$/, '');
+
+    // The Lambda on-failure destination record of the tool step, as SQS delivers it (fixture from AWS's docs).
+    const sqs = JSON.parse(
+      readFileSync(join(process.cwd(), 'test/fixtures/sqs-dead-letter-lambda-destination.json'), 'utf8'),
+    ) as { Records: { body: string; eventSourceARN: string }[] };
+    const record = sqs.Records[0] as { body: string; eventSourceARN: string };
+    record.body = JSON.stringify({ ...JSON.parse(record.body), requestPayload: await eventFor(call) });
+    const env = { CLD_DEAD_LETTER_QUEUES: JSON.stringify({ tool: record.eventSourceARN }) };
+    const first = await invoke('deadletter', { Records: [record] }, dataDir, env);
+    expect(first).toMatchObject({ ok: true, result: { batchItemFailures: [] } });
+    const outputKey = keyOf(outputUrn(task));
+    const output = (await storage.get(outputKey)).toString('utf8');
+    expect(JSON.parse(output).error.code).toBe('DELIVERY_FAILED');
+
+    const again = await invoke('deadletter', { Records: [record] }, dataDir, env);
+    expect(again).toMatchObject({ ok: true, result: { batchItemFailures: [] } });
+    expect((await storage.get(outputKey)).toString('utf8')).toBe(output);
   });
 });
 

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { z } from 'zod';
+import * as z from 'zod';
 import { OpaWasmPolicy } from '../../shared/policy/opa-wasm.js';
 import type { Action, Actor, Policy, PolicyInput } from '../../shared/policy/port.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
