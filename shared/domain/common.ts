@@ -132,3 +132,33 @@ export function combineOutputs(parts: readonly { title: string; output: Message 
   const sources = citations.length ? `\n\nSources:\n${citations.map((c) => `- ${c}`).join('\n')}` : '';
   return { content: `${body}${sources}`, citations };
 }
+
+/**
+ * The final assistant Message answering a user Message (DESIGN.md "Flow": written directly under
+ * the conversation, named `NAMES.answer(messageUrn)`, so every writer — the plan step, the
+ * dead-letter step — targets the same URN and the first create wins).
+ * @param messageUrn the user Message answered
+ * @param fields content, citations and error of the answer
+ */
+export function answerMessage(
+  messageUrn: string,
+  fields: Pick<Message, 'content'> & Partial<Pick<Message, 'citations' | 'error'>>,
+  now: Date,
+): Message {
+  return {
+    meta: withMeta(
+      {
+        type: 'common.Message',
+        name: NAMES.answer(messageUrn),
+        parent: rootOf(messageUrn),
+        purpose: 'Final answer to the user message',
+      },
+      now,
+    ),
+    role: 'assistant',
+    content: fields.content,
+    ...(fields.citations ? { citations: fields.citations } : {}),
+    inReplyTo: messageUrn,
+    ...(fields.error ? { error: fields.error } : {}),
+  };
+}

@@ -3,12 +3,11 @@ import { DeliveryFailedError, toErrorInfo, ValidationError } from '../errors.js'
 import { toResourcePut } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';
 import { countOutput } from '../projections/counters.js';
-import { withMeta } from '../resources/meta.js';
-import type { Message, Task } from '../resources/schemas.js';
+import type { Task } from '../resources/schemas.js';
 import type { Deps } from '../runtime/deps.js';
 import { childUrn, parentOf, rootOf, typeOf } from '../urn.js';
 import { failTask, roundOf } from './assistant.js';
-import { assistantActor, NAMES, outputUrn, planActor, type StepOutcome } from './common.js';
+import { answerMessage, assistantActor, outputUrn, planActor, type StepOutcome } from './common.js';
 import { failPlanning } from './plan.js';
 
 /**
@@ -96,21 +95,11 @@ async function taskAt(urn: string, deps: Deps): Promise<Task> {
 
 /** The final answer saying the request did not complete (create-only: an answer written before stands). */
 async function failAnswer(messageUrn: string, error: DeliveryFailedError, deps: Deps): Promise<StepOutcome> {
-  const answer: Message = {
-    meta: withMeta(
-      {
-        type: 'common.Message',
-        name: NAMES.answer(messageUrn),
-        parent: rootOf(messageUrn),
-        purpose: 'Final answer to the user message',
-      },
-      deps.now(),
-    ),
-    role: 'assistant',
-    content: `I could not complete this request: ${error.message}`,
-    inReplyTo: messageUrn,
-    error: toErrorInfo(error),
-  };
+  const answer = answerMessage(
+    messageUrn,
+    { content: `I could not complete this request: ${error.message}`, error: toErrorInfo(error) },
+    deps.now(),
+  );
   const { created } = await deps.resources.put(planActor(messageUrn), answer);
   return {
     action: created ? 'failed' : 'ignored',

@@ -8,7 +8,15 @@ import { withMeta } from '../resources/meta.js';
 import type { Message, Plan } from '../resources/schemas.js';
 import type { Deps } from '../runtime/deps.js';
 import { childUrn, parentOf, rootOf } from '../urn.js';
-import { buildTasks, combineOutputs, NAMES, outputUrn, planActor, type StepOutcome } from './common.js';
+import {
+  answerMessage,
+  buildTasks,
+  combineOutputs,
+  NAMES,
+  outputUrn,
+  planActor,
+  type StepOutcome,
+} from './common.js';
 import { CREATE_PLAN, CREATE_PLAN_SPEC, type PlanPayload, parsePlanPayload } from './payloads.js';
 
 /**
@@ -193,22 +201,11 @@ async function completeAnswer(messageUrn: string, deps: Deps, done?: number): Pr
           .filter(Boolean)
           .join('\n\n')
       : combined.content;
-  const answer: Message = {
-    meta: withMeta(
-      {
-        type: 'common.Message',
-        name: NAMES.answer(messageUrn),
-        parent: rootOf(messageUrn),
-        purpose: 'Final answer to the user message',
-      },
-      deps.now(),
-    ),
-    role: 'assistant',
-    content,
-    citations: combined.citations,
-    inReplyTo: messageUrn,
-    ...(error ? { error } : {}),
-  };
+  const answer = answerMessage(
+    messageUrn,
+    { content, citations: combined.citations, ...(error ? { error } : {}) },
+    deps.now(),
+  );
   const { created } = await deps.resources.put(actor, answer);
   return {
     action: created ? 'answered' : 'ignored',

@@ -70,7 +70,11 @@ export function createStepHandler(step: StepName, run: Step, getDeps: () => Prom
   // Until the cold-start composition succeeds there are no Deps: a failed composition is logged
   // (and rethrown) with this logger instead of being hidden behind a TypeError.
   let bootLogger: Logger | undefined;
-  const logger = () => deps?.logger ?? (bootLogger ??= new Logger({ serviceName: 'cld' }));
+  const logger = (): Logger => {
+    if (deps) return deps.logger;
+    bootLogger ??= new Logger({ serviceName: 'cld' });
+    return bootLogger;
+  };
   const loadDeps: MiddlewareObj = {
     before: async () => {
       deps = await getDeps();
