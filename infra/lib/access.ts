@@ -25,6 +25,10 @@ import type { StorageAccess, TableAction } from './functions.js';
  *   `s3:ListBucket` (without any `s3:prefix` in the request context) to answer a `GetObject` of
  *   a missing key with 404 `NoSuchKey` instead of 403: the steps rely on that 404
  *   (`ResourceIndex.find`, S3Storage.get → NotFoundError).
+ * - a function that reads but lists no prefix gets `s3:ListBucket` only without `s3:prefix`
+ *   (condition `Null: { s3:prefix: true }`), for that same 404: a `ListObjectsV2` with any prefix
+ *   is denied. (As with `IfExists` above, one without a prefix is not: IAM cannot tell it from
+ *   S3's existence check.)
  * No `s3:DeleteObject`: no step deletes.
  */
 export function storageStatements(bucket: IBucket, access: StorageAccess): PolicyStatement[] {
@@ -55,6 +59,15 @@ export function storageStatements(bucket: IBucket, access: StorageAccess): Polic
         actions: ['s3:ListBucket'],
         resources: [bucket.bucketArn],
         conditions: { StringLikeIfExists: { 's3:prefix': [...access.list] } },
+      }),
+    );
+  } else if (access.read.length > 0) {
+    statements.push(
+      new PolicyStatement({
+        sid: 'MissingKeysAreNotFound',
+        actions: ['s3:ListBucket'],
+        resources: [bucket.bucketArn],
+        conditions: { Null: { 's3:prefix': 'true' } },
       }),
     );
   }

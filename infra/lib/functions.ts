@@ -18,12 +18,19 @@ import type { ChannelSecretName } from './secrets.js';
 export const KEYS = {
   /** Every conversation subtree: the event log the steps read and extend (DESIGN.md "URNs"). */
   conversations: 'cld:common.Conversation.*',
-  /** The catalog (read by every step; seeded create-only at cold start, see {@link catalogKeys}). */
+  /** The catalog (read by the steps; seeded create-only at every cold start, see {@link catalogKeys}). */
   assistants: 'cld:common.Assistant.*',
   tools: 'cld:common.Tool.*',
-  /** Ingested documents and their chunks (read by the `read` tool and cited in context). */
+  /**
+   * Ingested documents and their chunks: read only by the tool step (the `read` tool). The
+   * assistant cites chunk URNs that tool results returned, without reading them
+   * (shared/domain/assistant.ts).
+   */
   documents: 'cld:doc.*',
-  /** The chunk index generations (`indexes/chunks.<n>.json`), opened at every cold start. */
+  /**
+   * The chunk index generations (`indexes/chunks.<n>.json`), opened at the tool step's cold start
+   * (the only function that composes `deps.search`: `FUNCTION_USES` in shared/runtime/compose.ts).
+   */
   index: 'indexes/*',
 } as const;
 
@@ -49,7 +56,7 @@ export const KEY_PATTERN_REASONS: Readonly<Record<string, string>> = {
 export const LIST_PREFIXES = {
   /** ResourceIndex.list / listUrns list `<urn>/` under a conversation. */
   conversations: 'cld:common.Conversation.*',
-  /** MiniSearchIndex.open lists `indexes/chunks.` to find the latest generation. */
+  /** MiniSearchIndex.open lists `indexes/chunks.` to find the latest generation (the tool step only). */
   index: 'indexes/*',
 } as const;
 
@@ -185,8 +192,8 @@ export const REPLY_DELIVERY_TIMEOUT_MS = 5_000;
  */
 export const REPLY_TIMEOUT_SECONDS = Math.min(45, DELIVERY_LOCK_MS / 1000);
 
-/** What every step reads at cold start: the catalog and the chunk index. */
-const COLD_START_READS = [KEYS.assistants, KEYS.tools, KEYS.index] as const;
+/** The catalog, read by every function (the election of Assistants, the tool definitions). */
+const CATALOG_READS = [KEYS.assistants, KEYS.tools] as const;
 
 /** What every step creates at cold start: the catalog's exact keys (no-ops once they exist). */
 const CATALOG_KEYS: readonly string[] = catalogKeys();
@@ -201,10 +208,12 @@ const CATALOG_KEYS: readonly string[] = catalogKeys();
  * 6 × that, {@link DEAD_LETTER_CONSUMPTION}).
  *
  * Every function composes its Deps with `composeFromEnv`, which at a cold start seeds the catalog
- * (create-only puts of its exact keys) and opens the chunk index (lists `indexes/chunks.`, reads
- * the newest generation): hence the catalog keys and `indexes/*` in every entry. The channel
- * functions never search, so the index part is wasted there (a lighter composition for them is
- * a follow-up).
+ * (create-only puts of its exact keys): hence the catalog keys in every entry. Only the tool step
+ * opens the chunk index (lists `indexes/chunks.`, reads the newest generation) and reads documents
+ * (the `search` and `read` tools), so only it gets `indexes/*` and `cld:doc.*`
+ * (`FUNCTION_USES` in shared/runtime/compose.ts; test/infra/stack.test.ts asserts both agree).
+ * A function with no list prefix still gets `s3:ListBucket` without a prefix, so a missing key
+ * is a 404 (see `storageStatements` in infra/lib/access.ts).
  */
 export const FUNCTIONS = {
   plan: {
@@ -216,9 +225,9 @@ export const FUNCTIONS = {
     boundedConcurrency: false,
     model: true,
     storage: {
-      read: [KEYS.conversations, ...COLD_START_READS],
+      read: [KEYS.conversations, ...CATALOG_READS],
       create: [KEYS.conversations, ...CATALOG_KEYS],
-      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+      list: [LIST_PREFIXES.conversations],
     },
     table: COUNTERS_AND_BUDGETS,
     tablePartitions: CONVERSATION_PARTITIONS,
@@ -233,9 +242,11 @@ export const FUNCTIONS = {
     boundedConcurrency: true,
     model: true,
     storage: {
-      read: [KEYS.conversations, KEYS.documents, ...COLD_START_READS],
+      // Tasks, turns and tool results of its conversation; never a document (it cites the chunk
+      // URNs that tool results returned) nor the index (FUNCTION_USES: no tools).
+      read: [KEYS.conversations, ...CATALOG_READS],
       create: [KEYS.conversations, ...CATALOG_KEYS],
-      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+      list: [LIST_PREFIXES.conversations],
     },
     table: COUNTERS_AND_BUDGETS,
     tablePartitions: CONVERSATION_PARTITIONS,
@@ -250,7 +261,8 @@ export const FUNCTIONS = {
     boundedConcurrency: true,
     model: false,
     storage: {
-      read: [KEYS.conversations, KEYS.documents, ...COLD_START_READS],
+      // The only function that searches (the chunk index) and reads documents (the `read` tool).
+      read: [KEYS.conversations, KEYS.documents, KEYS.index, ...CATALOG_READS],
       create: [KEYS.conversations, ...CATALOG_KEYS],
       list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
     },
@@ -270,9 +282,9 @@ export const FUNCTIONS = {
     storage: {
       // Reads the answer, its Conversation and the user Message's task subtree; writes no
       // conversation resource (only the cold-start catalog seeding).
-      read: [KEYS.conversations, ...COLD_START_READS],
+      read: [KEYS.conversations, ...CATALOG_READS],
       create: [...CATALOG_KEYS],
-      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+      list: [LIST_PREFIXES.conversations],
     },
     // deps.idempotency: Powertools records in the `idempotency` partition only.
     table: IDEMPOTENCY_ACTIONS,
@@ -287,7 +299,9 @@ export const FUNCTIONS = {
     entry: 'functions/dead-letter/handler.ts',
     description: 'cld dead-letter consumer: fails the task of an event that failed every attempt of its step',
     trigger: 'sqs',
-    // The memory of the steps it stands in for (its cold start composes Deps as they do).
+    // The memory of the steps it stands in for. Its cold start composes less than theirs (no
+    // model, no chunk index: FUNCTION_USES), but a batch of 10 letters is 10 sequential steps,
+    // and CPU scales with memory.
     memoryMb: 1024,
     // A batch of 10 letters is at most 10 dead-letter steps of a few S3/DynamoDB calls each.
     timeoutSeconds: 60,
@@ -297,9 +311,9 @@ export const FUNCTIONS = {
     storage: {
       // Reads the task, the Plan and root outputs (as the plan and assistant actors); creates only
       // a failed Plan, a failed task output or the final answer (policies/rules.json "deadletter").
-      read: [KEYS.conversations, ...COLD_START_READS],
+      read: [KEYS.conversations, ...CATALOG_READS],
       create: [KEYS.conversations, ...CATALOG_KEYS],
-      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+      list: [LIST_PREFIXES.conversations],
     },
     // Counts a dead-lettered output for its parent and reads the counter (shared/projections/counters.ts).
     table: COUNTERS_AND_BUDGETS,
@@ -316,9 +330,9 @@ export const FUNCTIONS = {
     storage: {
       // Conversation + user Message (create-only), the status view (lists a conversation's
       // subtree) and GET /resources (one resource of the caller's conversations).
-      read: [KEYS.conversations, ...COLD_START_READS],
+      read: [KEYS.conversations, ...CATALOG_READS],
       create: [KEYS.conversations, ...CATALOG_KEYS],
-      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+      list: [LIST_PREFIXES.conversations],
     },
     table: [],
   },
@@ -334,9 +348,9 @@ export const FUNCTIONS = {
     model: false,
     storage: {
       // Conversation + user Message (create-only); a thread follow-up reads the thread's Conversation.
-      read: [KEYS.conversations, ...COLD_START_READS],
+      read: [KEYS.conversations, ...CATALOG_READS],
       create: [KEYS.conversations, ...CATALOG_KEYS],
-      list: [LIST_PREFIXES.index],
+      list: [],
     },
     table: [],
     secrets: { CLD_SLACK_SIGNING_SECRET_ARN: 'slackSigningSecret' },
@@ -350,9 +364,9 @@ export const FUNCTIONS = {
     boundedConcurrency: true,
     model: false,
     storage: {
-      read: [KEYS.conversations, ...COLD_START_READS],
+      read: [KEYS.conversations, ...CATALOG_READS],
       create: [KEYS.conversations, ...CATALOG_KEYS],
-      list: [LIST_PREFIXES.index],
+      list: [],
     },
     table: [],
     // The webhook URL is stored in each Conversation's address, where the reply step reads it.

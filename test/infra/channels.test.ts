@@ -360,6 +360,28 @@ describe('channel functions', () => {
     expect(EnvSchema.safeParse(resolved).success).toBe(true);
   });
 
+  it.each([
+    'reply',
+    'http',
+    'slack',
+    'teams',
+  ])('%s: never searches, so it is denied the chunk index and the documents', (name) => {
+    const statements = roleStatements(api.json, roleOf(api.json, name));
+    const bucket = `<${logicalId(api.json, 'AWS::S3::Bucket', 'ResourcesBucket')}.Arn>`;
+    for (const key of [
+      'indexes/chunks.1.json',
+      'cld:doc.Document.0123456789abcdef.json',
+      'cld:doc.Document.0123456789abcdef/doc.Chunk.0123456789abcdef.json',
+    ]) {
+      expect(isAllowed(statements, 's3:GetObject', `${bucket}/${key}`), key).toBe(false);
+    }
+    expect(isAllowed(statements, 's3:ListBucket', bucket, { 's3:prefix': 'indexes/chunks.' })).toBe(false);
+    // Still reads its conversations, and a missing key is a 404 (ListBucket without a prefix).
+    const message = 'cld:common.Conversation.0123456789abcdef/common.Message.0123456789abcdef.json';
+    expect(isAllowed(statements, 's3:GetObject', `${bucket}/${message}`)).toBe(true);
+    expect(isAllowed(statements, 's3:ListBucket', bucket)).toBe(true);
+  });
+
   it('gives the reply function a timeout within its delivery lock and above its worst-case delivery', () => {
     const worstCaseMs = 2 * (1 + SLACK_CLIENT_RETRIES) * REPLY_DELIVERY_TIMEOUT_MS;
     expect(REPLY_TIMEOUT_SECONDS * 1000).toBeGreaterThan(worstCaseMs);

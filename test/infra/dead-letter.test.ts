@@ -110,6 +110,25 @@ describe('the consumer role', () => {
     }
   });
 
+  it('reads the conversations and the catalog, never the chunk index or a document (it does not search)', () => {
+    const bucket = `<${logicalId(dev.json, 'AWS::S3::Bucket', 'ResourcesBucket')}.Arn>`;
+    const allowed = (key: string) => isAllowed(consumerStatements(), 's3:GetObject', `${bucket}/${key}`);
+    expect(allowed('cld:common.Conversation.0123456789abcdef/common.Message.0123456789abcdef.json')).toBe(
+      true,
+    );
+    expect(allowed('cld:common.Assistant.0123456789abcdef.json')).toBe(true);
+    for (const key of [
+      'indexes/chunks.1.json',
+      'cld:doc.Document.0123456789abcdef.json',
+      'cld:doc.Document.0123456789abcdef/doc.Chunk.0123456789abcdef.json',
+    ]) {
+      expect(allowed(key), key).toBe(false);
+    }
+    expect(isAllowed(consumerStatements(), 's3:ListBucket', bucket, { 's3:prefix': 'indexes/chunks.' })).toBe(
+      false,
+    );
+  });
+
   it('names the queues it may read, by step, in CLD_DEAD_LETTER_QUEUES, which the handler parses', () => {
     const env = (
       dev.json.Resources[consumerFn]?.Properties?.Environment as { Variables: Record<string, unknown> }

@@ -6,6 +6,7 @@ import { POLICY_BUNDLE_WARNING } from '../../infra/lib/step-function.js';
 import { ConfigError } from '../../shared/errors.js';
 import { routingTable } from '../../shared/events/routing.js';
 import { IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
+import { functionUses } from '../../shared/runtime/compose.js';
 import {
   API_CONTEXT,
   cdkJsonContext,
@@ -328,23 +329,25 @@ describe('least privilege', () => {
   const conversationKey = 'cld:common.Conversation.0123456789abcdef/common.Message.0123456789abcdef.json';
   const create = { 's3:if-none-match': '*' };
 
-  /** What each function may do with conversation resources, stated here (not derived from the table). */
-  const CONVERSATIONS: Record<
-    (typeof NAMES)[number],
-    { create: boolean; list: boolean; documents: boolean }
-  > = {
-    plan: { create: true, list: true, documents: false },
-    assistant: { create: true, list: true, documents: true },
-    tool: { create: true, list: true, documents: true },
+  /**
+   * What each function may do with conversation resources, documents and the chunk index, stated
+   * here (not derived from the table). `search`: opens the chunk index (`indexes/*`) and reads
+   * documents (`cld:doc.*`) — only the tool step runs the `search` and `read` tools; the assistant
+   * cites the chunk URNs tool results returned without reading them.
+   */
+  const CONVERSATIONS: Record<(typeof NAMES)[number], { create: boolean; list: boolean; search: boolean }> = {
+    plan: { create: true, list: true, search: false },
+    assistant: { create: true, list: true, search: false },
+    tool: { create: true, list: true, search: true },
     // Delivers replies: reads the answer and the task subtree, writes no resource.
-    reply: { create: false, list: true, documents: false },
+    reply: { create: false, list: true, search: false },
     // Starts conversations, lists one for the status view.
-    http: { create: true, list: true, documents: false },
+    http: { create: true, list: true, search: false },
     // Fails a task (its output), a request (Plan, answer); reads the Plan and root outputs.
-    deadletter: { create: true, list: true, documents: false },
+    deadletter: { create: true, list: true, search: false },
     // Store the Conversation and user Message; never list a conversation.
-    slack: { create: true, list: false, documents: false },
-    teams: { create: true, list: false, documents: false },
+    slack: { create: true, list: false, search: false },
+    teams: { create: true, list: false, search: false },
   };
 
   it('states the expectations of every function of the table', () => {
@@ -380,21 +383,27 @@ describe('least privilege', () => {
 
   it.each(
     NAMES,
-  )('%s reads conversations, the catalog and the index; documents only if it cites them', (name) => {
+  )('%s reads conversations and the catalog; the index and documents only if it runs the tools', (name) => {
     const statements = statementsOf(name);
-    for (const key of [
-      conversationKey,
-      'cld:common.Assistant.0123456789abcdef.json',
-      'indexes/chunks.7.json',
-    ]) {
+    for (const key of [conversationKey, 'cld:common.Assistant.0123456789abcdef.json']) {
       expect(isAllowed(statements, 's3:GetObject', objectArn(key)), key).toBe(true);
     }
     expect(isAllowed(statements, 's3:GetObject', objectArn('private/notes.json'))).toBe(false);
     const chunk = 'cld:doc.Document.0123456789abcdef/doc.Chunk.0123456789abcdef.json';
-    expect(isAllowed(statements, 's3:GetObject', objectArn(chunk))).toBe(CONVERSATIONS[name].documents);
+    for (const key of ['indexes/chunks.1.json', 'cld:doc.Document.0123456789abcdef.json', chunk]) {
+      expect(isAllowed(statements, 's3:GetObject', objectArn(key)), key).toBe(CONVERSATIONS[name].search);
+    }
   });
 
-  it.each(NAMES)('%s lists the index prefix, and conversation prefixes only if it reads subtrees', (name) => {
+  it('grants the index and documents to exactly the functions that compose the tools (FUNCTION_USES)', () => {
+    for (const name of NAMES) {
+      expect(functionUses(name).tools, name).toBe(CONVERSATIONS[name].search);
+    }
+  });
+
+  it.each(
+    NAMES,
+  )('%s lists the index prefix only if it runs the tools, conversation prefixes only if it reads subtrees', (name) => {
     const statements = statementsOf(name);
     const bucketArn = `<${bucketId}.Arn>`;
     expect(
@@ -402,9 +411,17 @@ describe('least privilege', () => {
     ).toBe(CONVERSATIONS[name].list);
     const lists: readonly string[] = FUNCTIONS[name].storage.list;
     expect(lists.includes(LIST_PREFIXES.conversations)).toBe(CONVERSATIONS[name].list);
-    expect(isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'indexes/chunks.' })).toBe(true);
+    expect(isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'indexes/chunks.' })).toBe(
+      CONVERSATIONS[name].search,
+    );
     expect(isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'cld:doc.' })).toBe(false);
     expect(isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'private/' })).toBe(false);
+  });
+
+  it.each(
+    NAMES,
+  )('%s may check a missing key (ListBucket without a prefix), so S3 answers 404, not 403', (name) => {
+    expect(isAllowed(statementsOf(name), 's3:ListBucket', `<${bucketId}.Arn>`)).toBe(true);
   });
 
   it.each(NAMES)('%s has no delete, no wildcard action and no * resource except X-Ray', (name) => {
