@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FullBatchFailureError } from '@aws-lambda-powertools/batch';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, SQSBatchResponse } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +25,7 @@ import { LocalProjectionStore } from '../../shared/projections/local.js';
 import { withMeta } from '../../shared/resources/meta.js';
 import type { AnyResource, Message, Plan, Task } from '../../shared/resources/schemas.js';
 import { assembleDeps, parseLimits, provideDeps } from '../../shared/runtime/compose.js';
+import { consumeDeadLetters, type DeadLetterStepFn } from '../../shared/runtime/dead-letter-consumer.js';
 import type { Deps } from '../../shared/runtime/deps.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { keyOf } from '../../shared/urn.js';
@@ -420,6 +422,35 @@ describe('the dead-letter function, end to end on local adapters with the deadle
     expect(output.error?.code).toBe('DELIVERY_FAILED');
     expect(output.error?.message).toContain(`event for ${seeded.subtaskOutput.meta.id} failed 3 times`);
     expect((await read<Message>(seeded.subtaskOutput.meta.id)).error).toBeUndefined();
+  });
+
+  it('fails the invocation when no record of the batch can be handled (FullBatchFailureError: SQS redrives it)', async () => {
+    const before = await keys();
+    const malformed = withRecord(await destinationRecord('tool', seeded.call), { body: 'not json' });
+    const orphan = await destinationRecord('tool', seeded.orphanCall);
+
+    await expect(invoke([malformed, orphan])).rejects.toBeInstanceOf(FullBatchFailureError);
+
+    expect(await keys()).toEqual(before);
+  });
+
+  it('runs the step on the records one after another, in batch order', async () => {
+    const spans: string[] = [];
+    const step: DeadLetterStepFn = async (input) => {
+      spans.push(`start ${input.target}`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      spans.push(`end ${input.target}`);
+      return { action: 'recorded', urn: input.target };
+    };
+    const records = [
+      await destinationRecord('tool', seeded.call),
+      await targetRecord('assistant', seeded.leaf.meta.id),
+    ];
+
+    const response = await consumeDeadLetters({ Records: records }, deps, QUEUES, step);
+
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(spans).toEqual(['start tool', 'end tool', 'start assistant', 'end assistant']);
   });
 
   it('fails the invocation when the event is not an SQS event (nothing to report item by item)', async () => {
