@@ -1,4 +1,4 @@
-import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
+import type { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import type { SecretsManagerClientConfig } from '@aws-sdk/client-secrets-manager';
 import * as z from 'zod';
 import { ConfigError } from '../errors.js';
@@ -10,7 +10,29 @@ import type { ChannelConfig } from './config.js';
  * they live in Secrets Manager and are read with Powertools parameters (`SecretsProvider.get`,
  * cached in memory for {@link SECRET_MAX_AGE_SECONDS} so a rotation is picked up without a
  * deploy); locally they are plain environment variables.
+ *
+ * Powertools' `SecretsProvider` (and with it the Secrets Manager client) is loaded at the first
+ * read of a secret by ARN, and left out of the bundle of the `http` function, which reads no
+ * secret (infra/lib/functions.ts gives it no `secrets`). A dynamic `import()` alone would not do:
+ * esbuild hoists a bundled module's imports of external packages (`@aws-sdk/*`) to the top of the
+ * bundle, so the client would still load at every cold start. The guard compares
+ * `process.env.CLD_BUNDLE_FUNCTION`, which esbuild's `define` replaces with the function's name
+ * in its bundle (shared/runtime/compose.ts `bundleDefines`), with a literal, so esbuild folds it
+ * there and drops the branch; outside a bundle it is unset and every function may read secrets.
  */
+
+/**
+ * Loads Powertools' `SecretsProvider` now.
+ * @throws ConfigError in the `http` function's bundle, which was built without it
+ */
+async function loadSecretsProvider(): Promise<typeof SecretsProvider> {
+  // Written out (not a constant or a set) so that esbuild folds it in the http bundle.
+  if (process.env.CLD_BUNDLE_FUNCTION !== 'http') {
+    const { SecretsProvider } = await import('@aws-lambda-powertools/parameters/secrets');
+    return SecretsProvider;
+  }
+  throw new ConfigError('the http function reads no secret, so its bundle has no Secrets Manager client');
+}
 
 /** How long a secret read from Secrets Manager is cached, in seconds. */
 export const SECRET_MAX_AGE_SECONDS = 300;
@@ -38,14 +60,17 @@ export function channelSecrets(
   config: ChannelConfig,
   clientConfig: SecretsManagerClientConfig = {},
 ): ChannelSecrets {
-  let provider: SecretsProvider | undefined;
+  let provider: Promise<SecretsProvider> | undefined;
   const read = async (plain: string | undefined, arn: string | undefined, what: string): Promise<string> => {
     if (plain) return plain;
     if (!arn) throw new ConfigError(`${what} is not configured`);
-    provider ??= new SecretsProvider({
-      clientConfig: { ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}), ...clientConfig },
-    });
-    const value = await provider.get(arn, { maxAge: SECRET_MAX_AGE_SECONDS });
+    provider ??= loadSecretsProvider().then(
+      (Provider) =>
+        new Provider({
+          clientConfig: { ...(config.AWS_REGION ? { region: config.AWS_REGION } : {}), ...clientConfig },
+        }),
+    );
+    const value = await (await provider).get(arn, { maxAge: SECRET_MAX_AGE_SECONDS });
     if (typeof value !== 'string' || value.length === 0)
       throw new ConfigError(`${what} (${arn}) is not a non-empty string secret`);
     return value.trim();

@@ -3,11 +3,12 @@ import { ConfigError } from '../errors.js';
 import type { ApplyResult, Projection, ProjectionStore } from './port.js';
 
 /**
- * What a function without a projections table gets (in AWS, `CLD_BUCKET` without `CLD_TABLE`:
- * the stack grants the table only to the functions whose code uses it, and the tool function's
- * does not). Using it is a bug in the grants, so it fails loudly with a ConfigError naming
- * `CLD_TABLE` — never a silent per-process store, whose counters no other Lambda instance
- * would see.
+ * What a function without projections gets (shared/runtime/compose.ts `projectionsFor`): in
+ * every mode, a function whose code does not use them (`FUNCTION_USES`: the tool, HTTP, Slack and
+ * Teams functions, to which the stack grants no table); in AWS (`CLD_BUCKET` set), also one that
+ * uses them when `CLD_TABLE` is not set. Using it is a bug in that table or in the grants, so it
+ * fails loudly with a ConfigError ({@link UNCONFIGURED_MESSAGE}) — never a silent per-process
+ * store, whose counters no other Lambda instance would see.
  */
 export class UnconfiguredProjectionStore implements ProjectionStore {
   applyOnce(): Promise<ApplyResult> {
@@ -40,6 +41,11 @@ export class UnconfiguredPersistenceLayer extends BasePersistenceLayer {
   }
 }
 
+/** The message of the ConfigError every call of the unconfigured store and layer rejects with. */
+export const UNCONFIGURED_MESSAGE =
+  'no projections were composed for this function: it does not use them ' +
+  '(shared/runtime/compose.ts FUNCTION_USES), or it runs in AWS (CLD_BUCKET) without CLD_TABLE';
+
 function unconfigured(): ConfigError {
-  return new ConfigError('CLD_TABLE is not set: this function has no projections table (CLD_BUCKET is set)');
+  return new ConfigError(UNCONFIGURED_MESSAGE);
 }

@@ -23,15 +23,16 @@ import type { ToolContext } from '../../shared/tools/port.js';
 import { readTool } from '../../shared/tools/read.js';
 import { searchTool } from '../../shared/tools/search.js';
 import { childUrn, isWithin, parentOf } from '../../shared/urn.js';
-import { OPA_WASM, RULES, WASM_FUNCTIONS } from './table.js';
+import { OPA_WASM, FUNCTIONS as POLICY_FUNCTIONS, RULES, WASM_FUNCTIONS } from './table.js';
 
 /**
  * The isolation matrix (issue "OPA policies ..."): three conversations run end to end through
  * the real handlers (local runtime, offline model: plan → tasks → search tool calls → answers);
  * then every actor those handlers act as in one conversation (plan, each task's assistant, each
- * tool call's tool, the channel user, the reply function) tries get, list and put on every
- * resource of the other conversations, through the runtime's own ResourceIndex and through each
- * function's own policy. Every attempt must be denied with a reason naming the resource, and is
+ * tool call's tool, the channel user, the reply function, the dead-letter function as plan and as
+ * each task's assistant) tries get, list and put on every resource of the other conversations,
+ * through the runtime's own ResourceIndex and through the policy of every function of
+ * policies/rules.json (`functions`) but `local`, the embedded default that may read everything. Every attempt must be denied with a reason naming the resource, and is
  * recorded; `search` and `read` with a task-scoped actor return nothing outside the task's scope.
  */
 
@@ -79,7 +80,15 @@ interface NamedActor {
   actor: Actor;
   /** The task whose subtree it may write under, for assistants and tools. */
   task?: string;
+  /** What it reads of its own conversation (the positive control); default: the Message for plan, else the Conversation. */
+  own?: string;
 }
+
+/**
+ * The functions whose policies the matrix runs: every one of policies/rules.json but `local` (the
+ * embedded default, whose `system-read-all` rule lets the operator read every conversation).
+ */
+const MATRIX_FUNCTIONS = POLICY_FUNCTIONS.filter((fn) => fn !== 'local').sort();
 
 /** One recorded attempt of the matrix. */
 interface Attempt {
@@ -99,7 +108,8 @@ const matrix: Attempt[] = [];
 
 function actorsOf(conversation: Conversation): NamedActor[] {
   const actors: NamedActor[] = [
-    { label: 'plan', functions: ['plan'], actor: planActor(conversation.message) },
+    // The dead-letter function fails a request as the plan actor (a failed Plan, the answer).
+    { label: 'plan', functions: ['plan', 'deadletter'], actor: planActor(conversation.message) },
     {
       label: `user ${conversation.user}`,
       functions: ['http', 'slack', 'teams'],
@@ -113,6 +123,14 @@ function actorsOf(conversation: Conversation): NamedActor[] {
       functions: ['assistant'],
       actor: stepAssistantActor(task.meta.id, task.assistant),
       task: task.meta.id,
+    });
+    // The dead-letter function reads a task and fails it (its output) as the task's assistant.
+    actors.push({
+      label: `dead-letter step on ${task.title}`,
+      functions: ['deadletter'],
+      actor: stepAssistantActor(task.meta.id),
+      task: task.meta.id,
+      own: task.meta.id,
     });
   }
   for (const call of conversation.calls) {
@@ -256,7 +274,7 @@ describe('isolation matrix', () => {
       for (const named of actorsOf(from)) {
         for (const { engine, resources } of await enginesFor(named)) {
           // Positive control: the actor does reach its own conversation (the denials are not vacuous).
-          const own = named.actor.kind === 'plan' ? from.message : from.urn;
+          const own = named.own ?? (named.actor.kind === 'plan' ? from.message : from.urn);
           await resources.get(named.actor, own);
           controls += 1;
           for (const to of conversations.values()) {
@@ -287,7 +305,8 @@ describe('isolation matrix', () => {
     // 3 conversations × ≥ 6 actors × 2 others × their resources × 4 attempts.
     expect(matrix.length).toBeGreaterThan(1000);
     const bundles = new Set(matrix.map((row) => /^builtin (\S+)$/.exec(row.engine)?.[1]).filter(Boolean));
-    expect([...bundles].sort()).toEqual(['assistant', 'http', 'plan', 'reply', 'slack', 'teams', 'tool']);
+    expect([...bundles].sort()).toEqual(MATRIX_FUNCTIONS);
+    expect(MATRIX_FUNCTIONS).toContain('deadletter');
     expect(controls).toBeGreaterThan(20);
   });
 
