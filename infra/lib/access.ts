@@ -52,6 +52,11 @@ export function storageStatements(bucket: IBucket, access: StorageAccess): Polic
       }),
     );
   }
+  // S3 answers a GetObject of a missing key with 404 only when the caller may s3:ListBucket,
+  // otherwise 403; NotFoundError handling depends on the 404. A GetObject's existence check
+  // carries no s3:prefix, which IAM cannot tell from a ListObjectsV2 without a prefix, so
+  // both statements below also allow a full listing of keys (not of contents). Closing that
+  // needs an S3 access point per function or treating 403 as not-found: its own issue.
   if (access.list.length > 0) {
     statements.push(
       new PolicyStatement({

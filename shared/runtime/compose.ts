@@ -51,7 +51,7 @@ export const EnvSchema = z.object({
   POWERTOOLS_LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT']).optional(),
   /** Directory of the function's policy bundle: `rules.json`, `<CLD_FUNCTION>.wasm` when built (shared/policy/select.ts). */
   CLD_POLICY_DIR: z.string().min(1).optional(),
-  /** Function whose policy applies (`plan`, `assistant`, `tool`, `http`, `slack`, `teams`, `reply`, `local`); absent → every rule. */
+  /** Function whose policy applies (`plan`, `assistant`, `tool`, `http`, `slack`, `teams`, `reply`, `deadletter`, `local`); absent → every rule. */
   CLD_FUNCTION: z
     .string()
     .regex(/^[a-z][a-z0-9-]*$/, 'a function name such as plan')
