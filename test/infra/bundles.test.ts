@@ -147,6 +147,31 @@ async function invoke(
   return JSON.parse(line.slice('RESULT '.length)) as Invocation;
 }
 
+/**
+ * A fresh data directory with a stored conversation whose user Message the `plan` bundle has
+ * planned: what the step bundles' tests start from. Returns the storage, an S3 "Object Created"
+ * event builder for stored URNs, and the URN of the first planned Task.
+ */
+async function plannedConversation(content: string, conversationName: string) {
+  const dataDir = mkdtempSync(join(work, 'data-'));
+  const storage = new FilesystemStorage(join(dataDir, 'resources'));
+  const resources = new ResourceIndex(storage, new RulesPolicy(rules));
+  const started = await startConversation(resources, {
+    user: 'bundle-test',
+    channel: { kind: 'cli' },
+    content,
+    conversationName,
+  });
+  const eventFor = async (urn: string) =>
+    s3ObjectCreatedEvent(LOCAL_BUCKET, keyOf(urn), (await storage.get(keyOf(urn))).length);
+  const planned = await invoke('plan', await eventFor(started.message), dataDir);
+  const taskKeys = (await storage.findByPrefix(`${started.message}/`)).filter((key) =>
+    /^\/plan\.Task\.[0-9a-f]+\.json$/.test(key.slice(started.message.length)),
+  );
+  const task = (taskKeys[0] ?? '').replace(/\.json$/, '');
+  return { dataDir, storage, started, eventFor, planned, taskKeys, task };
+}
+
 describe('synthesized function assets', () => {
   it.each(
     NAMES,
@@ -248,25 +273,12 @@ describe('bundles in plain Node', () => {
   });
 
   it('plan → assistant → tool run a question through the three bundles on local adapters', async () => {
-    const dataDir = mkdtempSync(join(work, 'data-'));
-    const storage = new FilesystemStorage(join(dataDir, 'resources'));
-    const resources = new ResourceIndex(storage, new RulesPolicy(rules));
-    const started = await startConversation(resources, {
-      user: 'bundle-test',
-      channel: { kind: 'cli' },
-      content: 'What does an S3 bucket policy control?',
-      conversationName: 'bundle-test',
-    });
-    const eventFor = async (urn: string) =>
-      s3ObjectCreatedEvent(LOCAL_BUCKET, keyOf(urn), (await storage.get(keyOf(urn))).length);
-
-    const planned = await invoke('plan', await eventFor(started.message), dataDir);
-    expect(planned).toMatchObject({ ok: true, result: { action: 'planned' } });
-    const taskKeys = (await storage.findByPrefix(`${started.message}/`)).filter((key) =>
-      /^\/plan\.Task\.[0-9a-f]+\.json$/.test(key.slice(started.message.length)),
+    const { dataDir, storage, eventFor, planned, taskKeys, task } = await plannedConversation(
+      'What does an S3 bucket policy control?',
+      'bundle-test',
     );
+    expect(planned).toMatchObject({ ok: true, result: { action: 'planned' } });
     expect(taskKeys).toHaveLength(1);
-    const task = (taskKeys[0] as string).replace(/\.json$/, '');
 
     // The assistant counts tokens (context window, offline model) from the ranks file CLD_TOKENIZER_RANKS names.
     const turned = await invoke('assistant', await eventFor(task), dataDir, {
@@ -296,22 +308,11 @@ describe('bundles in plain Node', () => {
 
 describe('dead-letter bundle in plain Node', () => {
   it('deadletter fails the task of a dead-lettered tool.Call from an SQS batch, once', async () => {
-    const dataDir = mkdtempSync(join(work, 'data-'));
-    const storage = new FilesystemStorage(join(dataDir, 'resources'));
-    const resources = new ResourceIndex(storage, new RulesPolicy(rules));
-    const started = await startConversation(resources, {
-      user: 'bundle-test',
-      channel: { kind: 'cli' },
-      content: 'What does an S3 bucket policy control?',
-      conversationName: 'dead-letter-bundle-test',
-    });
-    const eventFor = async (urn: string) =>
-      s3ObjectCreatedEvent(LOCAL_BUCKET, keyOf(urn), (await storage.get(keyOf(urn))).length);
-    expect(await invoke('plan', await eventFor(started.message), dataDir)).toMatchObject({ ok: true });
-    const taskKey = (await storage.findByPrefix(`${started.message}/`)).find((key) =>
-      /^\/plan\.Task\.[0-9a-f]+\.json$/.test(key.slice(started.message.length)),
-    ) as string;
-    const task = taskKey.replace(/\.json$/, '');
+    const { dataDir, storage, eventFor, planned, task } = await plannedConversation(
+      'What does an S3 bucket policy control?',
+      'dead-letter-bundle-test',
+    );
+    expect(planned).toMatchObject({ ok: true });
     expect(await invoke('assistant', await eventFor(task), dataDir)).toMatchObject({ ok: true });
     const callKey = (await storage.findByPrefix(`${task}/`)).find((key) =>
       /\/tool\.Call\.[0-9a-f]+\.json$/.test(key),
@@ -339,21 +340,11 @@ describe('dead-letter bundle in plain Node', () => {
 
 describe('tokenizer ranks in plain Node', () => {
   it('the assistant bundle counts tokens from the ranks beside it when CLD_TOKENIZER_RANKS is unset', async () => {
-    const dataDir = mkdtempSync(join(work, 'data-'));
-    const storage = new FilesystemStorage(join(dataDir, 'resources'));
-    const resources = new ResourceIndex(storage, new RulesPolicy(rules));
-    const started = await startConversation(resources, {
-      user: 'bundle-test',
-      channel: { kind: 'cli' },
-      content: 'How do I match only keys with a given prefix in an event rule?',
-      conversationName: 'bundle-ranks',
-    });
-    const eventFor = async (urn: string) =>
-      s3ObjectCreatedEvent(LOCAL_BUCKET, keyOf(urn), (await storage.get(keyOf(urn))).length);
-    expect(await invoke('plan', await eventFor(started.message), dataDir)).toMatchObject({ ok: true });
-    const task = (await storage.findByPrefix(`${started.message}/`))
-      .find((key) => /^\/plan\.Task\.[0-9a-f]+\.json$/.test(key.slice(started.message.length)))
-      ?.replace(/\.json$/, '') as string;
+    const { dataDir, storage, eventFor, planned, task } = await plannedConversation(
+      'How do I match only keys with a given prefix in an event rule?',
+      'bundle-ranks',
+    );
+    expect(planned).toMatchObject({ ok: true });
 
     const turned = await invoke('assistant', await eventFor(task), dataDir);
 
