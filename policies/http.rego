@@ -1,4 +1,4 @@
-# The HTTP API channel: a caller (user actor, conversation set only after checking it started it) reads that conversation and creates only the Conversation and Messages directly under it.
+# The HTTP API channel: a caller (user actor, conversation set only after checking it started it) reads that conversation and creates only the Conversation and Messages directly under it; it may also get (never list) shared document corpora by URN, to open citations.
 # Rules: the "http" entry of policies/rules.json "functions", compiled into data.cld.index.http.
 # Build: opa build -t wasm -e cld/http/decision (npm run build:policies).
 package cld.http

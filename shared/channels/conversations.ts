@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { NAMES, outputUrn } from '../domain/common.js';
 import { NotFoundError } from '../errors.js';
+import type { Actor } from '../policy/port.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type {
   AnyResource,
@@ -19,7 +20,8 @@ type ErrorInfo = z.infer<typeof ErrorInfoSchema>;
 /**
  * Conversations as a channel caller sees them: ownership (callers see only their own
  * conversations), the status view of `GET /conversations/{id}` derived from the stored resources
- * (nothing here is a projection that could drift), and policy-gated reads of single resources.
+ * (nothing here is a projection that could drift), and policy-gated reads of single resources
+ * (the caller's own conversations, and the shared document corpora its answers cite).
  */
 
 /** The policy user of an HTTP API caller (JWT `sub`), namespaced by channel. */
@@ -54,23 +56,51 @@ export async function ownConversation(
   return conversation;
 }
 
+/** Root types whose resources are shared document corpora (DESIGN.md "Flow": what answers cite). */
+const CORPUS_ROOT = 'doc.Document';
+
 /**
- * One resource under one of the caller's conversations, through the policy gate (actor
- * `userActor(user, conversation)`).
- * @throws InvalidUrnError for a malformed URN; NotFoundError when the resource does not exist,
- *   is not under a Conversation, or the conversation is someone else's; PolicyDeniedError
+ * The policy actor of a channel caller reading shared document corpora: the caller alone, with
+ * no `{conversation}` (rule `user-read-corpora` in policies/rules.json is not scoped to one).
  */
-export async function readOwnResource(
+export function corpusReader(user: string): Actor {
+  return { kind: 'user', id: user };
+}
+
+/**
+ * One resource for `GET /resources/{urn}`, through the policy gate:
+ * - under a `doc.Document` root (a Document or one of its Chunks, what an answer's `citations`
+ *   name): read as {@link corpusReader}; corpora are shared, so no ownership check applies and
+ *   the policy alone decides (rule `user-read-corpora`, granted by the `http` bundle: get only);
+ * - under a `common.Conversation` root: only when the caller started that conversation, read as
+ *   `userActor(user, conversation)`;
+ * - under any other root: not found.
+ * @throws InvalidUrnError for a malformed URN; NotFoundError when the resource does not exist,
+ *   has another root, or its conversation is someone else's; PolicyDeniedError when the policy
+ *   denies (e.g. a bundle without `user-read-corpora`, or a URN below a Chunk)
+ */
+export async function readCallerResource(
   resources: ResourceIndex,
   user: string,
   urn: string,
 ): Promise<AnyResource> {
   parseUrn(urn);
   const root = rootOf(urn);
-  if (parseUrn(root).elements[0]?.type !== 'common.Conversation')
-    throw new NotFoundError('resource not found');
+  const type = parseUrn(root).elements[0]?.type;
+  if (type === CORPUS_ROOT) return readOrNotFound(resources, corpusReader(user), urn);
+  if (type !== 'common.Conversation') throw new NotFoundError('resource not found');
   await ownConversation(resources, user, root);
-  return resources.get(userActor(user, root), urn);
+  return readOrNotFound(resources, userActor(user, root), urn);
+}
+
+/** `resources.get`, with a missing object reported without its storage key. */
+async function readOrNotFound(resources: ResourceIndex, actor: Actor, urn: string): Promise<AnyResource> {
+  try {
+    return await resources.get(actor, urn);
+  } catch (error) {
+    if (error instanceof NotFoundError) throw new NotFoundError('resource not found', { cause: error });
+    throw error;
+  }
 }
 
 /** Status of a task, derived from its children (the same rule as the CLI tree). */

@@ -15,7 +15,7 @@ import {
   httpConversationUrn,
   httpUser,
   ownConversation,
-  readOwnResource,
+  readCallerResource,
 } from './conversations.js';
 import { callerSubject, header, rawBody } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
@@ -25,7 +25,8 @@ import { useErrorResponses } from './http-errors.js';
  * - `POST /conversations` `{message, assistant?, tool?}` → 202 `{id, conversation, message, statusUrl}`
  * - `POST /conversations/{id}/messages` `{message}` → 202, same shape
  * - `GET /conversations/{id}` → the status view (conversations.ts)
- * - `GET /resources/{urn}` → one resource of the caller's conversations, through the policy gate
+ * - `GET /resources/{urn}` → one resource, through the policy gate: of the caller's own
+ *   conversations, or of the shared document corpora (what an answer's `citations` name)
  * An optional `Idempotency-Key` header makes a retried POST store nothing new.
  * The caller is the JWT `sub` the authorizer validated (`requestContext.authorizer.jwt.claims`);
  * without it → 401. Bodies are JSON (415 otherwise), at most `CLD_HTTP_MAX_BODY_BYTES` (413),
@@ -159,7 +160,7 @@ export function createHttpApi(options: {
   app.get(/^\/resources\/(?<urn>.+)$/, async (reqCtx) => {
     const deps = await options.deps();
     const urn = reqCtx.params.urn as string;
-    return Response.json(await readOwnResource(deps.resources, reqCtx.get('user') as string, urn));
+    return Response.json(await readCallerResource(deps.resources, reqCtx.get('user') as string, urn));
   });
 
   return app;

@@ -1,7 +1,17 @@
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler as httpHandler } from '../../functions/http/handler.js';
-import type { ConversationView, TaskView } from '../../shared/channels/conversations.js';
+import {
+  type ConversationView,
+  httpUser,
+  readCallerResource,
+  type TaskView,
+} from '../../shared/channels/conversations.js';
+import { NotFoundError, PolicyDeniedError } from '../../shared/errors.js';
+import { builtinPolicy } from '../../shared/policy/select.js';
+import { ResourceIndex } from '../../shared/resources/resource-index.js';
+import type { Chunk, Document } from '../../shared/resources/schemas.js';
+import { childUrn, keyOf, parentOf } from '../../shared/urn.js';
 import { startTestServe, type TestServe, until } from './helpers.js';
 
 const ALICE = 'alice-token-0123456789abcdef';
@@ -133,6 +143,100 @@ describe('HTTP API over real HTTP against serve', () => {
     expect(await server.conversationKeys()).toEqual(before);
   });
 
+  it('opens the chunks an answer cites, for any caller, while conversations stay private', async () => {
+    const accepted = await ask(ALICE, 'How do I send S3 object events to EventBridge?');
+    const view = await answered(ALICE, accepted.id);
+    const citations = view.answer?.citations ?? [];
+    expect(citations.length).toBeGreaterThanOrEqual(1);
+    const [first] = citations as [string];
+    const stored = JSON.parse(
+      (await server.served.runtime.storage.get(keyOf(first))).toString('utf8'),
+    ) as Chunk;
+    const before = await server.conversationKeys();
+
+    const encoded = await call('GET', `/resources/${encodeURIComponent(first)}`, { token: ALICE });
+    const raw = await call('GET', `/resources/${first}`, { token: ALICE });
+    const document = await call('GET', `/resources/${parentOf(first)}`, { token: ALICE });
+    const byBob = await call('GET', `/resources/${encodeURIComponent(first)}`, { token: BOB });
+    const bobsAnswer = await call('GET', `/resources/${encodeURIComponent(view.answer?.urn as string)}`, {
+      token: BOB,
+    });
+    const bobsRoot = await call('GET', `/resources/${accepted.conversation}`, { token: BOB });
+
+    expect(encoded.status).toBe(200);
+    expect(encoded.json.meta).toMatchObject({ id: first, type: 'doc.Chunk' });
+    expect(encoded.json.text).toBe(stored.text);
+    expect(String(encoded.json.text).length).toBeGreaterThan(0);
+    expect(raw.json).toEqual(encoded.json);
+    expect(document.status).toBe(200);
+    expect(document.json.meta).toMatchObject({ id: parentOf(first), type: 'doc.Document' });
+    expect((document.json as unknown as Document).chunks).toBeGreaterThan(stored.index);
+    // Corpora are shared: another caller opens the same citation...
+    expect(byBob.status).toBe(200);
+    expect(byBob.json).toEqual(encoded.json);
+    // ...but still cannot read the conversation whose answer cited it.
+    for (const response of [bobsAnswer, bobsRoot]) {
+      expect(response.status).toBe(404);
+      expect(response.json).toEqual({ code: 'NOT_FOUND', message: 'conversation not found' });
+    }
+    expect(await server.conversationKeys()).toEqual(before);
+  });
+
+  it('answers 404 for corpus URNs that name nothing readable: a missing document or chunk, a URN below a chunk', async () => {
+    const chunk = (await server.served.runtime.storage.findByPrefix('cld:doc.Document.'))
+      .map((key) => key.slice(0, -'.json'.length))
+      .find((urn) => urn.includes('/doc.Chunk.')) as string;
+    expect(chunk).toBeDefined();
+    const document = parentOf(chunk) as string;
+    const urns = {
+      missingDocument: childUrn(undefined, 'doc.Document', 'never-ingested.md'),
+      missingChunk: childUrn(document, 'doc.Chunk', 'no-such-chunk'),
+      belowChunk: childUrn(chunk, 'doc.Chunk', 'deeper'),
+      otherChild: childUrn(document, 'common.Message', 'not-a-chunk'),
+    };
+
+    const responses = await Promise.all(
+      Object.values(urns).map((urn) => call('GET', `/resources/${encodeURIComponent(urn)}`, { token: BOB })),
+    );
+
+    expect(responses.map((r) => r.status)).toEqual([404, 404, 404, 404]);
+    for (const response of responses) expect(response.json.code).toBe('NOT_FOUND');
+    // The first two pass the policy and are missing from storage; the last two are denied by the
+    // policy (the edge reports a denial as a bare NOT_FOUND, so nothing can be probed).
+    expect(responses.map((r) => r.json.message)).toEqual([
+      'resource not found',
+      'resource not found',
+      'not found',
+      'not found',
+    ]);
+  });
+
+  it('reads citations through the policy gate: the http bundle grants get of a chunk, the slack bundle does not', async () => {
+    const accepted = await ask(ALICE, 'How do I grant read access to a bucket?');
+    const view = await answered(ALICE, accepted.id);
+    const citation = view.answer?.citations[0] as string;
+    const storage = server.served.runtime.storage;
+    const http = new ResourceIndex(storage, builtinPolicy('http'));
+    const slack = new ResourceIndex(storage, builtinPolicy('slack'));
+
+    const chunk = await readCallerResource(http, httpUser('bob'), citation);
+    const denied = await readCallerResource(slack, httpUser('bob'), citation).catch(
+      (error: unknown) => error,
+    );
+    const foreign = await readCallerResource(http, httpUser('bob'), accepted.conversation).catch(
+      (error: unknown) => error,
+    );
+    const own = await readCallerResource(http, httpUser('alice'), accepted.conversation);
+
+    expect(chunk.meta).toMatchObject({ id: citation, type: 'doc.Chunk' });
+    expect(denied).toBeInstanceOf(PolicyDeniedError);
+    expect((denied as PolicyDeniedError).details?.reason).toBe(
+      `no rule allows user http:bob to get ${citation}`,
+    );
+    expect(foreign).toBeInstanceOf(NotFoundError);
+    expect(own.meta.id).toBe(accepted.conversation);
+  });
+
   it('stores nothing new for a POST retried with the same Idempotency-Key', async () => {
     const body = JSON.stringify({ message: 'How do I enable versioning on a bucket?' });
     const first = await call('POST', '/conversations', { token: ALICE, body, key: 'retry-key-0001' });
@@ -225,9 +329,17 @@ describe('HTTP API over real HTTP against serve', () => {
       'INVALID_URN',
     ],
     [
-      'a URN outside any conversation',
+      'a document that does not exist',
       'GET',
       '/resources/cld:doc.Document.0123456789abcdef',
+      {},
+      404,
+      'NOT_FOUND',
+    ],
+    [
+      'a URN neither in a conversation nor in a corpus (the catalog)',
+      'GET',
+      '/resources/cld:common.Assistant.0123456789abcdef',
       {},
       404,
       'NOT_FOUND',

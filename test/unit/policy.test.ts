@@ -222,7 +222,11 @@ describe('RulesPolicy with policies/rules.json', () => {
       ['get', 'a message of another conversation', M2, false],
       ['list', 'another conversation', C2, false],
       ['put', 'a Message in another conversation', childUrn(C2, 'common.Message', 'x'), false],
-      ['get', 'a document chunk', CHUNK, false],
+      // Rule user-read-corpora: a caller opens what its answers cite (get only, never list or put).
+      ['get', 'a document chunk', CHUNK, true],
+      ['get', 'a document', DOCUMENT, true],
+      ['list', 'a document', DOCUMENT, false],
+      ['put', 'a document chunk', CHUNK, false],
       ['get', 'the catalog', ASSISTANT, false],
     ] as const)('%s %s: %s', (action, _label, resource, expected) => {
       expect(decide(userActor, action, resource)).toBe(expected);
