@@ -91,6 +91,11 @@ export class StepFunction extends Construct {
   readonly unprocessedQueue: Queue | undefined;
   /** The alarm on any message in {@link unprocessedQueue}. */
   readonly unprocessedAlarm: Alarm | undefined;
+  /**
+   * On a retained dead-letter queue (`deadLetters: 'retain'`): in ALARM as long as letters wait
+   * there, where the per-minute "sent" alarm returns to OK after one period.
+   */
+  readonly waitingLettersAlarm: Alarm | undefined;
   readonly errorsAlarm: Alarm;
   private readonly name: string;
   private readonly spec: FunctionSpec;
@@ -243,6 +248,20 @@ export class StepFunction extends Construct {
           treatMissingData: TreatMissingData.NOT_BREACHING,
         })
       : undefined;
+    this.waitingLettersAlarm =
+      this.deadLetterQueue && spec.deadLetters === 'retain'
+        ? new Alarm(this, 'WaitingLettersAlarm', {
+            alarmDescription: `cld ${name}: dead letters wait in the queue for the operator (redrive or delete them)`,
+            metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+              period: Duration.minutes(5),
+              statistic: 'Maximum',
+            }),
+            threshold: 0,
+            comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluationPeriods: 1,
+            treatMissingData: TreatMissingData.NOT_BREACHING,
+          })
+        : undefined;
     // Messages moved here by SQS redrive are not counted by NumberOfMessagesSent, and nothing
     // consumes this queue: any visible message is a letter no task was failed for.
     this.unprocessedAlarm = this.unprocessedQueue

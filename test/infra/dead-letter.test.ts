@@ -225,6 +225,23 @@ describe('queues', () => {
     });
   });
 
+  it('keeps a retained queue in ALARM while letters wait there, and only a retained one', () => {
+    const waiting = (name: string) =>
+      resourcesOfType(dev.json, 'AWS::CloudWatch::Alarm').filter((id) => {
+        const alarm = dev.json.Resources[id]?.Properties as {
+          MetricName?: string;
+          Dimensions?: { Value: unknown }[];
+        };
+        return (
+          alarm.MetricName === 'ApproximateNumberOfMessagesVisible' &&
+          JSON.stringify(alarm.Dimensions?.[0]?.Value) ===
+            JSON.stringify({ 'Fn::GetAtt': [dlqOf(name), 'QueueName'] })
+        );
+      });
+    for (const name of RETAINED) expect(waiting(name), name).toHaveLength(1);
+    for (const name of CONSUMED) expect(waiting(name), name).toEqual([]);
+  });
+
   it('leaves no cdk-nag finding on the consumer, the queues or their alarms', () => {
     const findings = dev.report.pluginReports
       .flatMap((report) => report.violations)
