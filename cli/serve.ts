@@ -14,6 +14,7 @@ import {
 } from '../shared/channels/local-gateway.js';
 import { API_ROUTES } from '../shared/channels/routes.js';
 import { ValidationError } from '../shared/errors.js';
+import type { SchedulingPolicy } from '../shared/events/scheduler.js';
 import { type Env, modelFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.js';
 import { ingest } from '../shared/search/ingest.js';
@@ -47,6 +48,8 @@ export interface ServeOptions {
   /** Output lines (requests, dead letters); default none. */
   print?: (line: string) => void;
   logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
+  /** Order of queued deliveries on the local bus (default `newest-first`; the burst bench compares them). */
+  scheduling?: SchedulingPolicy;
 }
 
 /** A running server. */
@@ -75,6 +78,7 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     dataDir: options.dataDir,
     model: modelFor(options.core),
     logLevel: options.logLevel ?? 'SILENT',
+    ...(options.scheduling ? { scheduling: options.scheduling } : {}),
     onDeadLetter: (letter) =>
       print(`dead-lettered: ${letter.target} ${letter.event.detail.object.key}: ${letter.error.message}`),
   });

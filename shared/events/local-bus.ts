@@ -3,6 +3,13 @@ import type { EventBus } from './bus.js';
 import type { S3ObjectCreatedEvent } from './envelope.js';
 import { matchesPattern } from './pattern.js';
 import { type Route, routeAccepts, type StepName } from './routing.js';
+import {
+  createScheduler,
+  DEFAULT_SCHEDULING,
+  type DeliveryScheduler,
+  laneOf,
+  type SchedulingPolicy,
+} from './scheduler.js';
 
 /** Which delivery an invocation is (Lambda's asynchronous invocation attempt). */
 export interface Delivery {
@@ -74,7 +81,7 @@ export interface DeliveryFaults {
    * count is drawn uniformly (`{ min: 2, max: 3 }`: every event 2–3 times). Default 1.
    */
   copies?: number | { min: number; max: number };
-  /** Deliver queued events in random order instead of FIFO. */
+  /** Deliver queued events in random order instead of by the scheduling policy. */
   shuffle?: boolean;
   /** Random delay before each delivery, in milliseconds (uniform in [0, maxDelayMs]). */
   maxDelayMs?: number;
@@ -88,6 +95,12 @@ export interface LocalBusOptions {
   targets: Record<StepName, StepInvoker>;
   /** Invocations running at once. Default 4. */
   concurrency?: number;
+  /**
+   * Which queued delivery starts next (scheduler.ts): default `newest-first` (a queue per
+   * conversation; the conversation that became active last first, every 8th start the oldest).
+   * Ignored with `faults.shuffle`, which draws a random queued delivery.
+   */
+  scheduling?: SchedulingPolicy;
   /** Retries after the first failure, like Lambda's asynchronous invocation. Default 2. */
   retries?: number;
   /** Backoff before retry n (1-based), in milliseconds. Default 50·2^(n-1). */
@@ -110,19 +123,23 @@ interface Job {
   attempt: number;
   /** Delivery sequence number (kept across retries). */
   id: number;
+  /** Scheduling lane: the conversation (root URN) of the event's key (scheduler.ts `laneOf`). */
+  lane: string;
 }
 
 /**
  * In-process EventBridge + Lambda async invocation: routes each published event to every
  * route whose pattern (and shape) matches, invokes targets asynchronously with bounded
  * concurrency, retries failures with backoff, keeps dead letters, and tells when it is idle.
+ * Queued deliveries start in the order of the scheduling policy (a queue per conversation, see
+ * scheduler.ts), so a burst of conversations does not delay a newcomer's answer.
  * Delivery is at least once; with faults it is several times, shuffled and delayed.
  */
 export class LocalBus implements EventBus {
   readonly deadLetters: DeadLetter[] = [];
   readonly stats: BusStats;
   readonly faultStats: FaultStats = { duplicates: 0, aborts: 0 };
-  private readonly queue: Job[] = [];
+  private readonly queue: DeliveryScheduler<Job>;
   private running = 0;
   private timers = 0;
   private waiters: Array<() => void> = [];
@@ -131,7 +148,7 @@ export class LocalBus implements EventBus {
   readonly deadLetterErrors: { letter: DeadLetter; error: { code: string; message: string } }[] = [];
   private deliveries = 0;
   private readonly options: Required<
-    Omit<LocalBusOptions, 'onDelivery' | 'onDeadLetter' | 'faults' | 'deadLetterTarget'>
+    Omit<LocalBusOptions, 'onDelivery' | 'onDeadLetter' | 'faults' | 'deadLetterTarget' | 'scheduling'>
   > &
     Pick<LocalBusOptions, 'onDelivery' | 'onDeadLetter' | 'deadLetterTarget'> & { faults: DeliveryFaults };
 
@@ -144,6 +161,10 @@ export class LocalBus implements EventBus {
       ...options,
     };
     this.random = mulberry32(this.options.faults.seed ?? 1);
+    this.queue = createScheduler<Job>(
+      this.options.faults.shuffle ? 'shuffle' : (options.scheduling ?? DEFAULT_SCHEDULING),
+      this.random,
+    );
     this.stats = {
       published: 0,
       routed: 0,
@@ -173,11 +194,13 @@ export class LocalBus implements EventBus {
       if (!accepted) continue;
       const copies = this.copies();
       this.faultStats.duplicates += copies - 1;
+      const lane = laneOf(key);
       for (let i = 0; i < copies; i++) {
         this.stats.routed++;
         this.stats.byTarget[route.target] = (this.stats.byTarget[route.target] ?? 0) + 1;
+        this.queue.hold(lane);
         this.schedule(
-          { route, event: structuredClone(event), attempt: 1, id: ++this.deliveries },
+          { route, event: structuredClone(event), attempt: 1, id: ++this.deliveries, lane },
           this.delay(),
         );
       }
@@ -191,7 +214,7 @@ export class LocalBus implements EventBus {
   }
 
   private isIdle(): boolean {
-    return this.queue.length === 0 && this.running === 0 && this.timers === 0;
+    return this.queue.size === 0 && this.running === 0 && this.timers === 0;
   }
 
   private copies(): number {
@@ -222,9 +245,8 @@ export class LocalBus implements EventBus {
   }
 
   private pump(): void {
-    while (this.running < this.options.concurrency && this.queue.length > 0) {
-      const index = this.options.faults.shuffle ? Math.floor(this.random() * this.queue.length) : 0;
-      const [job] = this.queue.splice(index, 1);
+    while (this.running < this.options.concurrency && this.queue.size > 0) {
+      const job = this.queue.take();
       if (job) this.run(job);
     }
     if (this.isIdle()) {
@@ -250,7 +272,10 @@ export class LocalBus implements EventBus {
     };
     setImmediate(() => {
       new Promise<void>((resolve) => resolve(target(job.event, delivery)))
-        .catch((error: unknown) => this.fail(job, error))
+        .then(
+          () => this.queue.release(job.lane),
+          (error: unknown) => this.fail(job, error),
+        )
         .finally(() => {
           this.running--;
           this.pump();
@@ -266,6 +291,7 @@ export class LocalBus implements EventBus {
       this.schedule({ ...job, attempt: job.attempt + 1 }, this.options.backoffMs(job.attempt));
       return;
     }
+    this.queue.release(job.lane);
     const letter: DeadLetter = {
       route: job.route.id,
       target: job.route.target,

@@ -11,6 +11,7 @@ import type { Limits } from '../domain/limits.js';
 import { type S3ObjectCreatedEvent, toResourcePut } from '../events/envelope.js';
 import { type DeadLetter, type DeliveryFaults, LocalBus, type StepInvoker } from '../events/local-bus.js';
 import { routingTable, type StepName } from '../events/routing.js';
+import type { SchedulingPolicy } from '../events/scheduler.js';
 import { OfflineChatModel } from '../llm/offline.js';
 import type { ChatModel } from '../llm/port.js';
 import { LocalPersistenceLayer } from '../projections/idempotency.js';
@@ -33,6 +34,8 @@ export interface LocalRuntimeOptions {
   faults?: DeliveryFaults;
   /** Invocations at once (default 4). */
   concurrency?: number;
+  /** Order of queued deliveries (default `newest-first`; shared/events/scheduler.ts). */
+  scheduling?: SchedulingPolicy;
   /** Powertools log level (default SILENT: the CLI prints its own output). */
   logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
   onDelivery?: (target: StepName, event: S3ObjectCreatedEvent) => void;
@@ -120,6 +123,7 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
     routes: routingTable(LOCAL_BUCKET),
     targets,
     ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+    ...(options.scheduling ? { scheduling: options.scheduling } : {}),
     ...(options.faults ? { faults: options.faults } : {}),
     ...(options.onDelivery ? { onDelivery: options.onDelivery } : {}),
     ...(options.onDeadLetter ? { onDeadLetter: options.onDeadLetter } : {}),
