@@ -66,7 +66,8 @@ export interface Served {
 /** Starts the server. @throws ConfigError for bad channel config or tokens, ValidationError for bad docs paths */
 export async function startServe(options: ServeOptions): Promise<Served> {
   const print = options.print ?? (() => undefined);
-  const channels = createChannels(parseChannelConfig(options.env));
+  const config = parseChannelConfig(options.env);
+  const channels = createChannels(config);
   let tokens: ApiTokens;
   let generatedToken: Served['generatedToken'];
   if (options.env.CLD_API_TOKENS) tokens = parseApiTokens(options.env.CLD_API_TOKENS);
@@ -102,6 +103,11 @@ export async function startServe(options: ServeOptions): Promise<Served> {
   const gateway = await startLocalGateway({
     port: options.port,
     tokens,
+    maxBodyBytes: {
+      http: config.CLD_HTTP_MAX_BODY_BYTES,
+      slack: config.CLD_WEBHOOK_MAX_BODY_BYTES,
+      teams: config.CLD_WEBHOOK_MAX_BODY_BYTES,
+    },
     onRequest: ({ method, path, status, ms }) => print(`${method} ${path} ${status} ${ms.toFixed(0)} ms`),
     onError: (error) => print(`handler failed: ${error instanceof Error ? error.message : String(error)}`),
   });

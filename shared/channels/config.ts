@@ -13,8 +13,20 @@ const Url = z.url({ protocol: /^https?$/ });
 
 /** The channel environment variables. */
 export const ChannelEnvSchema = z.object({
-  /** Largest accepted HTTP API request body, in bytes (default 64 KiB; larger → 413). */
+  /** Largest accepted HTTP API request body, in bytes (default 64 KiB; larger → 413 before authentication). */
   CLD_HTTP_MAX_BODY_BYTES: z.coerce.number().int().positive().max(10_485_760).default(65_536),
+  /**
+   * Largest accepted Slack or Teams request body, in bytes (default 1 MiB: a 40,000-character
+   * Slack message with its blocks, or a 28,000-character Teams Activity with its HTML attachment,
+   * fit; larger → 413 before the signature is checked).
+   */
+  CLD_WEBHOOK_MAX_BODY_BYTES: z.coerce.number().int().positive().max(10_485_760).default(1_048_576),
+  /**
+   * Public base URL of the HTTP API (`https://api.example.com`), for the absolute `statusUrl` of a
+   * 202; without it the URL is built from the domain API Gateway received the request on, never
+   * from the client's `Host` header. `Location` is always a relative reference.
+   */
+  CLD_PUBLIC_BASE_URL: Url.optional(),
   /** Slack app signing secret (local); in AWS use the ARN variable. */
   CLD_SLACK_SIGNING_SECRET: z.string().min(1).optional(),
   /** Secrets Manager ARN (or name) of the Slack signing secret. */

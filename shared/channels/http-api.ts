@@ -1,9 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import {
-  RequestEntityTooLargeError,
-  Router,
-  UnauthorizedError,
-} from '@aws-lambda-powertools/event-handler/http';
+import { Router, UnauthorizedError } from '@aws-lambda-powertools/event-handler/http';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
@@ -17,8 +13,9 @@ import {
   ownConversation,
   readCallerResource,
 } from './conversations.js';
-import { callerSubject, header, rawBody } from './gateway.js';
+import { callerSubject, header } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
+import { bodyLimit, sameRoute } from './request-guards.js';
 
 /**
  * The HTTP API (API Gateway HTTP API, payload format 2.0), routed with Powertools' `Router`:
@@ -62,7 +59,10 @@ export interface Accepted {
   conversation: string;
   /** URN of the stored user Message. */
   message: string;
-  /** Absolute URL of the status view. */
+  /**
+   * Absolute URL of the status view: `CLD_PUBLIC_BASE_URL` or the API's domain, never the
+   * request's `Host` header (`Location` holds the relative path).
+   */
   statusUrl: string;
 }
 
@@ -77,18 +77,20 @@ export function createHttpApi(options: {
   let logger: ChannelDeps['logger'] | undefined;
   useErrorResponses(app as unknown as Router, () => logger);
 
-  // Authentication, then the body checks: nothing reaches a route without a caller.
-  app.use(async ({ reqCtx, next }) => {
+  // The route that matched is the route that runs, and no body over the limit is looked at;
+  // then authentication, then the content type: nothing reaches a route without a caller.
+  app.use(async ({ next }) => {
     logger = (await options.deps()).logger;
+    await next();
+  });
+  app.use(sameRoute());
+  app.use(bodyLimit(() => options.channels().config.CLD_HTTP_MAX_BODY_BYTES));
+  app.use(async ({ reqCtx, next }) => {
     const subject = callerSubject(reqCtx.event);
     if (!subject) throw new UnauthorizedError('missing or invalid credentials');
     reqCtx.set('user', httpUser(subject));
     const event = reqCtx.event as APIGatewayProxyEventV2;
     if (reqCtx.req.method === 'POST') {
-      const limit = options.channels().config.CLD_HTTP_MAX_BODY_BYTES;
-      const size = rawBody(event).length;
-      if (size > limit)
-        throw new RequestEntityTooLargeError(`request body is ${size} bytes; the limit is ${limit}`);
       const type = header(event, 'content-type') ?? '';
       if (!/^application\/json\s*(;|$)/i.test(type))
         return Response.json(
@@ -116,7 +118,7 @@ export function createHttpApi(options: {
         messageName: `message-${key ?? randomUUID()}`,
         now: deps.now(),
       });
-      return accepted(reqCtx.event as APIGatewayProxyEventV2, id, started);
+      return accepted(reqCtx.event as APIGatewayProxyEventV2, options.channels().config, id, started);
     },
     { validation: { req: { body: StartConversationBodySchema } } },
   );
@@ -139,7 +141,7 @@ export function createHttpApi(options: {
         messageName: `message-${key ?? randomUUID()}`,
         now: deps.now(),
       });
-      return accepted(reqCtx.event as APIGatewayProxyEventV2, id, started);
+      return accepted(reqCtx.event as APIGatewayProxyEventV2, options.channels().config, id, started);
     },
     { validation: { req: { path: PathId, body: AddMessageBodySchema } } },
   );
@@ -195,18 +197,27 @@ function checkHints(deps: ChannelDeps, body: { assistant?: string | undefined; t
     throw new ValidationError(`tool "${body.tool}" is not in the catalog`);
 }
 
+/**
+ * The 202 of a POST. `Location` is a relative reference (RFC 9110 §10.2.2) to the status view;
+ * `statusUrl` is absolute: `CLD_PUBLIC_BASE_URL` when configured, else the domain API Gateway
+ * received the request on (`requestContext.domainName`, set by API Gateway and by `serve`'s
+ * gateway, never the client's `Host` header).
+ */
 function accepted(
   event: APIGatewayProxyEventV2,
+  config: Channels['config'],
   id: string,
   started: { conversation: string; message: string },
 ): Response {
-  const host = header(event, 'host') ?? event.requestContext.domainName;
-  const proto = header(event, 'x-forwarded-proto') ?? 'https';
   const stage =
     event.requestContext.stage && event.requestContext.stage !== '$default'
-      ? `/${event.requestContext.stage}`
+      ? `/${encodeURIComponent(event.requestContext.stage)}`
       : '';
-  const statusUrl = `${proto}://${host}${stage}/conversations/${id}`;
+  const path = `${stage}/conversations/${id}`;
+  const proto = header(event, 'x-forwarded-proto') === 'http' ? 'http' : 'https';
+  const base =
+    config.CLD_PUBLIC_BASE_URL?.replace(/\/+$/, '') ?? `${proto}://${event.requestContext.domainName}`;
+  const statusUrl = `${base}${path}`;
   const body: Accepted = { id, conversation: started.conversation, message: started.message, statusUrl };
-  return Response.json(body, { status: 202, headers: { location: statusUrl } });
+  return Response.json(body, { status: 202, headers: { location: path } });
 }

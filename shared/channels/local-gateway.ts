@@ -8,6 +8,7 @@ import { handler as slackHandler } from '../../functions/slack/handler.js';
 import { handler as teamsHandler } from '../../functions/teams/handler.js';
 import { ConfigError } from '../errors.js';
 import type { ErrorBody } from './http-errors.js';
+import { hasDotSegment } from './request-guards.js';
 import { type ChannelFunction, matchRoute } from './routes.js';
 
 /**
@@ -20,6 +21,10 @@ import { type ChannelFunction, matchRoute } from './routes.js';
 
 /** API Gateway HTTP API's own payload limit (10 MB): larger requests are refused before any handler. */
 export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+/** A `Host` header API Gateway could have routed: a DNS name or IP literal, optionally a port. */
+const HOST =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 /** A Lambda handler behind the HTTP API. */
 export type ApiHandler = (
@@ -65,6 +70,13 @@ export interface LocalGatewayOptions {
   onRequest?: (line: { method: string; path: string; status: number; ms: number }) => void;
   /** Called when a handler throws instead of answering (the client gets a 500). */
   onError?: (error: unknown) => void;
+  /**
+   * Largest body per function, in bytes (default and ceiling {@link GATEWAY_MAX_BODY_BYTES}):
+   * a larger one is refused with 413 before it is buffered and before authentication — at once
+   * when `content-length` declares it, else as soon as the bytes read pass the limit (the
+   * connection is then closed, the rest never read).
+   */
+  maxBodyBytes?: Partial<Record<ChannelFunction, number>>;
 }
 
 /** A running local gateway. */
@@ -85,9 +97,15 @@ const DEFAULT_HANDLERS: Record<ChannelFunction, ApiHandler> = {
 /** Starts the local gateway. @throws when the port cannot be bound */
 export async function startLocalGateway(options: LocalGatewayOptions): Promise<LocalGateway> {
   const handlers = { ...DEFAULT_HANDLERS, ...options.handlers };
+  let authority = '127.0.0.1';
   const server = createServer((req, res) => {
     const started = performance.now();
-    void serveOne(req, res, options.tokens, handlers)
+    void serveOne(req, res, {
+      tokens: options.tokens,
+      handlers,
+      authority,
+      limits: options.maxBodyBytes ?? {},
+    })
       .catch((error: unknown) => {
         options.onError?.(error);
         reply(res, 500, { code: 'INTERNAL', message: 'internal error' });
@@ -106,6 +124,7 @@ export async function startLocalGateway(options: LocalGatewayOptions): Promise<L
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
   });
   const { port } = server.address() as AddressInfo;
+  authority = `127.0.0.1:${port}`;
   return {
     url: `http://127.0.0.1:${port}`,
     port,
@@ -117,35 +136,61 @@ export async function startLocalGateway(options: LocalGatewayOptions): Promise<L
   };
 }
 
-async function serveOne(
-  req: IncomingMessage,
-  res: ServerResponse,
-  tokens: ApiTokens,
-  handlers: Record<ChannelFunction, ApiHandler>,
-): Promise<void> {
+interface Serving {
+  tokens: ApiTokens;
+  handlers: Record<ChannelFunction, ApiHandler>;
+  /** `127.0.0.1:<port>`: the domain name the events carry (API Gateway's `domainName`). */
+  authority: string;
+  limits: Partial<Record<ChannelFunction, number>>;
+}
+
+/**
+ * One request, in API Gateway's order: refuse what no route could take (a `Host` API Gateway
+ * would not route, a dot-segment in the path: 400), match the route (404), refuse a body over the
+ * function's limit before reading it (413), then authorize (401) and invoke the handler.
+ */
+async function serveOne(req: IncomingMessage, res: ServerResponse, serving: Serving): Promise<void> {
   const method = (req.method ?? 'GET').toUpperCase();
   const target = req.url ?? '/';
   const query = target.indexOf('?');
   const rawPath = query === -1 ? target : target.slice(0, query);
   const rawQueryString = query === -1 ? '' : target.slice(query + 1);
+  if (!HOST.test(String(req.headers.host ?? '')))
+    return refuse(req, res, 400, { code: 'BAD_REQUEST', message: 'missing or malformed Host header' });
+  if (!rawPath.startsWith('/') || hasDotSegment(rawPath))
+    return refuse(req, res, 400, {
+      code: 'BAD_REQUEST',
+      message: 'the request path must not contain dot-segments',
+    });
   const matched = matchRoute(method, rawPath);
-  if (!matched) {
-    req.resume();
-    return reply(res, 404, { code: 'NOT_FOUND', message: `no route for ${method} ${rawPath}` });
-  }
-  const body = await readBody(req);
-  if (body === undefined)
-    return reply(res, 413, { code: 'PAYLOAD_TOO_LARGE', message: 'request body exceeds 10 MB' });
+  if (!matched)
+    return refuse(req, res, 404, { code: 'NOT_FOUND', message: `no route for ${method} ${rawPath}` });
+  const limit = Math.min(
+    serving.limits[matched.route.function] ?? GATEWAY_MAX_BODY_BYTES,
+    GATEWAY_MAX_BODY_BYTES,
+  );
+  const tooLarge = { code: 'PAYLOAD_TOO_LARGE', message: `request body exceeds ${limit} bytes` };
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limit) return refuse(req, res, 413, tooLarge);
+  const body = await readBody(req, limit);
+  if (body === undefined) return refuse(req, res, 413, tooLarge);
   let claims: Record<string, string> | undefined;
   if (matched.route.auth === 'jwt') {
     const bearer = /^Bearer (\S+)$/i.exec(String(req.headers.authorization ?? ''))?.[1];
-    const user = bearer ? tokens.get(digest(bearer)) : undefined;
+    const user = bearer ? serving.tokens.get(digest(bearer)) : undefined;
     if (!user) return reply(res, 401, { code: 'UNAUTHORIZED', message: 'missing or invalid bearer token' });
     const now = Math.floor(Date.now() / 1000);
     claims = { sub: user, iss: 'cld-serve', aud: 'cld', iat: String(now), exp: String(now + 3600) };
   }
-  const event = toApiGatewayEvent(req, { rawPath, rawQueryString, body, claims, ...matched });
-  const result = await handlers[matched.route.function](event, lambdaContext(matched.route.function));
+  const event = toApiGatewayEvent(req, {
+    rawPath,
+    rawQueryString,
+    body,
+    claims,
+    domainName: serving.authority,
+    ...matched,
+  });
+  const result = await serving.handlers[matched.route.function](event, lambdaContext(matched.route.function));
   res.statusCode = result.statusCode ?? 200;
   for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, String(value));
   if (result.cookies?.length) res.setHeader('set-cookie', result.cookies);
@@ -166,6 +211,8 @@ export function toApiGatewayEvent(
     routeKey: string;
     pathParameters: Record<string, string>;
     claims?: Record<string, string> | undefined;
+    /** The API's domain (`requestContext.domainName`); default the request's `Host`. */
+    domainName?: string;
   },
 ): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = {};
@@ -194,7 +241,7 @@ export function toApiGatewayEvent(
     requestContext: {
       accountId: '000000000000',
       apiId: 'local',
-      domainName: headers.host ?? '127.0.0.1',
+      domainName: request.domainName ?? headers.host ?? '127.0.0.1',
       domainPrefix: 'local',
       http: {
         method: (req.method ?? 'GET').toUpperCase(),
@@ -218,15 +265,32 @@ export function toApiGatewayEvent(
   return event;
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+/**
+ * Reads the body, counting bytes as they arrive; past `limit` it stops (nothing more is read or
+ * kept) and returns undefined. Chunks are kept only while the total is within the limit.
+ */
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
-  // Past the limit the rest is drained (not kept), so the 413 reaches the client.
-  for await (const chunk of req) {
+  // destroyOnReturn: false — leaving the loop early must not close the socket before the 413 is sent.
+  for await (const chunk of req.iterator({ destroyOnReturn: false })) {
     size += (chunk as Buffer).length;
-    if (size <= GATEWAY_MAX_BODY_BYTES) chunks.push(chunk as Buffer);
+    if (size > limit) return undefined; // leaving the loop stops reading
+    chunks.push(chunk as Buffer);
   }
-  return size > GATEWAY_MAX_BODY_BYTES ? undefined : Buffer.concat(chunks);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Answers an error before (or instead of) reading the body: with `Connection: close`, and the
+ * connection destroyed once the answer is sent, so an unread body is cut off, never buffered.
+ */
+function refuse(req: IncomingMessage, res: ServerResponse, status: number, body: ErrorBody): void {
+  if (!req.complete) {
+    res.setHeader('connection', 'close');
+    res.once('finish', () => req.socket.destroy());
+  }
+  reply(res, status, body);
 }
 
 function reply(res: ServerResponse, status: number, body: ErrorBody): void {

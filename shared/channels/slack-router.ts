@@ -6,6 +6,7 @@ import { startConversation } from '../runtime/conversation.js';
 import type { ChannelDeps, Channels } from './context.js';
 import { header, rawBody } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
+import { bodyLimit, sameRoute } from './request-guards.js';
 import {
   decideSlackEvent,
   SlackCommandSchema,
@@ -31,9 +32,15 @@ export function createSlackRouter(options: {
   let logger: ChannelDeps['logger'] | undefined;
   useErrorResponses(app, () => logger);
 
+  app.use(async ({ next }) => {
+    logger = (await options.deps()).logger;
+    await next();
+  });
+  // Before the signature: the route that matched runs, and no body over the limit is read.
+  app.use(sameRoute());
+  app.use(bodyLimit(() => options.channels().config.CLD_WEBHOOK_MAX_BODY_BYTES));
   app.use(async ({ reqCtx, next }) => {
     const deps = await options.deps();
-    logger = deps.logger;
     const event = reqCtx.event as APIGatewayProxyEventV2;
     const verification = verifySlackSignature({
       signingSecret: await options.channels().secrets.slackSigningSecret(),

@@ -6,6 +6,7 @@ import { type StartConversationInput, startConversation } from '../runtime/conve
 import type { ChannelDeps, Channels } from './context.js';
 import { header, rawBody } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
+import { bodyLimit, sameRoute } from './request-guards.js';
 import { verifyTeamsSignature } from './verification.js';
 
 /**
@@ -71,9 +72,16 @@ export function createTeamsRouter(options: {
   let logger: ChannelDeps['logger'] | undefined;
   useErrorResponses(app, () => logger);
 
+  app.use(async ({ next }) => {
+    logger = (await options.deps()).logger;
+    await next();
+  });
+  // Before the HMAC: the route that matched runs, and no body over the limit is read.
+  app.use(sameRoute());
+  app.use(bodyLimit(() => options.channels().config.CLD_WEBHOOK_MAX_BODY_BYTES));
+
   app.post('/teams/messages', async (reqCtx) => {
     const deps = await options.deps();
-    logger = deps.logger;
     const channels = options.channels();
     const event = reqCtx.event as APIGatewayProxyEventV2;
     const body = rawBody(event);
