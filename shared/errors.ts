@@ -16,7 +16,8 @@ export type ErrorCode =
   | 'CONFIG'
   | 'TOOL_ERROR'
   | 'DELIVERY_FAILED'
-  | 'CHANNEL_ERROR';
+  | 'CHANNEL_ERROR'
+  | 'IDEMPOTENCY_CONFLICT';
 
 /** Base class: every error the domain throws on purpose is a `CldError`. */
 export class CldError extends Error {
@@ -70,6 +71,16 @@ export class NotFoundError extends CldError {
 export class PolicyDeniedError extends CldError {
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('POLICY_DENIED', message, options);
+  }
+}
+
+/**
+ * An `Idempotency-Key` was reused with another request body than the one it first came with
+ * (IETF draft "The Idempotency-Key HTTP Header Field" §2.7: 422); nothing was stored.
+ */
+export class IdempotencyConflictError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('IDEMPOTENCY_CONFLICT', message, options);
   }
 }
 

@@ -15,6 +15,7 @@ import {
 } from './conversations.js';
 import { callerSubject, header } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
+import { assertSameRequest, requestFingerprint } from './idempotency.js';
 import { bodyLimit, sameRoute } from './request-guards.js';
 
 /**
@@ -24,7 +25,8 @@ import { bodyLimit, sameRoute } from './request-guards.js';
  * - `GET /conversations/{id}` → the status view (conversations.ts)
  * - `GET /resources/{urn}` → one resource, through the policy gate: of the caller's own
  *   conversations, or of the shared document corpora (what an answer's `citations` name)
- * An optional `Idempotency-Key` header makes a retried POST store nothing new.
+ * An optional `Idempotency-Key` header makes a retried POST store nothing new; reused with another
+ * body it is refused with 422 (`IDEMPOTENCY_CONFLICT`), nothing stored.
  * The caller is the JWT `sub` the authorizer validated (`requestContext.authorizer.jwt.claims`);
  * without it → 401. Bodies are JSON (415 otherwise), at most `CLD_HTTP_MAX_BODY_BYTES` (413),
  * validated with strict zod schemas (unknown fields → 400). Errors are `{code, message}`
@@ -110,14 +112,17 @@ export function createHttpApi(options: {
       const user = reqCtx.get('user') as string;
       const key = idempotencyKey(reqCtx.event as APIGatewayProxyEventV2);
       const id = key ? uuidFor(user, key) : randomUUID();
+      const fingerprint = key ? requestFingerprint(body) : undefined;
       const started = await startConversation(deps.resources, {
         user,
         channel: { kind: 'http' },
         content: body.message,
         conversationName: httpConversationName(user, id),
         messageName: `message-${key ?? randomUUID()}`,
+        ...(fingerprint ? { requestHash: fingerprint } : {}),
         now: deps.now(),
       });
+      if (fingerprint) assertSameRequest(started.stored, fingerprint, body.message);
       return accepted(reqCtx.event as APIGatewayProxyEventV2, options.channels().config, id, started);
     },
     { validation: { req: { body: StartConversationBodySchema } } },
@@ -133,14 +138,17 @@ export function createHttpApi(options: {
       const user = reqCtx.get('user') as string;
       const conversation = await ownConversation(deps.resources, user, httpConversationUrn(user, id));
       const key = idempotencyKey(reqCtx.event as APIGatewayProxyEventV2);
+      const fingerprint = key ? requestFingerprint(body) : undefined;
       const started = await startConversation(deps.resources, {
         user,
         channel: conversation.channel,
         content: body.message,
         conversationName: conversation.meta.name,
         messageName: `message-${key ?? randomUUID()}`,
+        ...(fingerprint ? { requestHash: fingerprint } : {}),
         now: deps.now(),
       });
+      if (fingerprint) assertSameRequest(started.stored, fingerprint, body.message);
       return accepted(reqCtx.event as APIGatewayProxyEventV2, options.channels().config, id, started);
     },
     { validation: { req: { path: PathId, body: AddMessageBodySchema } } },
@@ -171,7 +179,8 @@ export function createHttpApi(options: {
 /**
  * The `Idempotency-Key` header (IETF draft "The Idempotency-Key HTTP Header Field"), when sent:
  * a retried POST with the same key names the same conversation and message, so it stores nothing
- * new and answers the same 202 (the first body wins).
+ * new and answers the same 202; the body's fingerprint is stored on the message, and a reuse of
+ * the key with another body is refused (422).
  * @throws ValidationError for a key that is not 8-128 of `A-Z a-z 0-9 _ -`
  */
 function idempotencyKey(event: APIGatewayProxyEventV2): string | undefined {

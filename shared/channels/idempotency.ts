@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JSONValue } from '@aws-lambda-powertools/commons/types';
 import {
@@ -7,6 +8,8 @@ import {
 } from '@aws-lambda-powertools/idempotency';
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import type { Context } from 'aws-lambda';
+import { IdempotencyConflictError } from '../errors.js';
+import type { Message } from '../resources/schemas.js';
 
 /**
  * Exactly-once side effects that leave the system (STYLE.md "idempotency is designed in"): a
@@ -94,4 +97,31 @@ export function deliveryGuard(persistenceStore: BasePersistenceLayer): Once {
     guards.set(persistenceStore, once);
   }
   return once;
+}
+
+/**
+ * The fingerprint of an HTTP request for its `Idempotency-Key` (IETF draft "The Idempotency-Key
+ * HTTP Header Field" §2.4): SHA-256 (hex) of the parsed body's canonical JSON (fields sorted by
+ * name, absent fields left out), so formatting and field order do not make two bodies differ.
+ */
+export function requestFingerprint(body: Readonly<Record<string, string | undefined>>): string {
+  const canonical = Object.entries(body)
+    .filter(([, value]) => value !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(JSON.stringify(canonical)).digest('hex');
+}
+
+/**
+ * Checks that a retried request with an `Idempotency-Key` is the request that first used it: the
+ * user Message the key names was stored with this fingerprint (or, stored before fingerprints
+ * were kept, with this content).
+ * @throws IdempotencyConflictError when the key came with another body (HTTP 422)
+ */
+export function assertSameRequest(stored: Message, fingerprint: string, content: string): void {
+  const same =
+    stored.requestHash !== undefined ? stored.requestHash === fingerprint : stored.content === content;
+  if (!same)
+    throw new IdempotencyConflictError(
+      'this Idempotency-Key was already used with another request body; use a new key for a new message',
+    );
 }

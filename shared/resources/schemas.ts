@@ -108,6 +108,14 @@ export const MessageSchema = z.strictObject({
   window: WindowReportSchema.optional(),
   /** For a final answer: the user Message it answers. */
   inReplyTo: UrnSchema.optional(),
+  /**
+   * For a user Message stored by a request with an `Idempotency-Key`: the SHA-256 (hex) of that
+   * request's parsed body, so a retry with another body is refused (shared/channels/idempotency.ts).
+   */
+  requestHash: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
 });
 export type Message = z.infer<typeof MessageSchema>;
 

@@ -16,6 +16,8 @@ export interface StartConversationInput {
   conversationName: string;
   /** Message name within the conversation (default `message-1`). */
   messageName?: string;
+  /** SHA-256 (hex) of the request that stored the message, kept on it (Idempotency-Key requests). */
+  requestHash?: string;
   now?: Date;
 }
 
@@ -25,6 +27,13 @@ export interface StartedConversation {
   message: string;
   /** URN of the final assistant Message once the plan step writes it. */
   answer: string;
+  /**
+   * The user Message as stored: this call's, or the earlier one when the message existed
+   * (`created: false`), whose content and `requestHash` may differ from this call's.
+   */
+  stored: Message;
+  /** False when the message existed already (a repeated call: nothing new was written). */
+  created: boolean;
 }
 
 /** The policy actor of a channel caller in a conversation. */
@@ -54,9 +63,12 @@ export async function startConversation(
     meta: withMeta({ type: 'common.Message', name: input.messageName ?? 'message-1', parent: meta.id }, now),
     role: 'user',
     content: input.content,
+    ...(input.requestHash ? { requestHash: input.requestHash } : {}),
   };
-  await resources.put(actor, message);
+  const outcome = await resources.put(actor, message);
   return {
+    stored: outcome.resource,
+    created: outcome.created,
     conversation: meta.id,
     message: message.meta.id,
     answer: childUrn(meta.id, 'common.Message', NAMES.answer(message.meta.id)),
