@@ -21,7 +21,8 @@ import { childUrn, keyOf } from '../../shared/urn.js';
  * the local bus (shared/events/scheduler.ts) it starts `serve` as a child process (offline model,
  * the aws-s3 README ingested, a fresh data directory) and, over real HTTP from this process:
  * 1. idle latency: lone conversations one after another (after warm-up runs), from the POST to
- *    the answer; the median is the idle latency;
+ *    the answer, `--idle-runs` before the burst and as many after it (the machine's load drifts);
+ *    the median of both is the idle latency;
  * 2. a burst: `--burst` conversations POSTed at once; as soon as all have their 202, newcomers
  *    (`--newcomers`, default 3) are started one after another, each once the previous one is
  *    answered, while the burst is still being worked off; each latency is measured from its own
@@ -181,8 +182,6 @@ async function measure(
     for (let i = 0; i < 3; i++) await lone(server); // warm-up (JIT, caches)
     const idle: number[] = [];
     for (let i = 0; i < idleRuns; i++) idle.push(await lone(server));
-    idle.sort((a, b) => a - b);
-    const idleMs = quantile(idle, 0.5);
 
     const started = await Promise.all(Array.from({ length: burst }, () => post(server.url)));
     const late: Started[] = [];
@@ -209,6 +208,9 @@ async function measure(
     let failed = 0;
     for (const conversation of [...started, ...late])
       if ((await status(server.url, conversation.id)) !== 'done') failed++;
+    for (let i = 0; i < idleRuns; i++) idle.push(await lone(server));
+    idle.sort((a, b) => a - b);
+    const idleMs = quantile(idle, 0.5);
     latencies.sort((a, b) => a - b);
     // Only newcomers started while the burst was still being worked off count.
     const during = lateMs.filter((l) => l.sent < burstEnd);
