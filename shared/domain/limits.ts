@@ -25,13 +25,13 @@ export const LimitsSchema = z.strictObject({
   /** Budget: tokens (input + output, as models report them) one conversation may spend. */
   conversationTokens: z.number().int().min(1).default(5_000_000),
   /**
-   * Budget: model calls (plans, inner-loop turns, verdicts) of one conversation. At most 10,000:
-   * the budget item keeps a 16-byte member per charge, and model plus tool calls must fit one
-   * DynamoDB item (400 KB).
+   * Budget: model calls (plans, inner-loop turns, verdicts) of one conversation. At most
+   * 1,000,000: each charge is an item of its own in the projection store (shared/projections/
+   * port.ts), so no item grows with the budget; a 10,000-task plan makes about 20,000 calls.
    */
-  conversationModelCalls: z.number().int().min(1).max(10_000).default(2_000),
-  /** Budget: tool calls of one conversation (at most 10,000, as model calls). */
-  conversationToolCalls: z.number().int().min(0).max(10_000).default(1_000),
+  conversationModelCalls: z.number().int().min(1).max(1_000_000).default(2_000),
+  /** Budget: tool calls of one conversation (at most 1,000,000, as model calls). */
+  conversationToolCalls: z.number().int().min(0).max(1_000_000).default(1_000),
   /** Budget: wall time of one conversation, in milliseconds from its first model call (default 30 min). */
   conversationWallTimeMs: z
     .number()

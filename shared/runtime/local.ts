@@ -19,6 +19,7 @@ import { LocalProjectionStore } from '../projections/local.js';
 import type { FaultInjector } from '../storage/faulty.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import { NotifyingStorage } from '../storage/notifying.js';
+import type { StorageInterface } from '../storage/port.js';
 import { assembleDeps, parseLimits, provideDeps } from './compose.js';
 import type { Deps } from './deps.js';
 
@@ -49,14 +50,16 @@ export interface LocalRuntimeOptions {
    * through its wrappers. Delivery faults (copies, shuffle, delays) are `faults`.
    */
   injector?: FaultInjector;
+  /** Storage of the resources (default: {@link FilesystemStorage} under `<dataDir>/resources`). */
+  storage?: StorageInterface;
 }
 
 /** A running embedded default. */
 export interface LocalRuntime {
   deps: Deps;
   bus: LocalBus;
-  /** The raw filesystem storage of resources (no notifications). */
-  storage: FilesystemStorage;
+  /** The raw storage of resources (no notifications): the filesystem unless `storage` was given. */
+  storage: StorageInterface;
   /** The projection store itself (no fault injection); `deps.projections` may wrap it. */
   projections: LocalProjectionStore;
 }
@@ -96,7 +99,7 @@ const HANDLERS: Record<StepName, (event: unknown, context: Context) => Promise<u
  * every attempt. Nothing here mocks the domain.
  */
 export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
-  const storage = new FilesystemStorage(join(options.dataDir, 'resources'));
+  const storage = options.storage ?? new FilesystemStorage(join(options.dataDir, 'resources'));
   const projections = new LocalProjectionStore(join(options.dataDir, 'projections'));
   const injector = options.injector;
   const invoker =

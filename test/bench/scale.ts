@@ -1,0 +1,216 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { Limits } from '../../shared/domain/limits.js';
+import type { ChatModel, ConverseRequest, ConverseResponse } from '../../shared/llm/port.js';
+import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
+import { startConversation } from '../../shared/runtime/conversation.js';
+import { createLocalRuntime } from '../../shared/runtime/local.js';
+import { FilesystemStorage } from '../../shared/storage/filesystem.js';
+import { ScriptedModel } from '../faults/scripted-model.js';
+import { CountingStorage, MemoryStorage } from './memory-storage.js';
+
+/**
+ * `npm run bench:scale` (issue 16): plans of 10, 100, 1,000 and 10,000 tasks on the embedded
+ * default with the scripted model of test/faults, each size in a fresh process, on the
+ * filesystem default and on an in-memory storage (test/bench/memory-storage.ts). Prints a
+ * markdown table per task: CPU ms (the process's user + system time from the user's message to
+ * an idle bus, minus the scripted model's own time), wall ms, resources and events, storage
+ * reads and listings; and peak RSS and the load average per run. Exit code 1 when a run fails
+ * (no answer, or a task without output) or when the CPU per task rises by more than 25 % from
+ * 1,000 to 10,000 tasks; 2 on bad arguments.
+ *
+ * Options: `--sizes 10,100,1000,10000` (default), `--storage filesystem,memory` (default both).
+ */
+
+/** Plan shapes (subtasks per task at each depth): 10, 100, 1,000 and 10,000 tasks. */
+export const SHAPES: Readonly<Record<number, readonly number[]>> = {
+  10: [10],
+  100: [10, 9],
+  1_000: [10, 9, 10],
+  10_000: [10, 9, 10, 10],
+};
+
+/** Limits a 10,000-task conversation needs (the defaults stay conservative). */
+export const SCALE_LIMITS: Partial<Limits> = {
+  maxSubtasks: 10,
+  conversationTokens: 2_000_000_000,
+  conversationModelCalls: 100_000,
+  conversationToolCalls: 100_000,
+  conversationWallTimeMs: 24 * 3_600_000,
+};
+
+/** What one run measured (per run; the table divides by tasks). */
+export interface ScaleResult {
+  tasks: number;
+  storage: 'filesystem' | 'memory';
+  ok: boolean;
+  problem?: string;
+  cpuMs: number;
+  modelMs: number;
+  wallMs: number;
+  resources: number;
+  events: number;
+  reads: number;
+  listings: number;
+  peakRssMb: number;
+  loadavg: string;
+}
+
+/** A model wrapper that adds up the time spent inside the scripted model (its own cost). */
+class TimedModel implements ChatModel {
+  readonly name: string;
+  ms = 0;
+  constructor(private readonly inner: ChatModel) {
+    this.name = inner.name;
+  }
+  converse(request: ConverseRequest): Promise<ConverseResponse> {
+    const t0 = performance.now();
+    // The scripted model does all its work synchronously before its promise settles.
+    const result = this.inner.converse(request);
+    this.ms += performance.now() - t0;
+    return result;
+  }
+}
+
+async function runOne(tasks: number, kind: 'filesystem' | 'memory'): Promise<ScaleResult> {
+  const shape = SHAPES[tasks];
+  if (!shape) throw new Error(`no shape for ${tasks} tasks`);
+  const dataDir = await mkdtemp(join(tmpdir(), 'cld-scale-'));
+  const storage = new CountingStorage(
+    kind === 'memory' ? new MemoryStorage() : new FilesystemStorage(join(dataDir, 'resources')),
+  );
+  const model = new TimedModel(new ScriptedModel(shape));
+  const runtime = await createLocalRuntime({ dataDir, model, storage, limits: SCALE_LIMITS });
+  const published0 = runtime.bus.stats.published;
+  const reads0 = storage.reads;
+  const listings0 = storage.listings;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const started = await startConversation(runtime.deps.resources, {
+    user: 'bench',
+    channel: { kind: 'cli' },
+    content: `Run the synthetic plan ${shape.join('x')}.`,
+    conversationName: `scale-${tasks}`,
+  });
+  await runtime.bus.idle();
+  const wallMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  const reads = storage.reads - reads0;
+  const listings = storage.listings - listings0;
+  const events = runtime.bus.stats.published - published0;
+  const keys = await storage.findByPrefix(`${started.conversation}/`);
+  const answerKey = keys.find((k) => k.startsWith(`${started.answer}.`) || k.startsWith(`${started.answer}`));
+  let problem: string | undefined;
+  const answer = answerKey
+    ? await runtime.deps.resources.find(SYSTEM_ACTOR, 'common.Message', started.answer)
+    : undefined;
+  if (!answer) problem = 'no answer';
+  else if (answer.error) problem = `answer failed: ${answer.error.message.slice(0, 200)}`;
+  const result: ScaleResult = {
+    tasks,
+    storage: kind,
+    ok: problem === undefined,
+    ...(problem ? { problem } : {}),
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    modelMs: model.ms,
+    wallMs,
+    resources: keys.length + 1,
+    events,
+    reads,
+    listings,
+    peakRssMb: process.resourceUsage().maxRSS / 1024,
+    loadavg: loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' '),
+  };
+  await rm(dataDir, { recursive: true, force: true });
+  return result;
+}
+
+function row(r: ScaleResult): string {
+  const per = (n: number) => (n / r.tasks).toFixed(n / r.tasks >= 100 ? 0 : 2);
+  return `| ${r.tasks.toLocaleString('en-US')} | ${r.storage} | ${r.ok ? per(r.cpuMs - r.modelMs) : `FAILED: ${r.problem}`} | ${per(r.wallMs)} | ${per(r.modelMs)} | ${per(r.resources)} | ${per(r.events)} | ${per(r.reads)} | ${per(r.listings)} | ${r.peakRssMb.toFixed(0)} | ${r.loadavg} |`;
+}
+
+async function main(): Promise<number> {
+  let sizes: number[];
+  let storages: ('filesystem' | 'memory')[];
+  let child: boolean;
+  try {
+    const { values } = parseArgs({
+      options: {
+        sizes: { type: 'string', default: '10,100,1000,10000' },
+        storage: { type: 'string', default: 'filesystem,memory' },
+        child: { type: 'boolean', default: false },
+      },
+    });
+    sizes = values.sizes.split(',').map(Number);
+    for (const size of sizes) if (!SHAPES[size]) throw new Error(`--sizes: one of ${Object.keys(SHAPES).join(', ')}`);
+    storages = values.storage.split(',') as typeof storages;
+    for (const s of storages) if (s !== 'filesystem' && s !== 'memory') throw new Error('--storage: filesystem, memory');
+    child = values.child;
+  } catch (error) {
+    console.error(`bench:scale: ${(error as Error).message}`);
+    return 2;
+  }
+  if (child) {
+    const result = await runOne(sizes[0] as number, storages[0] as 'filesystem' | 'memory');
+    console.log(JSON.stringify(result));
+    return 0;
+  }
+  const results: ScaleResult[] = [];
+  const failures: string[] = [];
+  console.log(
+    '| tasks | storage | CPU ms/task | wall ms/task | model ms/task (excluded) | resources/task | events/task | reads/task | listings/task | peak RSS MB | load average |\n|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const storage of storages) {
+    for (const tasks of sizes) {
+      const run = spawnSync(
+        process.execPath,
+        [...process.execArgv, fileURLToPath(import.meta.url), '--child', '--sizes', `${tasks}`, '--storage', storage],
+        { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      const line = run.stdout.trim().split('\n').pop() ?? '';
+      let result: ScaleResult;
+      try {
+        result = JSON.parse(line) as ScaleResult;
+      } catch {
+        failures.push(`${tasks} tasks, ${storage}: the run exited ${run.status} without a result`);
+        continue;
+      }
+      results.push(result);
+      console.log(row(result));
+      if (!result.ok) failures.push(`${tasks} tasks, ${storage}: ${result.problem}`);
+    }
+  }
+  for (const storage of storages) {
+    const at = (n: number) => results.find((r) => r.tasks === n && r.storage === storage);
+    const a = at(1_000);
+    const b = at(10_000);
+    if (a && b) {
+      const perA = (a.cpuMs - a.modelMs) / a.tasks;
+      const perB = (b.cpuMs - b.modelMs) / b.tasks;
+      const rise = perB / perA - 1;
+      console.log(
+        `\n${storage}: CPU per task ${perA.toFixed(2)} ms at 1,000 → ${perB.toFixed(2)} ms at 10,000 (${rise >= 0 ? '+' : ''}${(rise * 100).toFixed(0)} %)`,
+      );
+      if (rise > 0.25) failures.push(`${storage}: CPU per task rose ${(rise * 100).toFixed(0)} % from 1,000 to 10,000 tasks (> 25 %)`);
+    }
+  }
+  for (const failure of failures) console.error(`FAILED: ${failure}`);
+  return failures.length ? 1 : 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  },
+);
