@@ -140,7 +140,8 @@ export interface FunctionSpec {
   /**
    * Projections-table actions, granted with `CLD_TABLE`; none → no `CLD_TABLE`. Set from what
    * the function's code path calls (shared/projections/dynamodb.ts): the completion counters and
-   * budgets are one conditional `UpdateItem` each (`applyOnce`) and a consistent `GetItem`.
+   * budgets are one `TransactWriteItems` each (`applyOnce`: a conditional `PutItem` of the member
+   * item and an `UpdateItem` of the counter) and a consistent `GetItem`.
    * `PutItem`/`DeleteItem` are Powertools idempotency's (side effects that leave the system: the
    * channels' reply); `Query` lists a conversation's projections for rebuilds and cleanup, which
    * no step does.
@@ -163,8 +164,12 @@ export interface FunctionSpec {
   deadLetters?: DeadLetterDisposition;
 }
 
-/** Counters and budgets (shared/projections/counters.ts, budget.ts). */
-const COUNTERS_AND_BUDGETS: readonly TableAction[] = ['GetItem', 'UpdateItem'];
+/**
+ * Counters and budgets (shared/projections/counters.ts, budget.ts): `applyOnce` is one
+ * `TransactWriteItems` of a conditional `Put` (the member item) and an `Update` (the counter),
+ * which IAM authorizes as `PutItem` and `UpdateItem`; then a consistent `GetItem`.
+ */
+const COUNTERS_AND_BUDGETS: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem'];
 
 /**
  * What Powertools' `DynamoDBPersistenceLayer` calls (@aws-lambda-powertools/idempotency 2.35

@@ -2,7 +2,7 @@ import type { Limits } from '../domain/limits.js';
 import { BudgetExceededError } from '../errors.js';
 import type { Usage } from '../resources/schemas.js';
 import { rootOf } from '../urn.js';
-import type { Projection, ProjectionKey, ProjectionStore } from './port.js';
+import type { ProjectionKey, ProjectionStore, ProjectionValues } from './port.js';
 
 /**
  * Conversation budgets (DESIGN.md principle 6; issue 5): tokens, model calls, tool calls and wall
@@ -36,7 +36,7 @@ export function budgetKey(conversation: string): ProjectionKey {
 }
 
 /** The budget view of a projection (absent values are 0). */
-export function budgetOf(projection: Projection | undefined): BudgetUsage {
+export function budgetOf(projection: ProjectionValues | undefined): BudgetUsage {
   return {
     tokens: projection?.values.tokens ?? 0,
     modelCalls: projection?.values.modelCalls ?? 0,

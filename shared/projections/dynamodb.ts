@@ -1,14 +1,15 @@
+import { createHash } from 'node:crypto';
 import {
-  ConditionalCheckFailedException,
   DynamoDBClient,
   type DynamoDBClientConfig,
+  TransactionCanceledException,
 } from '@aws-sdk/client-dynamodb';
 import {
   BatchWriteCommand,
   DynamoDBDocumentClient,
   GetCommand,
   paginateQuery,
-  UpdateCommand,
+  TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import * as z from 'zod';
@@ -17,9 +18,11 @@ import {
   type ApplyResult,
   assertValidApply,
   assertValidKey,
+  MEMBER_PREFIX,
   type Projection,
   type ProjectionKey,
   type ProjectionStore,
+  type ProjectionValues,
 } from './port.js';
 
 /** Options of {@link DynamoDBProjectionStore}. */
@@ -41,24 +44,48 @@ export function createDynamoDBClient(config: DynamoDBClientConfig = {}): DynamoD
   });
 }
 
-/** A stored item as DocumentClient unmarshalls it (sets arrive as `Set`). */
+/** A stored counter item as DocumentClient unmarshalls it. */
 const ItemSchema = z.looseObject({
   pk: z.string(),
   sk: z.string(),
-  members: z.set(z.string()).optional(),
   since: z.string().optional(),
 });
 
+/** A stored member item. */
+const MemberItemSchema = z.looseObject({
+  pk: z.string(),
+  sk: z.string().startsWith(MEMBER_PREFIX),
+  projection: z.string().min(1),
+  member: z.string().min(1),
+});
+
+/** Attributes of a counter item that are not values (`members` is the count of member items). */
 const NON_VALUES = new Set(['pk', 'sk', 'members', 'since', 'expiration']);
 
 /**
+ * Sort key of the member item of `member` in projection `name`: `member#` and 32 hex digits of
+ * SHA-256(name NUL member), a fixed length whatever the lengths of name and member.
+ */
+export function memberSortKey(name: string, member: string): string {
+  return `${MEMBER_PREFIX}${createHash('sha256').update(name).update('\0').update(member).digest('hex').slice(0, 32)}`;
+}
+
+/**
  * The DynamoDB adapter of the projection store (item shapes in port.ts). `applyOnce` is one
- * `UpdateItem`:
- * `ADD members :member, <value> :n, … [SET since = if_not_exists(since, :since)]` with
- * `ConditionExpression: attribute_not_exists(members) OR NOT contains(members, :m)` and
- * `ReturnValues: ALL_NEW`. A failed condition means the member was applied before: nothing
- * changed, and the item is read back with a strongly consistent `GetItem`. No transactions
- * (`TransactWriteItems`) are used, so a single-item conditional write is the whole guarantee.
+ * `TransactWriteItems` of two writes, all or nothing:
+ * 1. `Put` of the member item with `ConditionExpression: attribute_not_exists(pk)`;
+ * 2. `Update` of the projection item: `ADD members :one, <value> :n, … [SET since =
+ *    if_not_exists(since, :since)]`.
+ * A cancellation whose first reason is `ConditionalCheckFailed` means the member was applied
+ * before: nothing changed. Either way the values are then read with one strongly consistent
+ * `GetItem` (a transaction returns no values), projected to what the caller uses. Membership is
+ * one fixed-size item per member instead of a set inside the projection item, so no item grows
+ * with the conversation (the 400 KB item limit cannot be reached) and an apply writes two small
+ * items whatever the number of members (2 × 2 WCU for the transaction, 1 RCU for the read).
+ * The SDK gives each transaction a `ClientRequestToken` and keeps it across its retries, so a
+ * retried request that had succeeded reports success again rather than a failed condition. IAM:
+ * `dynamodb:PutItem` and `dynamodb:UpdateItem` on the table (what `TransactWriteItems` checks),
+ * `GetItem`.
  */
 export class DynamoDBProjectionStore implements ProjectionStore {
   private readonly documents: DynamoDBDocumentClient;
@@ -77,8 +104,8 @@ export class DynamoDBProjectionStore implements ProjectionStore {
   ): Promise<ApplyResult> {
     assertValidApply(key, member, increments);
     const names: Record<string, string> = { '#members': 'members' };
-    const values: Record<string, unknown> = { ':member': member, ':memberSet': new Set([member]) };
-    const adds = ['#members :memberSet'];
+    const values: Record<string, unknown> = { ':one': 1 };
+    const adds = ['#members :one'];
     Object.entries(increments).forEach(([name, amount], i) => {
       names[`#v${i}`] = name;
       values[`:v${i}`] = amount;
@@ -90,28 +117,49 @@ export class DynamoDBProjectionStore implements ProjectionStore {
       values[':since'] = options.since;
       update += ' SET #since = if_not_exists(#since, :since)';
     }
+    let applied = true;
     try {
-      const result = await this.documents.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: key.conversation, sk: key.name },
-          UpdateExpression: update,
-          ConditionExpression: 'attribute_not_exists(#members) OR NOT contains(#members, :member)',
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          ReturnValues: 'ALL_NEW',
+      await this.documents.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName: this.table,
+                Item: {
+                  pk: key.conversation,
+                  sk: memberSortKey(key.name, member),
+                  projection: key.name,
+                  member,
+                },
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+            {
+              Update: {
+                TableName: this.table,
+                Key: { pk: key.conversation, sk: key.name },
+                UpdateExpression: update,
+                ExpressionAttributeNames: names,
+                ExpressionAttributeValues: values,
+              },
+            },
+          ],
         }),
       );
-      return { applied: true, projection: toProjection(result.Attributes) };
     } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const projection = await this.get(key);
-      if (!projection) throw new ValidationError(`projection ${key.name} vanished after a failed condition`);
-      return { applied: false, projection };
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      // Only the member's condition can fail; any other reason (a conflicting transaction,
+      // throttling) is an error the caller's retry handles.
+      if (error.CancellationReasons?.[0]?.Code !== 'ConditionalCheckFailed') throw error;
+      applied = false;
     }
+    const projection = await this.get(key);
+    if (!projection)
+      throw new ValidationError(`projection ${key.name} is missing after an apply of ${member}`);
+    return { applied, projection };
   }
 
-  async get(key: ProjectionKey): Promise<Projection | undefined> {
+  async get(key: ProjectionKey): Promise<ProjectionValues | undefined> {
     assertValidKey(key);
     const result = await this.documents.send(
       new GetCommand({
@@ -125,7 +173,8 @@ export class DynamoDBProjectionStore implements ProjectionStore {
 
   async list(conversation: string): Promise<Projection[]> {
     assertValidKey({ conversation, name: '-' });
-    const projections: Projection[] = [];
+    const projections: ProjectionValues[] = [];
+    const members = new Map<string, string[]>();
     for await (const page of paginateQuery(
       { client: this.documents },
       {
@@ -135,13 +184,28 @@ export class DynamoDBProjectionStore implements ProjectionStore {
         ConsistentRead: true,
       },
     )) {
-      for (const item of page.Items ?? []) projections.push(toProjection(item));
+      for (const item of page.Items ?? []) {
+        if (typeof item.sk === 'string' && item.sk.startsWith(MEMBER_PREFIX)) {
+          const parsed = MemberItemSchema.safeParse(item);
+          if (!parsed.success)
+            throw new ValidationError(`malformed member item: ${z.prettifyError(parsed.error)}`);
+          const list = members.get(parsed.data.projection) ?? [];
+          list.push(parsed.data.member);
+          members.set(parsed.data.projection, list);
+        } else projections.push(toProjection(item));
+      }
     }
-    return projections.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return projections
+      .map((p) => ({ ...p, members: (members.get(p.name) ?? []).sort() }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async deleteConversation(conversation: string): Promise<number> {
-    const keys = (await this.list(conversation)).map((p) => ({ pk: p.conversation, sk: p.name }));
+    const projections = await this.list(conversation);
+    const keys = projections.flatMap((p) => [
+      { pk: p.conversation, sk: p.name },
+      ...p.members.map((member) => ({ pk: p.conversation, sk: memberSortKey(p.name, member) })),
+    ]);
     for (let i = 0; i < keys.length; i += 25) {
       let requests = keys.slice(i, i + 25).map((Key) => ({ DeleteRequest: { Key } }));
       // BatchWriteItem may leave items unprocessed under throttling: resend them with backoff.
@@ -154,12 +218,12 @@ export class DynamoDBProjectionStore implements ProjectionStore {
         requests = (result.UnprocessedItems?.[this.table] ?? []) as typeof requests;
       }
     }
-    return keys.length;
+    return projections.length;
   }
 }
 
-/** Parses a stored item into a Projection. @throws ValidationError for a malformed item */
-function toProjection(item: Record<string, unknown> | undefined): Projection {
+/** Parses a stored projection item into its values. @throws ValidationError for a malformed item */
+function toProjection(item: Record<string, unknown> | undefined): ProjectionValues {
   const parsed = ItemSchema.safeParse(item);
   if (!parsed.success)
     throw new ValidationError(`malformed projection item: ${z.prettifyError(parsed.error)}`);
@@ -174,7 +238,6 @@ function toProjection(item: Record<string, unknown> | undefined): Projection {
     conversation: parsed.data.pk,
     name: parsed.data.sk,
     values,
-    members: [...(parsed.data.members ?? [])].sort(),
     ...(parsed.data.since !== undefined ? { since: parsed.data.since } : {}),
   };
 }

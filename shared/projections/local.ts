@@ -9,6 +9,7 @@ import {
   type Projection,
   type ProjectionKey,
   type ProjectionStore,
+  type ProjectionValues,
 } from './port.js';
 
 interface State {
@@ -69,7 +70,7 @@ export class LocalProjectionStore implements ProjectionStore {
     return { applied: true, projection };
   }
 
-  async get(key: ProjectionKey): Promise<Projection | undefined> {
+  async get(key: ProjectionKey): Promise<ProjectionValues | undefined> {
     assertValidKey(key);
     const state = (await this.load(key.conversation)).get(key.name);
     return state ? view(key, state) : undefined;
@@ -80,7 +81,10 @@ export class LocalProjectionStore implements ProjectionStore {
     const items = await this.load(conversation);
     return [...items.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([name, state]) => view({ conversation, name }, state));
+      .map(([name, state]) => ({
+        ...view({ conversation, name }, state),
+        members: [...state.members].sort(),
+      }));
   }
 
   async deleteConversation(conversation: string): Promise<number> {
@@ -149,12 +153,12 @@ function apply(
   if (since && state.since === undefined) state.since = since;
 }
 
-function view(key: ProjectionKey, state: State): Projection {
+/** The values of a projection: a copy of its few values, never of its members (O(1)). */
+function view(key: ProjectionKey, state: State): ProjectionValues {
   return {
     conversation: key.conversation,
     name: key.name,
     values: { ...state.values },
-    members: [...state.members].sort(),
     ...(state.since !== undefined ? { since: state.since } : {}),
   };
 }

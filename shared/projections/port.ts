@@ -9,25 +9,27 @@ import { ValidationError } from '../errors.js';
  * resources alone (shared/projections/replay.ts).
  *
  * The one write primitive is {@link ProjectionStore.applyOnce}: add `increments` to the
- * projection's values and `member` to its member set, **only if `member` is not in the set
- * yet**, atomically on one item. A retried or duplicated handler applies the same member again
- * and changes nothing, so counting a subtask output or charging a model turn happens exactly
- * once however often its event is delivered. No transaction spans two items.
+ * projection's values and record `member`, **only if `member` was not applied yet**, atomically.
+ * A retried or duplicated handler applies the same member again and changes nothing, so counting
+ * a subtask output or charging a model turn happens exactly once however often its event is
+ * delivered. An apply costs O(1) whatever the number of members: the hot path (`applyOnce`,
+ * `get`) returns the values only; the member list is read by `list` (replay, operators).
  *
  * Item shapes on the table's fixed key schema (partition key `pk` (S), sort key `sk` (S), TTL
  * attribute `expiration`, on-demand; created by the stack):
  *
  * | item | `pk` | `sk` | other attributes |
  * |---|---|---|---|
- * | round counter of a parent (a task, or the user Message for root tasks) | conversation URN | `done#<parent URN below the conversation>#<round>`, e.g. `done#/common.Message.ab…/plan.Task.cd…#0` | `done` (N): outputs counted; `members` (SS): output URNs counted |
- * | conversation budget | conversation URN | `budget` | `tokens`, `modelCalls`, `toolCalls` (N, absent = 0); `members` (SS): `meta.hash` of each charged resource; `since` (S, ISO 8601): time of the first charge |
+ * | round counter of a parent (a task, or the user Message for root tasks) | conversation URN | `done#<parent URN below the conversation>#<round>`, e.g. `done#/common.Message.ab…/plan.Task.cd…#0` | `done` (N): outputs counted; `members` (N): members applied |
+ * | conversation budget | conversation URN | `budget` | `tokens`, `modelCalls`, `toolCalls` (N, absent = 0); `members` (N); `since` (S, ISO 8601): time of the first charge |
+ * | member of a projection (one per applied member) | conversation URN | `member#<SHA-256 of projection name, NUL, member; 32 hex>` | `projection` (S): the projection's name; `member` (S) |
  * | idempotency record (Powertools `DynamoDBPersistenceLayer`) | `idempotency` | `<prefix>#<md5 of the payload>` | `status`, `expiration` (N, TTL, s), `in_progress_expiration` (N, ms), `data` |
  *
- * One conversation's projections share one partition, so one `Query` on `pk` lists them (replay
- * compares them all) — and a single conversation's writes are bounded by the partition's write
- * throughput (1,000 WCU/s), far above what a conversation's steps produce. Member sets are
- * bounded by the limits: ≤ `maxSubtasks` (or 8 correctives) per counter, ≤ `conversationModelCalls`
- * + `conversationToolCalls` 16-character hashes per budget, well under the 400 KB item size.
+ * Every item has a fixed size (a member is at most 1,024 bytes), so none can reach DynamoDB's
+ * 400 KB item limit however long a conversation runs. One conversation's projections and members
+ * share one partition, so one `Query` on `pk` lists them (replay compares them all) — and a
+ * single conversation's writes are bounded by the partition's write throughput (1,000 WCU/s),
+ * far above what a conversation's steps produce.
  */
 
 /** Key of one projection: the partition is the conversation, the name the sort key. */
@@ -38,22 +40,29 @@ export interface ProjectionKey {
   name: string;
 }
 
-/** One projection item as stored. */
-export interface Projection extends ProjectionKey {
+/** The values of one projection: what the hot path reads (no members, O(1) in size). */
+export interface ProjectionValues extends ProjectionKey {
   /** Named non-negative integer values (`done`, `tokens`, ...); a value never added is absent. */
   values: Record<string, number>;
-  /** Members applied so far, sorted; each was applied exactly once. */
-  members: string[];
   /** The `since` given with the first apply that carried one (ISO 8601), if any. */
   since?: string;
+}
+
+/** One projection with its members (from {@link ProjectionStore.list}: replay, operators). */
+export interface Projection extends ProjectionValues {
+  /** Members applied so far, sorted; each was applied exactly once. */
+  members: string[];
 }
 
 /** What {@link ProjectionStore.applyOnce} did. */
 export interface ApplyResult {
   /** True when this call applied the member; false when it had been applied before (no change). */
   applied: boolean;
-  /** The projection after the call (read consistently when nothing was applied). */
-  projection: Projection;
+  /**
+   * The projection's values after the call: this apply included; read consistently, so a
+   * concurrent apply of another member may be included too.
+   */
+  projection: ProjectionValues;
 }
 
 /** The port both adapters (DynamoDB, local) implement; one contract suite (test/projections). */
@@ -72,9 +81,9 @@ export interface ProjectionStore {
     increments: Readonly<Record<string, number>>,
     options?: { since?: string },
   ): Promise<ApplyResult>;
-  /** Reads one projection (strongly consistent); undefined when it was never applied to. */
-  get(key: ProjectionKey): Promise<Projection | undefined>;
-  /** All projections of a conversation, sorted by name. */
+  /** Reads one projection's values (strongly consistent); undefined when it was never applied to. */
+  get(key: ProjectionKey): Promise<ProjectionValues | undefined>;
+  /** All projections of a conversation with their members, sorted by name (O(members): cold path). */
   list(conversation: string): Promise<Projection[]>;
   /** Deletes every projection of a conversation (before a rebuild); returns how many. */
   deleteConversation(conversation: string): Promise<number>;
@@ -92,6 +101,9 @@ export const RESERVED_ATTRIBUTES: ReadonlySet<string> = new Set([
   'validation',
   'in_progress_expiration',
 ]);
+
+/** Sort-key prefix of member items (DynamoDB); no projection name may start with it. */
+export const MEMBER_PREFIX = 'member#';
 
 const VALUE_NAME = /^[A-Za-z][A-Za-z0-9]{0,31}$/;
 const CONVERSATION = /^cld:common\.Conversation\.[0-9a-f]{16}$/;
@@ -134,4 +146,6 @@ export function assertValidKey(key: ProjectionKey): void {
     throw new ValidationError(`projection partition must be a conversation URN, got "${key.conversation}"`);
   if (!key.name || Buffer.byteLength(key.name) > 1_024)
     throw new ValidationError('projection name must be non-empty and at most 1,024 bytes');
+  if (key.name.startsWith(MEMBER_PREFIX))
+    throw new ValidationError(`projection name may not start with "${MEMBER_PREFIX}" (member items)`);
 }

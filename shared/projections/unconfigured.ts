@@ -1,6 +1,6 @@
 import { BasePersistenceLayer, type IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
 import { ConfigError } from '../errors.js';
-import type { ApplyResult, Projection, ProjectionStore } from './port.js';
+import type { ApplyResult, Projection, ProjectionStore, ProjectionValues } from './port.js';
 
 /**
  * What a function without projections gets (shared/runtime/compose.ts `projectionsFor`): in
@@ -14,7 +14,7 @@ export class UnconfiguredProjectionStore implements ProjectionStore {
   applyOnce(): Promise<ApplyResult> {
     return Promise.reject(unconfigured());
   }
-  get(): Promise<Projection | undefined> {
+  get(): Promise<ProjectionValues | undefined> {
     return Promise.reject(unconfigured());
   }
   list(): Promise<Projection[]> {

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import type { Delivery } from '../events/local-bus.js';
 import { ProcessExitError } from '../events/local-bus.js';
-import type { ApplyResult, Projection, ProjectionKey, ProjectionStore } from '../projections/port.js';
+import type { ApplyResult, ProjectionKey, ProjectionStore, ProjectionValues } from '../projections/port.js';
 import type { PutResult, StorageInterface } from './port.js';
 
 /**
@@ -181,7 +181,7 @@ export class FaultInjector {
         if (this.beforeWrite()) this.stats.projectionWrites++;
         return inner.applyOnce(key, member, increments, options);
       },
-      get: (key: ProjectionKey): Promise<Projection | undefined> => inner.get(key),
+      get: (key: ProjectionKey): Promise<ProjectionValues | undefined> => inner.get(key),
       list: (conversation) => inner.list(conversation),
       deleteConversation: async (conversation) => {
         this.beforeWrite();

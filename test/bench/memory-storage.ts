@@ -31,7 +31,8 @@ export class MemoryStorage implements StorageInterface {
   async put(key: string, data: Buffer | string): Promise<PutResult> {
     assertValidKey(key);
     if (this.objects.has(key)) return { created: false };
-    if (typeof data !== 'string' && !Buffer.isBuffer(data)) throw new ValidationError('data must be a string or Buffer');
+    if (typeof data !== 'string' && !Buffer.isBuffer(data))
+      throw new ValidationError('data must be a string or Buffer');
     this.objects.set(key, Buffer.from(data));
     this.keys.splice(this.lowerBound(key), 0, key);
     return { created: true };

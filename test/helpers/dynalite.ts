@@ -8,6 +8,7 @@ import {
   type DynamoDBClientConfig,
 } from '@aws-sdk/client-dynamodb';
 import { createDynamoDBClient } from '../../shared/projections/dynamodb.js';
+import { startTransactionProxy } from './dynalite-transactions.js';
 
 /** dynalite's factory (CommonJS, untyped): an http.Server speaking the DynamoDB JSON protocol. */
 type DynaliteFactory = (options: {
@@ -40,7 +41,9 @@ export interface DynaliteHandle {
  * creates the projections table with the real `CreateTableCommand`, exactly as the stack
  * declares it: partition key `pk` (S), sort key `sk` (S), on-demand. (dynalite has no
  * `UpdateTimeToLive`, so the TTL attribute `expiration` is not switched on here; TTL deletion
- * is a background AWS process no test could wait for anyway.)
+ * is a background AWS process no test could wait for anyway.) dynalite has no
+ * `TransactWriteItems` either: the endpoint is a proxy that runs requests one at a time and
+ * emulates it (test/helpers/dynalite-transactions.ts).
  * @throws Error when the server does not listen or the table does not become ACTIVE
  */
 export async function startDynalite(tableName = 'cld-projections'): Promise<DynaliteHandle> {
@@ -50,13 +53,15 @@ export async function startDynalite(tableName = 'cld-projections'): Promise<Dyna
     server.listen(0, '127.0.0.1', () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  const endpoint = `http://127.0.0.1:${port}`;
-  const clientConfig: DynamoDBClientConfig = {
-    endpoint,
+  const base: DynamoDBClientConfig = {
     region: 'us-east-1',
     credentials: { accessKeyId: 'dynalite', secretAccessKey: 'dynalite' },
     maxAttempts: 3,
   };
+  const direct = createDynamoDBClient({ ...base, endpoint: `http://127.0.0.1:${port}` });
+  const proxy = await startTransactionProxy(`http://127.0.0.1:${port}`, direct);
+  const endpoint = proxy.endpoint;
+  const clientConfig: DynamoDBClientConfig = { ...base, endpoint };
   const client = createDynamoDBClient(clientConfig);
   const createTable = async (name: string) => {
     await client.send(
@@ -84,6 +89,8 @@ export async function startDynalite(tableName = 'cld-projections'): Promise<Dyna
     await createTable(tableName);
   } catch (error) {
     client.destroy();
+    direct.destroy();
+    await proxy.stop();
     await new Promise((resolve) => server.close(resolve));
     throw error;
   }
@@ -95,6 +102,8 @@ export async function startDynalite(tableName = 'cld-projections'): Promise<Dyna
     createTable,
     async stop() {
       client.destroy();
+      direct.destroy();
+      await proxy.stop();
       server.closeAllConnections?.();
       await new Promise((resolve) => server.close(resolve));
     },

@@ -438,16 +438,22 @@ describe('least privilege', () => {
 
   /** Table actions and the partitions (`pk`) they are limited to, stated per function. */
   const TABLE: Record<(typeof NAMES)[number], { actions: string[]; pk?: string }> = {
-    plan: { actions: ['GetItem', 'UpdateItem'], pk: 'cld:common.Conversation.0123456789abcdef' },
-    assistant: { actions: ['GetItem', 'UpdateItem'], pk: 'cld:common.Conversation.0123456789abcdef' },
+    plan: { actions: ['GetItem', 'PutItem', 'UpdateItem'], pk: 'cld:common.Conversation.0123456789abcdef' },
+    assistant: {
+      actions: ['GetItem', 'PutItem', 'UpdateItem'],
+      pk: 'cld:common.Conversation.0123456789abcdef',
+    },
     tool: { actions: [] },
     // Powertools idempotency (deps.idempotency) in the `idempotency` partition only.
     reply: { actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'], pk: IDEMPOTENCY_PK },
     http: { actions: [] },
     slack: { actions: [] },
     teams: { actions: [] },
-    // Counts a dead-lettered output for its parent (applyOnce) and reads the counter.
-    deadletter: { actions: ['GetItem', 'UpdateItem'], pk: 'cld:common.Conversation.0123456789abcdef' },
+    // Counts a dead-lettered output for its parent (applyOnce: member item + counter) and reads the counter.
+    deadletter: {
+      actions: ['GetItem', 'PutItem', 'UpdateItem'],
+      pk: 'cld:common.Conversation.0123456789abcdef',
+    },
   };
 
   it.each(NAMES)('%s gets exactly its table actions, on the table and its partitions only', (name) => {

@@ -21,7 +21,7 @@ import type { Message, Task } from '../../shared/resources/schemas.js';
 import { assembleDeps, parseLimits } from '../../shared/runtime/compose.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import type { StorageInterface } from '../../shared/storage/port.js';
-import { keyOf } from '../../shared/urn.js';
+import { keyOf, rootOf } from '../../shared/urn.js';
 import { ScriptedModel } from '../faults/scripted-model.js';
 
 /** A storage that counts object reads (one per key) and listings. */
@@ -139,7 +139,9 @@ async function complete(n: number) {
     listings: storage.listings,
     applies,
     counted: await countedOutputs(inner, root.meta.id, 0),
-    rootDone: (await inner.get(roundCounterKey(root.meta.id, 0)))?.members.length,
+    rootDone: (await inner.list(rootOf(root.meta.id))).find(
+      (p) => p.name === roundCounterKey(root.meta.id, 0).name,
+    )?.members.length,
     rootOutput: await deps.resources.find(
       assistantActor(root.meta.id),
       'common.Message',

@@ -65,7 +65,7 @@ describe('LocalProjectionStore persistence', () => {
     await first.deleteConversation(CONVERSATION);
     await first.applyOnce(counter, output(2), { done: 1 });
 
-    const reloaded = await new LocalProjectionStore(dir).get(counter);
+    const reloaded = (await new LocalProjectionStore(dir).list(CONVERSATION))[0];
 
     expect(reloaded?.members).toEqual([output(2)]);
     expect(reloaded?.values).toEqual({ done: 1 });
