@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
 import * as z from 'zod';
+import { LruCache } from '../cache/lru.js';
 import { ConfigError } from '../errors.js';
 
 /**
@@ -105,13 +107,34 @@ function ranksFromModule(): TiktokenBPE {
 
 let encoder: Tiktoken | undefined;
 
+/** Texts shorter than this are tokenized directly (hashing them would cost about as much). */
+const MEMO_MIN_CHARS = 64;
+
+/**
+ * Token counts of the texts counted recently, by SHA-1 of the text (per process: a Lambda
+ * container keeps it across invocations). Bounded: 20,000 counts of about 100 bytes each.
+ */
+const counted = new LruCache<string, number>(20_000);
+
+/** Hits and misses of the token-count memo (benchmarks, tests). */
+export const tokenCountStats: Readonly<{ hits: number; misses: number; evictions: number }> = counted.stats;
+
 /**
  * Number of `cl100k_base` tokens in `text` (0 for the empty string). The first non-empty call
- * loads the ranks ({@link loadTokenizerRanks} over `process.env`) and builds the encoder.
+ * loads the ranks ({@link loadTokenizerRanks} over `process.env`) and builds the encoder. A text
+ * of 64 characters or more is counted once per process while it stays among the 20,000 most
+ * recently counted (memoised by its SHA-1): a window counts the same system prompt, tool specs
+ * and ancestors on every turn of every task.
  * @throws ConfigError when the ranks cannot be loaded (see {@link loadTokenizerRanks})
  */
 export function countTokens(text: string): number {
   if (text.length === 0) return 0;
   encoder ??= new Tiktoken(loadTokenizerRanks());
-  return encoder.encode(text).length;
+  if (text.length < MEMO_MIN_CHARS) return encoder.encode(text).length;
+  const key = createHash('sha1').update(text).digest('base64');
+  const known = counted.get(key);
+  if (known !== undefined) return known;
+  const tokens = encoder.encode(text).length;
+  counted.set(key, tokens);
+  return tokens;
 }

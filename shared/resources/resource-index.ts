@@ -1,3 +1,4 @@
+import { LruCache } from '../cache/lru.js';
 import { NotFoundError, PolicyDeniedError, ValidationError } from '../errors.js';
 import type { Action, Actor, Policy } from '../policy/port.js';
 import type { StorageInterface } from '../storage/port.js';
@@ -21,16 +22,47 @@ export interface ListOptions {
   childrenOnly?: boolean;
 }
 
+/** Bounds of the {@link ResourceIndex} read cache. */
+export interface ResourceCacheOptions {
+  /** At most this many resources (default 10,000; 0 turns the cache off). */
+  maxEntries?: number;
+  /** At most this many bytes of stored JSON (default 32 MiB). */
+  maxBytes?: number;
+}
+
+/** Default bounds of the read cache: 10,000 resources, 32 MiB of their JSON. */
+export const DEFAULT_RESOURCE_CACHE: Required<ResourceCacheOptions> = {
+  maxEntries: 10_000,
+  maxBytes: 32 * 1024 * 1024,
+};
+
 /**
  * The Resource index (seed roadmap-v1 step 06 `ResourceIndex`): typed, policy-gated access to
  * resources in storage. Every get, list and put is decided by the `Policy` for the actor first;
  * stored JSON is parsed with the type's schema on the way out and validated on the way in.
+ *
+ * Resources are create-only and never change once written, so what this index read or wrote is
+ * kept, parsed and validated, in a bounded LRU cache (per instance: per process locally, per
+ * warm container in Lambda, where the Deps are composed once) and not read again; "not found"
+ * is never cached. The cache holds resources, never decisions: the policy is asked on every
+ * call, hit or miss. Cached resources are deeply frozen, since every caller shares them.
  */
 export class ResourceIndex {
+  private readonly cache: LruCache<string, AnyResource> | undefined;
+
   constructor(
     private readonly storage: StorageInterface,
     private readonly policy: Policy,
-  ) {}
+    cache: ResourceCacheOptions = {},
+  ) {
+    const bounds = { ...DEFAULT_RESOURCE_CACHE, ...cache };
+    this.cache = bounds.maxEntries > 0 ? new LruCache(bounds.maxEntries, bounds.maxBytes) : undefined;
+  }
+
+  /** Hits, misses and evictions of the read cache (benchmarks, tests). */
+  get cacheStats(): Readonly<{ hits: number; misses: number; evictions: number }> {
+    return this.cache?.stats ?? { hits: 0, misses: 0, evictions: 0 };
+  }
 
   /**
    * Gets one resource.
@@ -39,7 +71,9 @@ export class ResourceIndex {
   async get(actor: Actor, urn: string): Promise<AnyResource> {
     parseUrn(urn);
     this.authorize(actor, 'get', [urn]);
-    return decode(urn, await this.storage.get(keyOf(urn)));
+    const cached = this.cache?.get(urn);
+    if (cached) return cached;
+    return this.remember(urn, await this.storage.get(keyOf(urn)));
   }
 
   /** Gets one resource of a known type. @throws as {@link get}, and ValidationError for another type. */
@@ -66,11 +100,24 @@ export class ResourceIndex {
     if (urns.length === 0) return [];
     for (const urn of urns) parseUrn(urn);
     this.authorize(actor, 'get', urns);
-    const found = await this.storage.getMany(urns.map(keyOf));
+    const known = new Map<string, AnyResource>();
+    const missing: string[] = [];
+    for (const urn of urns) {
+      const cached = this.cache?.get(urn);
+      if (cached) known.set(urn, cached);
+      else missing.push(urn);
+    }
+    if (missing.length > 0) {
+      const found = await this.storage.getMany(missing.map(keyOf));
+      for (const urn of missing) {
+        const data = found.get(keyOf(urn));
+        if (data) known.set(urn, this.remember(urn, data));
+      }
+    }
     const result: AnyResource[] = [];
     for (const urn of urns) {
-      const data = found.get(keyOf(urn));
-      if (data) result.push(decode(urn, data));
+      const resource = known.get(urn);
+      if (resource) result.push(resource);
     }
     return result;
   }
@@ -112,13 +159,27 @@ export class ResourceIndex {
     const parsed = parseResource(resource) as R;
     assertMetaConsistent(parsed.meta);
     this.authorize(actor, 'put', [parsed.meta.id]);
-    const { created } = await this.storage.put(keyOf(parsed.meta.id), JSON.stringify(parsed));
-    if (created) return { created, resource: parsed };
-    const stored = decode(parsed.meta.id, await this.storage.get(keyOf(parsed.meta.id)));
+    const json = JSON.stringify(parsed);
+    const { created } = await this.storage.put(keyOf(parsed.meta.id), json);
+    if (created) {
+      this.cache?.set(parsed.meta.id, deepFreeze(parsed), Buffer.byteLength(json));
+      return { created, resource: parsed };
+    }
+    const stored =
+      this.cache?.get(parsed.meta.id) ??
+      this.remember(parsed.meta.id, await this.storage.get(keyOf(parsed.meta.id)));
     if (stored.meta.type !== parsed.meta.type) {
       throw new ValidationError(`stored ${parsed.meta.id} has type ${stored.meta.type}`);
     }
     return { created, resource: stored as R };
+  }
+
+  /** Decodes stored bytes and keeps the resource in the cache. @throws as decode */
+  private remember(urn: string, data: Buffer): AnyResource {
+    const resource = decode(urn, data);
+    if (!this.cache) return resource;
+    this.cache.set(urn, deepFreeze(resource), data.length);
+    return resource;
   }
 
   /**
@@ -132,6 +193,15 @@ export class ResourceIndex {
       });
     }
   }
+}
+
+/** Freezes an object and everything reachable from it (plain JSON data); returns it. */
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
 }
 
 function decode(urn: string, data: Buffer): AnyResource {

@@ -1,11 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { link, lstat, mkdir, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
+import pLimit from 'p-limit';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { assertValidKey, compareKeys } from './keys.js';
 import type { PutResult, StorageInterface } from './port.js';
 
 const TMP_DIR = '.tmp';
+
+/** Files one instance reads at once in `getMany` (far below the usual 1,024 descriptors). */
+export const READ_CONCURRENCY = 64;
 
 /**
  * Filesystem adapter (the embedded default). Keys map to paths under `root`; a key's `/`
@@ -14,10 +18,16 @@ const TMP_DIR = '.tmp';
  * key exists), so a crash never leaves a half-written object and a second create never
  * overwrites. Unlike S3, a filesystem cannot hold both `a` and `a/b`: such a collision (never
  * produced by resource keys, which all end in `.json`) is rejected with a ValidationError, and
- * the `.tmp/` prefix is reserved.
+ * the `.tmp/` prefix is reserved. Each directory is created at most once per instance (a
+ * vanished one is created again), and `getMany` reads at most {@link READ_CONCURRENCY} files
+ * at once.
  */
 export class FilesystemStorage implements StorageInterface {
   readonly root: string;
+  /** Directories this instance created or found (a put makes each at most once, not per put). */
+  private readonly dirs = new Set<string>();
+  /** Bounds the files open at once across `getMany` calls (EMFILE on large listings otherwise). */
+  private readonly reads = pLimit(READ_CONCURRENCY);
 
   /** @param root directory holding the objects; created on first put. */
   constructor(root: string) {
@@ -34,16 +44,19 @@ export class FilesystemStorage implements StorageInterface {
     }
   }
 
+  /** Reads at most {@link READ_CONCURRENCY} files at once (per instance), whatever the number of keys. */
   async getMany(keys: readonly string[]): Promise<Map<string, Buffer>> {
     const found = new Map<string, Buffer>();
     await Promise.all(
-      keys.map(async (key) => {
-        try {
-          found.set(key, await this.get(key));
-        } catch (error) {
-          if (!(error instanceof NotFoundError)) throw error;
-        }
-      }),
+      keys.map((key) =>
+        this.reads(async () => {
+          try {
+            found.set(key, await this.get(key));
+          } catch (error) {
+            if (!(error instanceof NotFoundError)) throw error;
+          }
+        }),
+      ),
     );
     return found;
   }
@@ -55,18 +68,34 @@ export class FilesystemStorage implements StorageInterface {
     const target = this.pathOf(key);
     const tmpDir = join(this.root, TMP_DIR);
     const tmp = join(tmpDir, randomUUID());
-    await mkdir(tmpDir, { recursive: true });
+    await this.ensureDir(tmpDir);
     try {
-      await mkdir(dirname(target), { recursive: true });
+      await this.ensureDir(dirname(target));
     } catch (error) {
       if (isCode(error, 'ENOTDIR') || isCode(error, 'EEXIST')) {
         throw new ValidationError(`key ${key} lies under an existing object on the filesystem`);
       }
       throw error;
     }
-    await writeFile(tmp, data);
     try {
-      await link(tmp, target);
+      await writeFile(tmp, data);
+    } catch (error) {
+      if (!isCode(error, 'ENOENT')) throw error;
+      // The folder was removed behind this instance's back: forget what it knew and retry once.
+      this.dirs.clear();
+      await this.ensureDir(tmpDir);
+      await this.ensureDir(dirname(target));
+      await writeFile(tmp, data);
+    }
+    try {
+      try {
+        await link(tmp, target);
+      } catch (error) {
+        if (!isCode(error, 'ENOENT')) throw error;
+        this.dirs.delete(dirname(target));
+        await this.ensureDir(dirname(target));
+        await link(tmp, target);
+      }
       return { created: true };
     } catch (error) {
       if (isCode(error, 'EEXIST')) {
@@ -101,6 +130,13 @@ export class FilesystemStorage implements StorageInterface {
   async findByExtension(extension: string): Promise<string[]> {
     const keys = await this.walk('');
     return keys.filter((key) => key.endsWith(extension)).sort(compareKeys);
+  }
+
+  /** `mkdir -p` once per directory and instance. */
+  private async ensureDir(dir: string): Promise<void> {
+    if (this.dirs.has(dir)) return;
+    await mkdir(dir, { recursive: true });
+    this.dirs.add(dir);
   }
 
   private pathOf(key: string): string {

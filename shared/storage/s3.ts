@@ -8,6 +8,7 @@ import {
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
+import pLimit from 'p-limit';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { MAX_KEY_BYTES } from '../urn.js';
 import { assertValidKey, compareKeys } from './keys.js';
@@ -97,22 +98,19 @@ export class S3Storage implements StorageInterface {
    */
   async getMany(keys: readonly string[]): Promise<Map<string, Buffer>> {
     for (const key of keys) this.objectKey(key); // validate all before sending anything
-    const pending = [...new Set(keys)];
     const found = new Map<string, Buffer>();
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < pending.length) {
-        const key = pending[next] as string;
-        next += 1;
-        try {
-          found.set(key, await this.get(key));
-        } catch (error) {
-          if (!(error instanceof NotFoundError)) throw error;
-        }
-      }
-    };
-    const workers = Math.min(GET_MANY_CONCURRENCY, pending.length);
-    await Promise.all(Array.from({ length: workers }, worker));
+    const limit = pLimit(GET_MANY_CONCURRENCY);
+    await Promise.all(
+      [...new Set(keys)].map((key) =>
+        limit(async () => {
+          try {
+            found.set(key, await this.get(key));
+          } catch (error) {
+            if (!(error instanceof NotFoundError)) throw error;
+          }
+        }),
+      ),
+    );
     return found;
   }
 
