@@ -181,6 +181,13 @@ export class LocalBus implements EventBus {
 
   publish(event: S3ObjectCreatedEvent): void {
     this.stats.published++;
+    // One deeply frozen copy shared by every delivery: no handler can change what another sees
+    // (isolation as a copy per delivery gave it), at one copy per event instead of per delivery.
+    let shared: S3ObjectCreatedEvent | undefined;
+    const frozen = () => {
+      shared ??= deepFreeze(structuredClone(event));
+      return shared;
+    };
     const key = event.detail.object.key;
     const urn = key.endsWith('.json') ? key.slice(0, -'.json'.length) : key;
     for (const route of this.options.routes) {
@@ -199,10 +206,7 @@ export class LocalBus implements EventBus {
         this.stats.routed++;
         this.stats.byTarget[route.target] = (this.stats.byTarget[route.target] ?? 0) + 1;
         this.queue.hold(lane);
-        this.schedule(
-          { route, event: structuredClone(event), attempt: 1, id: ++this.deliveries, lane },
-          this.delay(),
-        );
+        this.schedule({ route, event: frozen(), attempt: 1, id: ++this.deliveries, lane }, this.delay());
       }
     }
   }
@@ -328,4 +332,13 @@ function mulberry32(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/** Freezes a plain object and everything reachable from it; returns it. */
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
 }

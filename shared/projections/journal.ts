@@ -4,9 +4,9 @@ import { ValidationError } from '../errors.js';
 
 /**
  * An append-only JSON-lines file: the persistence of the local projection store and the local
- * idempotency layer (the embedded default). Appends are serialised through one promise chain,
- * so records land whole and in call order; each append resolves once `appendFile` has written
- * it. A crash in the middle of an append leaves at most one partial last line, which
+ * idempotency layer (the embedded default). Appends are written one `appendFile` at a time, the
+ * records queued meanwhile together in the next one, so records land whole and in call order;
+ * each append resolves once `appendFile` has written it. A crash in the middle of an append leaves at most one partial last line, which
  * {@link JsonlJournal.readAll} ignores (that record was never acknowledged); a malformed line
  * anywhere else is corruption and fails loudly.
  *
@@ -14,8 +14,14 @@ import { ValidationError } from '../errors.js';
  * processes are each whole (O_APPEND), but neither sees the other's records in memory.
  */
 export class JsonlJournal {
-  private chain: Promise<void> = Promise.resolve();
   private ready = false;
+  /** Lines waiting for the next write, and who waits for them. */
+  private pending: { lines: string[]; waiters: { resolve: () => void; reject: (error: unknown) => void }[] } =
+    {
+      lines: [],
+      waiters: [],
+    };
+  private writing = false;
 
   /** @param path file path; its folder is created on the first append. */
   constructor(readonly path: string) {}
@@ -43,21 +49,36 @@ export class JsonlJournal {
     });
   }
 
-  /** Appends one record (one JSON line); resolves when it is written. */
+  /**
+   * Appends one record (one JSON line); resolves when it is written. Records appended while a
+   * write is in flight go out together in the next write (group commit: one `appendFile` for
+   * many records, in call order), each resolving when that write has.
+   */
   append(record: unknown): Promise<void> {
     const line = `${JSON.stringify(record)}\n`;
-    return this.enqueue(async () => {
-      if (!this.ready) {
-        await mkdir(dirname(this.path), { recursive: true });
-        this.ready = true;
-      }
-      await appendFile(this.path, line, 'utf8');
+    return new Promise<void>((resolve, reject) => {
+      this.pending.lines.push(line);
+      this.pending.waiters.push({ resolve, reject });
+      if (!this.writing) void this.flush();
     });
   }
 
-  private enqueue(task: () => Promise<void>): Promise<void> {
-    const run = this.chain.then(task);
-    this.chain = run.catch(() => undefined);
-    return run;
+  private async flush(): Promise<void> {
+    this.writing = true;
+    while (this.pending.lines.length > 0) {
+      const batch = this.pending;
+      this.pending = { lines: [], waiters: [] };
+      try {
+        if (!this.ready) {
+          await mkdir(dirname(this.path), { recursive: true });
+          this.ready = true;
+        }
+        await appendFile(this.path, batch.lines.join(''), 'utf8');
+        for (const waiter of batch.waiters) waiter.resolve();
+      } catch (error) {
+        for (const waiter of batch.waiters) waiter.reject(error);
+      }
+    }
+    this.writing = false;
   }
 }

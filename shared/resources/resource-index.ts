@@ -4,7 +4,7 @@ import type { Action, Actor, Policy } from '../policy/port.js';
 import type { StorageInterface } from '../storage/port.js';
 import { keyOf, parseUrn, urnOfKey } from '../urn.js';
 import { assertMetaConsistent } from './meta.js';
-import { type AnyResource, parseAs, parseResource, type ResourceOf, type ResourceType } from './schemas.js';
+import { type AnyResource, parseResource, type ResourceOf, type ResourceType } from './schemas.js';
 
 /** Result of {@link ResourceIndex.put}. */
 export interface PutOutcome<R> {
@@ -79,7 +79,10 @@ export class ResourceIndex {
   /** Gets one resource of a known type. @throws as {@link get}, and ValidationError for another type. */
   async getAs<T extends ResourceType>(actor: Actor, type: T, urn: string): Promise<ResourceOf<T>> {
     const resource = await this.get(actor, urn);
-    return parseAs(type, resource);
+    // `get` parsed it with its type's schema already: only the type is left to check.
+    if (resource.meta.type !== type)
+      throw new ValidationError(`expected ${type}, got ${resource.meta.type} (${resource.meta.id})`);
+    return resource as ResourceOf<T>;
   }
 
   /** Gets a resource of a type, or undefined when it does not exist. */

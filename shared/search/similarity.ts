@@ -1,3 +1,4 @@
+import { LruCache } from '../cache/lru.js';
 import type { Embedder } from '../llm/port.js';
 import { toDescription } from '../resources/meta.js';
 import type { Assistant, Election, ResourceMeta } from '../resources/schemas.js';
@@ -32,10 +33,21 @@ export function contentWords(text: string): string[] {
 export class HashingEmbedder implements Embedder {
   readonly name = 'offline-hashing';
 
+  /** Vectors of recently embedded texts (the catalog's assistants recur on every election). */
+  private readonly memo = new LruCache<string, number[]>(1_000);
+
   constructor(private readonly dimensions = 1024) {}
 
+  /** Embeds each text; a text embedded recently gets its (frozen, shared) vector again. */
   async embed(texts: readonly string[]): Promise<number[][]> {
-    return texts.map((text) => this.embedOne(text));
+    return texts.map((text) => {
+      let vector = this.memo.get(text);
+      if (!vector) {
+        vector = Object.freeze(this.embedOne(text)) as number[];
+        this.memo.set(text, vector);
+      }
+      return vector;
+    });
   }
 
   private embedOne(text: string): number[] {

@@ -230,7 +230,7 @@ describe('LocalBus', () => {
     expect(localBus.stats).toMatchObject({ invocations: 12, retries: 6, deadLetters: 0 });
   });
 
-  it('delivers each event twice with copies = 2, as separate copies', async () => {
+  it('delivers each event twice with copies = 2, isolated: one frozen copy no delivery can change', async () => {
     const deliveries: S3ObjectCreatedEvent[] = [];
     const { targets } = recordingTargets(async (event) => {
       deliveries.push(event);
@@ -244,7 +244,12 @@ describe('LocalBus', () => {
     expect(deliveries).toHaveLength(2);
     expect(deliveries[0]).toEqual(event);
     expect(deliveries[1]).toEqual(event);
-    expect(deliveries[0]).not.toBe(deliveries[1]);
+    expect(deliveries[0]).not.toBe(event); // the publisher's object stays the publisher's
+    expect(Object.isFrozen(deliveries[0])).toBe(true);
+    expect(() => {
+      (deliveries[0] as { detail: { object: { key: string } } }).detail.object.key = 'changed';
+    }).toThrow(TypeError);
+    expect(deliveries[1]?.detail.object.key).toBe(event.detail.object.key);
     expect(localBus.stats).toMatchObject({ published: 1, routed: 2, invocations: 2 });
   });
 
