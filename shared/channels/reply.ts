@@ -3,12 +3,13 @@ import { NAMES, outputUrn, type StepOutcome } from '../domain/common.js';
 import { ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';
-import type { Conversation, Message } from '../resources/schemas.js';
+import type { ResourceIndex } from '../resources/resource-index.js';
+import type { Conversation, Message, Task } from '../resources/schemas.js';
 import { userActor } from '../runtime/conversation.js';
 import type { Deps } from '../runtime/deps.js';
-import { childUrn, parentOf, parseUrn, rootOf } from '../urn.js';
+import { childUrn, parentOf, parseUrn, rootOf, typeOf } from '../urn.js';
 import type { Channels } from './context.js';
-import { type TaskView, type TurnView, taskCounts, turnOf } from './conversations.js';
+import type { TaskView } from './conversations.js';
 import { deliveryGuard, type Once } from './idempotency.js';
 import { type SlackAddress, SlackAddressSchema } from './slack.js';
 
@@ -19,9 +20,10 @@ import { type SlackAddress, SlackAddressSchema } from './slack.js';
  *   per `channel.kind`: Slack → `chat.postMessage` in the thread (or the slash command's
  *   `response_url`), Teams → the webhook stored in the address, `http`/`cli` → nothing to push
  *   (clients poll `GET /conversations/{id}`);
- * - a task output: for a Slack thread whose plan has two or more tasks, one progress message in
- *   the thread, posted once and then updated (`chat.update`) with the counts derived from the
- *   stored state.
+ * - a task output of depth ≤ {@link PROGRESS_DEPTH}: for a Slack thread whose plan has two or
+ *   more tasks, one progress message in the thread, posted once and then updated (`chat.update`)
+ *   with the counts derived from the stored keys and a line per task of depth ≤ 2
+ *   ({@link progressOf}: what it reads does not grow with the tasks below).
  * Every delivery runs through the exactly-once guard keyed by the reply's URN, on the Deps'
  * idempotency layer (`deps.idempotency`: the projections table in AWS, the journaled local layer
  * in the embedded default), so duplicated and retried events post once. The step reads as the
@@ -101,8 +103,8 @@ async function deliverToSlack(
   }
   const token = await channels.secrets.slackBotToken();
   // The progress message (when there is one) shows the final counts before the answer appears.
-  const turn = await turnOf(deps.resources, REPLY_USER, answer.inReplyTo as string);
-  if (taskCounts(turn.tasks).total >= 2) await showProgress(turn, address, token, channels, once);
+  const progress = await progressOf(deps.resources, answer.inReplyTo as string);
+  if (progress.total >= 2) await showProgress(progress, address, token, channels, once);
   const posted = await once(urn, () =>
     channels.slack.postMessage(token, {
       channel: address.channel,
@@ -124,30 +126,118 @@ async function onTaskOutput(urn: string, deps: Deps, channels: Channels, once: O
   const address = addressOf(SlackAddressSchema, conversation);
   if (address.response_url) return ignored(urn, 'slash command: no thread to show progress in');
   const messageUrn = userMessageOf(urn);
-  const turn = await turnOf(deps.resources, REPLY_USER, messageUrn);
-  if (turn.answer) return ignored(urn, 'already answered');
-  const counts = taskCounts(turn.tasks);
-  if (counts.total < 2) return ignored(urn, 'single task: the answer is the only reply');
+  // Only the outputs of the tasks the message lists update it (bounded: ≤ maxSubtasks + maxSubtasks²),
+  // so a 10,000-task plan costs about a hundred updates, not one per task.
+  // The output of a task of depth d has d + 1 URN elements below the message.
+  if (urn.split('/').length - messageUrn.split('/').length - 1 > PROGRESS_DEPTH)
+    return ignored(urn, `output below depth ${PROGRESS_DEPTH}: the progress message lists no deeper task`);
+  const progress = await progressOf(deps.resources, messageUrn);
+  if (progress.answered) return ignored(urn, 'already answered');
+  if (progress.total < 2) return ignored(urn, 'single task: the answer is the only reply');
   const token = await channels.secrets.slackBotToken();
-  await showProgress(turn, address, token, channels, once);
+  await showProgress(progress, address, token, channels, once);
   return {
     action: 'progress',
     urn: messageUrn,
-    detail: `${counts.done + counts.failed}/${counts.total} tasks`,
+    detail: `${progress.finished}/${progress.total} tasks`,
+  };
+}
+
+/** Depth of the tasks the progress message lists one line each (root tasks are depth 1). */
+export const PROGRESS_DEPTH = 2;
+
+/** What the progress message of a user message shows. */
+export interface ProgressView {
+  /** URN of the user Message. */
+  urn: string;
+  /** True when the final answer is stored. */
+  answered: boolean;
+  /** Tasks of the plan (all depths, correctives included) and how many have an output. */
+  total: number;
+  finished: number;
+  /** Failed tasks among those listed (depth ≤ {@link PROGRESS_DEPTH}). */
+  failed: number;
+  /** Tasks of depth ≤ {@link PROGRESS_DEPTH}, each with its subtasks down to that depth. */
+  tasks: TaskView[];
+}
+
+/**
+ * Reads what the progress message needs and no more: one listing of the message's URNs (the
+ * counts come from the keys: a task is finished when its output exists), and the tasks of depth
+ * ≤ {@link PROGRESS_DEPTH} with their outputs. The cost does not grow with the tasks below.
+ */
+export async function progressOf(resources: ResourceIndex, messageUrn: string): Promise<ProgressView> {
+  const conversation = rootOf(messageUrn);
+  const actor = userActor(REPLY_USER, conversation);
+  const answerUrn = childUrn(conversation, 'common.Message', NAMES.answer(messageUrn));
+  const [urns, answer] = await Promise.all([
+    resources.listUrns(actor, messageUrn),
+    resources.find(actor, 'common.Message', answerUrn),
+  ]);
+  const present = new Set(urns);
+  const parents = new Set(urns.map((u) => parentOf(u)));
+  const tasks = urns.filter((u) => typeOf(u) === 'plan.Task');
+  const finished = tasks.filter((t) => present.has(outputUrn(t))).length;
+  const base = messageUrn.split('/').length;
+  const shown = tasks.filter((t) => t.split('/').length - base <= PROGRESS_DEPTH);
+  const read = await resources.getMany(actor, [
+    ...shown,
+    ...shown.map(outputUrn).filter((o) => present.has(o)),
+  ]);
+  const byUrn = new Map(read.map((r) => [r.meta.id, r]));
+  let failed = 0;
+  const view = (parent: string): TaskView[] =>
+    shown
+      .filter((t) => parentOf(t) === parent)
+      .map((t) => byUrn.get(t) as Task | undefined)
+      .filter((t): t is Task => t !== undefined)
+      .sort((a, b) => a.round - b.round || a.meta.name.localeCompare(b.meta.name, 'en', { numeric: true }))
+      .map((task) => {
+        const output = byUrn.get(outputUrn(task.meta.id)) as Message | undefined;
+        if (output?.error) failed++;
+        const hasChildren = parents.has(task.meta.id);
+        return {
+          urn: task.meta.id,
+          title: task.title,
+          status: output
+            ? output.error
+              ? 'failed'
+              : 'done'
+            : task.subtasks.length > 0
+              ? 'waiting'
+              : hasChildren
+                ? 'running'
+                : 'pending',
+          assistant: task.election.name,
+          score: task.election.score,
+          depth: task.depth,
+          round: task.round,
+          verdicts: [],
+          subtasks: view(task.meta.id),
+        };
+      });
+  const listed = view(messageUrn);
+  return {
+    urn: messageUrn,
+    answered: answer !== undefined,
+    total: tasks.length,
+    finished,
+    failed,
+    tasks: listed,
   };
 }
 
 /** Posts the thread's progress message once (its `ts` is the stored result), else updates it. */
 async function showProgress(
-  turn: TurnView,
+  progress: ProgressView,
   address: SlackAddress,
   token: string,
   channels: Channels,
   once: Once,
 ) {
-  const text = progressText(turn);
+  const text = progressText(progress);
   let posted = false;
-  const { ts } = await once(`${turn.urn}#progress`, async () => {
+  const { ts } = await once(`${progress.urn}#progress`, async () => {
     posted = true;
     return channels.slack.postMessage(token, { channel: address.channel, threadTs: address.thread_ts, text });
   });
@@ -155,16 +245,15 @@ async function showProgress(
 }
 
 /**
- * The progress text of a user message: counts and one line per task (status, title, assistant).
- * Derived from stored state only, so any update order converges on the final text.
+ * The progress text of a user message: counts over every task, and one line per task of depth
+ * ≤ {@link PROGRESS_DEPTH} (status, title, assistant). Derived from stored state only, so any
+ * update order converges on the final text.
  */
-export function progressText(turn: TurnView): string {
-  const counts = taskCounts(turn.tasks);
-  const finished = counts.done + counts.failed;
+export function progressText(progress: ProgressView): string {
   const head =
-    turn.answer || finished === counts.total
-      ? `:white_check_mark: Done: ${finished} of ${counts.total} tasks${counts.failed ? ` (${counts.failed} failed)` : ''}`
-      : `:hourglass_flowing_sand: Working on it: ${finished} of ${counts.total} tasks done`;
+    progress.answered || progress.finished === progress.total
+      ? `:white_check_mark: Done: ${progress.finished} of ${progress.total} tasks${progress.failed ? ` (${progress.failed} failed)` : ''}`
+      : `:hourglass_flowing_sand: Working on it: ${progress.finished} of ${progress.total} tasks done`;
   const lines: string[] = [head];
   const walk = (tasks: readonly TaskView[], indent: string) => {
     for (const task of tasks) {
@@ -172,7 +261,7 @@ export function progressText(turn: TurnView): string {
       walk(task.subtasks, `${indent}    `);
     }
   };
-  walk(turn.tasks, '');
+  walk(progress.tasks, '');
   return lines.join('\n');
 }
 
