@@ -19,9 +19,11 @@ import { CountingStorage, MemoryStorage } from './memory-storage.js';
  * filesystem default and on an in-memory storage (test/bench/memory-storage.ts). Prints a
  * markdown table per task: CPU ms (the process's user + system time from the user's message to
  * an idle bus, minus the scripted model's own time), wall ms, resources and events, storage
- * reads and listings; and peak RSS and the load average per run. Exit code 1 when a run fails
- * (no answer, or a task without output) or when the CPU per task rises by more than 25 % from
- * 1,000 to 10,000 tasks; 2 on bad arguments.
+ * reads and listings; and peak RSS and the load average per run. After the measured part each run
+ * reads the whole conversation back through `ResourceIndex.list` (every key at once: the bounded
+ * fan-out of `getMany`). Exit code 1 when a run fails (no answer, an answer with an error, or a
+ * listing that misses resources) or when the CPU per task rises by more than 25 % from 1,000 to
+ * 10,000 tasks; 2 on bad arguments.
  *
  * Options: `--sizes 10,100,1000,10000` (default), `--storage filesystem,memory` (default both).
  */
@@ -105,13 +107,14 @@ async function runOne(tasks: number, kind: 'filesystem' | 'memory'): Promise<Sca
   const listings = storage.listings - listings0;
   const events = runtime.bus.stats.published - published0;
   const keys = await storage.findByPrefix(`${started.conversation}/`);
-  const answerKey = keys.find((k) => k.startsWith(`${started.answer}.`) || k.startsWith(`${started.answer}`));
   let problem: string | undefined;
-  const answer = answerKey
-    ? await runtime.deps.resources.find(SYSTEM_ACTOR, 'common.Message', started.answer)
-    : undefined;
+  const answer = await runtime.deps.resources.find(SYSTEM_ACTOR, 'common.Message', started.answer);
   if (!answer) problem = 'no answer';
   else if (answer.error) problem = `answer failed: ${answer.error.message.slice(0, 200)}`;
+  // The whole conversation read back through the index (a getMany of every key: bounded fan-out).
+  const listed = await runtime.deps.resources.list(SYSTEM_ACTOR, started.conversation);
+  if (!problem && listed.length !== keys.length)
+    problem = `listing read ${listed.length} of ${keys.length} resources`;
   const result: ScaleResult = {
     tasks,
     storage: kind,
