@@ -4,7 +4,6 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { Limits } from '../../shared/domain/limits.js';
 import type { ChatModel, ConverseRequest, ConverseResponse } from '../../shared/llm/port.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
@@ -12,6 +11,7 @@ import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { ScriptedModel } from '../faults/scripted-model.js';
 import { CountingStorage, MemoryStorage } from './memory-storage.js';
+import { SCALE_LIMITS, SHAPES } from './scale-limits.js';
 
 /**
  * `npm run bench:scale` (issue 16): plans of 10, 100, 1,000 and 10,000 tasks on the embedded
@@ -27,23 +27,6 @@ import { CountingStorage, MemoryStorage } from './memory-storage.js';
  *
  * Options: `--sizes 10,100,1000,10000` (default), `--storage filesystem,memory` (default both).
  */
-
-/** Plan shapes (subtasks per task at each depth): 10, 100, 1,000 and 10,000 tasks. */
-export const SHAPES: Readonly<Record<number, readonly number[]>> = {
-  10: [10],
-  100: [10, 9],
-  1000: [10, 9, 10],
-  10000: [10, 9, 10, 10],
-};
-
-/** Limits a 10,000-task conversation needs (the defaults stay conservative). */
-export const SCALE_LIMITS: Partial<Limits> = {
-  maxSubtasks: 10,
-  conversationTokens: 2_000_000_000,
-  conversationModelCalls: 100_000,
-  conversationToolCalls: 100_000,
-  conversationWallTimeMs: 24 * 3_600_000,
-};
 
 /** What one run measured (per run; the table divides by tasks). */
 export interface ScaleResult {

@@ -5,6 +5,7 @@
  * runs out — the task fails with BUDGET_EXCEEDED, nothing stays pending, the user's answer
  * names the budget, and the budget projection equals a replay from storage.
  */
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,7 @@ import type { AnyResource, Message } from '../../shared/resources/schemas.js';
 import { parseLimits, SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
+import { SCALE_LIMITS } from '../bench/scale-limits.js';
 import { ScriptedModel } from '../faults/scripted-model.js';
 
 describe('budgetExceeded', () => {
@@ -83,6 +85,23 @@ describe('budgetExceeded', () => {
     expect(parsed.conversationWallTimeMs).toBe(5_000);
     expect(parsed.conversationTokens).toBe(DEFAULT_LIMITS.conversationTokens);
     expect(() => parseLimits('{"conversationToolCalls": -1}')).toThrow(/conversationToolCalls/);
+  });
+
+  it('accepts a 10,000-task conversation when configured for it; the defaults stay conservative', () => {
+    const scale = parseLimits(JSON.stringify(SCALE_LIMITS));
+    expect(scale.maxSubtasks).toBe(10);
+    expect(scale.conversationModelCalls).toBe(100_000);
+
+    // Budgets of model and tool calls: at most 1,000,000 (one member item per charge, no set).
+    expect(parseLimits('{"conversationModelCalls": 1000000}').conversationModelCalls).toBe(1_000_000);
+    expect(() => parseLimits('{"conversationModelCalls": 1000001}')).toThrow(/conversationModelCalls/);
+    expect(parseLimits('{"conversationToolCalls": 1000000}').conversationToolCalls).toBe(1_000_000);
+    expect(() => parseLimits('{"conversationToolCalls": 1000001}')).toThrow(/conversationToolCalls/);
+    expect(DEFAULT_LIMITS).toMatchObject({
+      maxSubtasks: 8,
+      conversationModelCalls: 2_000,
+      conversationToolCalls: 1_000,
+    });
   });
 });
 
