@@ -13,7 +13,7 @@ import { builtinPolicy, selectPolicy } from '../policy/select.js';
 import { LocalProjectionStore } from '../projections/local.js';
 import type { ProjectionStore } from '../projections/port.js';
 import { UnconfiguredPersistenceLayer, UnconfiguredProjectionStore } from '../projections/unconfigured.js';
-import { ResourceIndex } from '../resources/resource-index.js';
+import { type ResourceCacheOptions, ResourceIndex } from '../resources/resource-index.js';
 import type { ChunkSearch, SearchHit } from '../search/port.js';
 import { HashingEmbedder } from '../search/similarity.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
@@ -320,11 +320,17 @@ export async function assembleDeps(options: {
   policy?: Policy;
   /** What the function uses (default: everything); without `tools`, no index is opened. */
   uses?: Readonly<FunctionUses>;
+  /** Bounds of the resource read cache (default {@link DEFAULT_RESOURCE_CACHE}). */
+  resourceCache?: ResourceCacheOptions;
   /** The function's name, for the errors of what it does not use. */
   function?: string;
 }): Promise<Deps> {
   const uses = options.uses ?? EVERYTHING;
-  const resources = new ResourceIndex(options.storage, options.policy ?? builtinPolicy());
+  const resources = new ResourceIndex(
+    options.storage,
+    options.policy ?? builtinPolicy(),
+    options.resourceCache,
+  );
   const catalog = defaultCatalog();
   await Promise.all(
     [...catalog.assistants, ...catalog.tools].map((resource) => resources.put(SYSTEM_ACTOR, resource)),

@@ -16,12 +16,23 @@ import { OfflineChatModel } from '../llm/offline.js';
 import type { ChatModel } from '../llm/port.js';
 import { LocalPersistenceLayer } from '../projections/idempotency.js';
 import { LocalProjectionStore } from '../projections/local.js';
+import type { DEFAULT_RESOURCE_CACHE, ResourceCacheOptions } from '../resources/resource-index.js';
 import type { FaultInjector } from '../storage/faulty.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import { NotifyingStorage } from '../storage/notifying.js';
 import type { StorageInterface } from '../storage/port.js';
 import { assembleDeps, parseLimits, provideDeps } from './compose.js';
 import type { Deps } from './deps.js';
+
+/**
+ * Read-cache bounds of the embedded default: one process runs every step of every conversation,
+ * so the cache holds a 10,000-task conversation (≈ 57,000 resources, ≈ 70 MB of JSON) whole.
+ * Lambda functions keep the smaller {@link DEFAULT_RESOURCE_CACHE}.
+ */
+export const LOCAL_RESOURCE_CACHE: ResourceCacheOptions = {
+  maxEntries: 200_000,
+  maxBytes: 256 * 1024 * 1024,
+};
 
 /** Bucket name the local storage puts into its events. */
 export const LOCAL_BUCKET = 'cld-local-resources';
@@ -52,6 +63,8 @@ export interface LocalRuntimeOptions {
   injector?: FaultInjector;
   /** Storage of the resources (default: {@link FilesystemStorage} under `<dataDir>/resources`). */
   storage?: StorageInterface;
+  /** Bounds of the resource read cache (default {@link LOCAL_RESOURCE_CACHE}). */
+  resourceCache?: ResourceCacheOptions;
 }
 
 /** A running embedded default. */
@@ -141,6 +154,7 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
     projections: injector ? injector.wrapProjections(projections) : projections,
     idempotency: new LocalPersistenceLayer(join(options.dataDir, 'projections')),
     logger: new Logger({ serviceName: 'cld', logLevel: options.logLevel ?? 'SILENT' }),
+    resourceCache: options.resourceCache ?? LOCAL_RESOURCE_CACHE,
     ...(options.now ? { now: options.now } : {}),
   });
   provideDeps(deps);
