@@ -69,7 +69,7 @@ export const EnvSchema = z.object({
 });
 export type Env = z.infer<typeof EnvSchema>;
 
-/** The operator actor: seeds the catalog, ingests corpora, reads anything (CLI show). */
+/** The operator actor: seeds the catalog (deploy, local start), ingests corpora, reads anything (CLI show). */
 export const SYSTEM_ACTOR: Actor = { kind: 'system', id: 'operator' };
 
 /** Parses the environment. @throws ConfigError naming the bad variable */
@@ -299,11 +299,29 @@ async function loadTools(
 }
 
 /**
+ * Stores the default catalog (shared/catalog/) as the operator ({@link SYSTEM_ACTOR}): create-only
+ * puts, concurrently; a no-op for what is already stored. Deployed, the stack does this at deploy
+ * (infra/lib/catalog-seed.ts, the same keys); locally the embedded default does it when it starts
+ * (`createLocalRuntime`: the CLI's `ingest`, `ask`, `serve`). A function's cold start never does:
+ * it writes nothing and needs no catalog write right.
+ * @returns how many catalog resources this call created (0 when all were stored)
+ * @throws PolicyDeniedError when the policy does not let the operator put the catalog
+ *   (`system-catalog` in policies/rules.json); what the storage throws
+ */
+export async function seedCatalog(resources: ResourceIndex): Promise<number> {
+  const catalog = defaultCatalog();
+  const outcomes = await Promise.all(
+    [...catalog.assistants, ...catalog.tools].map((resource) => resources.put(SYSTEM_ACTOR, resource)),
+  );
+  return outcomes.filter((outcome) => outcome.created).length;
+}
+
+/**
  * Shared assembly of Deps from a storage (with or without notifications) and an index storage:
- * seeds the catalog (create-only puts, concurrently; no-ops once stored) and, when the function
- * runs tools, opens the chunk index.
- * @throws ConfigError when `uses.tools` and the code was bundled without them; what the storage
- *   or the policy throws while seeding
+ * the catalog from the code (`deps.catalog`, never read from or written to storage here) and,
+ * when the function runs tools, the chunk index opened. Writes nothing.
+ * @throws ConfigError when `uses.tools` and the code was bundled without them; what the index
+ *   storage throws while the index opens
  */
 export async function assembleDeps(options: {
   storage: StorageInterface;
@@ -332,9 +350,6 @@ export async function assembleDeps(options: {
     options.resourceCache,
   );
   const catalog = defaultCatalog();
-  await Promise.all(
-    [...catalog.assistants, ...catalog.tools].map((resource) => resources.put(SYSTEM_ACTOR, resource)),
-  );
   let tools: { search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> };
   if (uses.tools) tools = await loadTools(options.indexStorage);
   else tools = { search: new UnusedSearch(options.function), tools: new Map() };
@@ -421,17 +436,38 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
   });
 }
 
+/**
+ * Memoises a cold start's composition: `compose` runs at the first call, and its promise is
+ * shared by every later call once it resolves (or while it is pending). A rejected composition
+ * is forgotten, so the next call composes again: a transient failure at a cold start (a
+ * throttled or unreachable adapter, a policy bundle read that failed) is retried by the next
+ * invocation instead of failing every invocation for the rest of the execution environment's life.
+ */
+export function memoiseComposition<T>(compose: () => Promise<T>): () => Promise<T> {
+  let composed: Promise<T> | undefined;
+  return () => {
+    composed ??= compose().catch((error: unknown) => {
+      composed = undefined;
+      throw error;
+    });
+    return composed;
+  };
+}
+
 let provided: Deps | undefined;
-let composed: Promise<Deps> | undefined;
+const composeOnce = memoiseComposition(() => composeFromEnv());
 
 /** Used by the local runtime: the functions' handlers use these Deps instead of composing from env. */
 export function provideDeps(deps: Deps | undefined): void {
   provided = deps;
 }
 
-/** The Deps of this process: provided by the local runtime, or composed from env once (memoised). */
+/**
+ * The Deps of this process: provided by the local runtime, or composed from env once
+ * ({@link memoiseComposition}: kept once composed; a failed composition is retried by the next call).
+ * @throws what {@link composeFromEnv} throws, at every call until a composition succeeds
+ */
 export function getDeps(): Promise<Deps> {
   if (provided) return Promise.resolve(provided);
-  composed ??= composeFromEnv();
-  return composed;
+  return composeOnce();
 }

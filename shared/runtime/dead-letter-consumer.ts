@@ -108,7 +108,10 @@ export async function consumeDeadLetters(
 
 /** Options of {@link createDeadLetterHandler}. */
 export interface DeadLetterHandlerOptions {
-  /** The composition root (called at the first invocation, memoised by the caller). */
+  /**
+   * The composition root, called at every invocation and memoised by the caller (kept once
+   * composed; a failed composition is retried by the next invocation: compose.ts `getDeps`).
+   */
   getDeps: () => Promise<Deps>;
   /** The queue map; default: `CLD_DEAD_LETTER_QUEUES` parsed once, at the first invocation. */
   queues?: () => DeadLetterQueues;

@@ -21,7 +21,7 @@ import type { FaultInjector } from '../storage/faulty.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import { NotifyingStorage } from '../storage/notifying.js';
 import type { StorageInterface } from '../storage/port.js';
-import { assembleDeps, parseLimits, provideDeps } from './compose.js';
+import { assembleDeps, parseLimits, provideDeps, seedCatalog } from './compose.js';
 import type { Deps } from './deps.js';
 
 /**
@@ -106,7 +106,8 @@ const HANDLERS: Record<StepName, (event: unknown, context: Context) => Promise<u
 /**
  * Starts the embedded default (DESIGN.md "Local mode"): filesystem storage that emits the S3
  * events, an in-process bus routing them with the cloud rules' patterns, and the very Lambda
- * handlers of `functions/` invoked asynchronously with retries; the local projection store and
+ * handlers of `functions/` invoked asynchronously with retries; the default catalog stored (as
+ * the deployed stack stores it at deploy: {@link seedCatalog}); the local projection store and
  * idempotency layer journaled under `<dataDir>/projections`; and, as the on-failure
  * destination's consumer, the dead-letter step that fails the task of an event that failed
  * every attempt. Nothing here mocks the domain.
@@ -157,6 +158,8 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
     resourceCache: options.resourceCache ?? LOCAL_RESOURCE_CACHE,
     ...(options.now ? { now: options.now } : {}),
   });
+  // What the deployed stack's catalog seed does at deploy (functions never seed at cold start).
+  await seedCatalog(deps.resources);
   provideDeps(deps);
   return { deps, bus, storage, projections };
 }

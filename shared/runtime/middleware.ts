@@ -62,8 +62,11 @@ function errorLogger(logger: () => Logger): MiddlewareObj {
 }
 
 /**
- * Builds a step's Lambda handler. `getDeps` is the composition root (called once per cold
- * start and memoised by the caller); the same handler runs in AWS, locally and in tests.
+ * Builds a step's Lambda handler. `getDeps` is the composition root, called at every invocation
+ * and memoised by the caller (shared/runtime/compose.ts `getDeps`): composed Deps are kept for the
+ * execution environment's life, a failed composition fails only that invocation (logged and
+ * rethrown, so Lambda's retries apply) and the next invocation composes again. The same handler
+ * runs in AWS, locally and in tests.
  */
 export function createStepHandler(step: StepName, run: Step, getDeps: () => Promise<Deps>) {
   let deps: Deps | undefined;

@@ -212,7 +212,7 @@ describe('composeFromEnv with CLD_FUNCTION / CLD_POLICY_DIR / CLD_POLICY_WASM_DI
 
   it.each(
     FUNCTIONS,
-  )('starts the %s function (its bundle lets the cold start seed the catalog)', async (fn) => {
+  )('starts the %s function; only the local bundle lets the operator seed the catalog', async (fn) => {
     const dataDir = await tempDir();
 
     const deps = await composeFromEnv({
@@ -220,10 +220,12 @@ describe('composeFromEnv with CLD_FUNCTION / CLD_POLICY_DIR / CLD_POLICY_WASM_DI
       CLD_FUNCTION: fn,
       POWERTOOLS_LOG_LEVEL: 'SILENT',
     });
-
     const tool = deps.catalog.tools[0];
     expect(tool).toBeDefined();
-    expect((await deps.resources.get(SYSTEM_ACTOR, tool?.meta.id as string)).meta.id).toBe(tool?.meta.id);
+    const seeding = deps.resources.put(SYSTEM_ACTOR, tool as NonNullable<typeof tool>);
+
+    if (fn === 'local') expect((await seeding).created).toBe(true);
+    else await expect(seeding).rejects.toThrow(`no rule allows system operator to put ${tool?.meta.id}`);
   });
 
   it("gates every access with the selected function's policy and puts its reason in the error", async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -67,8 +67,7 @@ describe('composeFromEnv by CLD_FUNCTION', () => {
   it.each(['http', 'slack', 'teams'])('%s: storage and catalog only', async (fn) => {
     const deps = await compose({ CLD_FUNCTION: fn });
 
-    const tool = deps.catalog.tools[0];
-    expect((await deps.resources.get(SYSTEM_ACTOR, tool?.meta.id as string)).meta.id).toBe(tool?.meta.id);
+    expect(deps.catalog.tools.map((tool) => tool.function.name).sort()).toEqual(['read', 'search']);
     const unused = [
       deps.model.converse(REQUEST),
       deps.search.search('bucket'),
@@ -118,6 +117,58 @@ describe('composeFromEnv by CLD_FUNCTION', () => {
 
     await expect(composing).rejects.toBeInstanceOf(ConfigError);
     await expect(compose({ CLD_TOKENIZER_RANKS: missing })).rejects.toThrow(missing);
+  });
+});
+
+describe('a cold start', () => {
+  it.each([
+    'plan',
+    'assistant',
+    'tool',
+    'reply',
+    'http',
+    'slack',
+    'teams',
+    'deadletter',
+  ])('%s: writes nothing (the catalog is seeded at deploy, not by the functions)', async (fn) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cld-compose-'));
+    dirs.push(dataDir);
+
+    const deps = await composeFromEnv({
+      CLD_DATA_DIR: dataDir,
+      POWERTOOLS_LOG_LEVEL: 'SILENT',
+      CLD_FUNCTION: fn,
+    });
+
+    expect(deps.catalog.assistants.length).toBeGreaterThan(0);
+    // FilesystemStorage creates the directory at its first put.
+    expect(existsSync(join(dataDir, 'resources'))).toBe(false);
+  });
+
+  it('getDeps retries a failed composition at the next call, then keeps the composed Deps', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cld-compose-'));
+    dirs.push(dataDir);
+    vi.stubEnv('CLD_DATA_DIR', dataDir);
+    vi.stubEnv('POWERTOOLS_LOG_LEVEL', 'SILENT');
+    vi.stubEnv('CLD_FUNCTION', 'http');
+    vi.stubEnv('CLD_LIMITS', '{"maxDepth": ');
+    vi.resetModules();
+    try {
+      const fresh = await import('../../shared/runtime/compose.js');
+
+      await expect(fresh.getDeps()).rejects.toThrow('CLD_LIMITS is not JSON');
+      await expect(fresh.getDeps()).rejects.toThrow('CLD_LIMITS is not JSON');
+      vi.stubEnv('CLD_LIMITS', '{"maxDepth": 3}');
+      const composed = await fresh.getDeps();
+      vi.stubEnv('CLD_LIMITS', '{"maxDepth": ');
+      const again = await fresh.getDeps();
+
+      expect(composed.limits.maxDepth).toBe(3);
+      expect(again).toBe(composed);
+    } finally {
+      vi.unstubAllEnvs();
+      vi.resetModules();
+    }
   });
 });
 
