@@ -20,7 +20,7 @@ import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from './secrets.js';
  * | `cld:jwtAudience` | the JWT authorizer's audiences (`aud`, or `client_id` of tokens without `aud`), 1–20 | `[]`; required with `cld:jwtIssuer` |
  * | `cld:apiThrottle` | `{ "rateLimit": req/s, "burstLimit": req }` of the HTTP API's `$default` stage | `{ "rateLimit": 25, "burstLimit": 50 }` |
  * | `cld:secretArns` | `{ <secret>: complete Secrets Manager ARN }` of existing channel secrets (`slackSigningSecret`, `slackBotToken`, `teamsSecurityToken`, `teamsWebhookUrl`); the others are created | `{}` |
- * | `cld:reservedConcurrency` | `{ <function>: 1..1000 }` | `{ "assistant": 10, "tool": 10, "slack": 10, "teams": 10 }` |
+ * | `cld:reservedConcurrency` | `{ <function>: 1..1000 }`, opt-in, for the functions with `boundedConcurrency` (`assistant`, `tool`, `slack`, `teams`), e.g. `{ "assistant": 10, "tool": 10, "slack": 10, "teams": 10 }` | `{}` (none: Lambda keeps 100 of the account's concurrency unreserved, so reserving fails on accounts with a lower quota, as new accounts have) |
  * | `cld:retryAttempts` | asynchronous-invocation retries, 0–2 (Lambda's range) | `2` |
  * | `cld:maxEventAgeSeconds` | maximum event age, 60–21,600 s (Lambda's range) | `3600` |
  * | `cld:logRetentionDays` | a CloudWatch Logs retention (1, 3, 5, 7, 14, 30, ...) | 365 in `prod`, else 14 |
@@ -110,15 +110,23 @@ export const StackConfigSchema = z
       burstLimit: z.number().int().min(0).max(5_000),
     }),
     secretArns: SecretArnsSchema,
-    /** By function name; a name that is not in the function table fails (a typo would silently reserve nothing). */
+    /**
+     * Opt-in reserved concurrency by function name (none by default). A name that is not in the
+     * function table, or names a function without `boundedConcurrency`, fails (either would
+     * silently reserve nothing).
+     */
     reservedConcurrency: z.record(z.string(), z.number().int().min(1).max(1000)).superRefine((value, ctx) => {
+      const table: Readonly<Record<string, { boundedConcurrency: boolean }>> = FUNCTIONS;
+      const bounded = Object.keys(table).filter((name) => table[name]?.boundedConcurrency);
       for (const name of Object.keys(value)) {
-        if (name in FUNCTIONS) continue;
-        const known = Object.keys(FUNCTIONS).join(', ');
+        const spec = Object.hasOwn(table, name) ? table[name] : undefined;
+        if (spec?.boundedConcurrency) continue;
         ctx.addIssue({
           code: 'custom',
           path: [name],
-          message: `not a function of infra/lib/functions.ts (${known})`,
+          message: spec
+            ? `the ${name} function takes no reserved concurrency (boundedConcurrency in infra/lib/functions.ts; these do: ${bounded.join(', ')})`
+            : `not a function of infra/lib/functions.ts (${Object.keys(table).join(', ')})`,
         });
       }
     }),
@@ -155,7 +163,7 @@ export const CONFIG_DEFAULTS = {
   jwtAudience: [],
   apiThrottle: { rateLimit: 25, burstLimit: 50 },
   secretArns: {},
-  reservedConcurrency: { assistant: 10, tool: 10, slack: 10, teams: 10 },
+  reservedConcurrency: {},
   retryAttempts: 2,
   maxEventAgeSeconds: 3600,
   logLevel: 'INFO',

@@ -1,7 +1,6 @@
-import { defaultCatalog } from '../../shared/catalog/catalog.js';
+import { catalogObjects } from '../../shared/catalog/catalog.js';
 import { DELIVERY_LOCK_MS } from '../../shared/channels/idempotency.js';
 import { IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
-import { keyOf } from '../../shared/urn.js';
 import type { ChannelSecretName } from './secrets.js';
 
 /**
@@ -18,13 +17,14 @@ import type { ChannelSecretName } from './secrets.js';
 export const KEYS = {
   /** Every conversation subtree: the event log the steps read and extend (DESIGN.md "URNs"). */
   conversations: 'cld:common.Conversation.*',
-  /** The catalog (read by the steps; seeded create-only at every cold start, see {@link catalogKeys}). */
+  /** The catalog (read by the steps; seeded create-only at deploy, see {@link catalogKeys}). */
   assistants: 'cld:common.Assistant.*',
   tools: 'cld:common.Tool.*',
   /**
-   * Ingested documents and their chunks: read only by the tool step (the `read` tool). The
-   * assistant cites chunk URNs that tool results returned, without reading them
-   * (shared/domain/assistant.ts).
+   * Ingested documents and their chunks: read by the tool step (the `read` tool) and by the HTTP
+   * API function (`GET /resources/<urn>` opens what an answer cites; policy rule
+   * `user-read-corpora`). The assistant cites chunk URNs that tool results returned, without
+   * reading them (shared/domain/assistant.ts).
    */
   documents: 'cld:doc.*',
   /**
@@ -47,7 +47,9 @@ export const KEY_PATTERN_REASONS: Readonly<Record<string, string>> = {
     'Catalog Assistants, read-only under this pattern (the keys a step may create are listed exactly).',
   [KEYS.tools]:
     'Catalog Tools, read-only under this pattern (the keys a step may create are listed exactly).',
-  [KEYS.documents]: 'Ingested Documents and their Chunks (written by the operator), read-only for the steps.',
+  [KEYS.documents]:
+    'Ingested Documents and their Chunks (written by the operator), read-only for the functions: the tool step ' +
+    'reads them for the read tool, the HTTP API opens the ones an answer cites (policy rule user-read-corpora).',
   [KEYS.index]:
     'Chunk index generations are numbered at ingest time (indexes/chunks.<n>.json); read-only for the steps.',
 };
@@ -61,13 +63,13 @@ export const LIST_PREFIXES = {
 } as const;
 
 /**
- * The exact object keys of the default catalog. `composeFromEnv` (shared/runtime/compose.ts)
- * puts every catalog resource create-only at each cold start (`If-None-Match: *`, a no-op when
- * it exists), so a function needs `PutObject` on exactly these keys and no other catalog key.
+ * The exact object keys of the default catalog (`keyOf` of each catalog URN). The stack's
+ * catalog seed (infra/lib/catalog-seed.ts) puts each create-only at deploy (`If-None-Match: *`,
+ * a no-op when it exists) and is granted `PutObject` on exactly these keys; no function may
+ * write the catalog (a cold start writes nothing: shared/runtime/compose.ts `seedCatalog`).
  */
 export function catalogKeys(): string[] {
-  const catalog = defaultCatalog();
-  return [...catalog.assistants, ...catalog.tools].map((resource) => keyOf(resource.meta.id)).sort();
+  return catalogObjects().map((object) => object.key);
 }
 
 /** DynamoDB item actions a function may be granted on the projections table. */
@@ -129,11 +131,23 @@ export interface FunctionSpec {
   /** Timeout in seconds. */
   timeoutSeconds: number;
   /**
-   * Whether the function may take reserved concurrency from `cld:reservedConcurrency`. Only
-   * functions whose fan-out would be costly (many model or tool calls per user message) are
-   * capped; the others share the account's unreserved pool.
+   * Whether the function may take reserved concurrency from `cld:reservedConcurrency` (opt-in:
+   * the default reserves none, infra/lib/config.ts). Only functions whose fan-out would be costly
+   * (many model or tool calls per user message) or that are open to unauthenticated floods
+   * (the webhooks) may be capped; the others share the account's unreserved pool.
    */
   boundedConcurrency: boolean;
+  /**
+   * Whether the function runs inside the system's Lambda → S3 → EventBridge → Lambda chains
+   * (and, for the dead-letter consumer, Lambda → SQS → Lambda): it then gets `RecursiveLoop:
+   * Allow`. Lambda's recursive loop detection stops a chain after about 16 invocations of the same
+   * function in it (AWS Lambda, "Use Lambda recursive loop detection to prevent infinite loops");
+   * a conversation's chain is longer with more turns, tasks or corrective rounds, and the system
+   * bounds it itself (depth, turns, rounds, subtasks and budgets: shared/domain/limits.ts). The
+   * function also gets an alarm on `RecursiveInvocationsDropped`, in case Lambda stops one anyway.
+   * False for the functions API Gateway invokes: a request starts a chain, never continues one.
+   */
+  allowRecursiveLoop: boolean;
   /** Calls the Bedrock model: gets `CLD_MODEL_ID` and `bedrock:InvokeModel` on its ARNs. */
   model: boolean;
   storage: StorageAccess;
@@ -200,9 +214,6 @@ export const REPLY_TIMEOUT_SECONDS = Math.min(45, DELIVERY_LOCK_MS / 1000);
 /** The catalog, read by every function (the election of Assistants, the tool definitions). */
 const CATALOG_READS = [KEYS.assistants, KEYS.tools] as const;
 
-/** What every step creates at cold start: the catalog's exact keys (no-ops once they exist). */
-const CATALOG_KEYS: readonly string[] = catalogKeys();
-
 /**
  * The function table. Timeouts: a model call may take up to 3 attempts × 120 s
  * (shared/llm/bedrock.ts defaults), so the model-calling steps get 420 s; a tool runs with
@@ -212,11 +223,12 @@ const CATALOG_KEYS: readonly string[] = catalogKeys();
  * most 10 letters, each a few S3 and DynamoDB calls, in 60 s (its queues' visibility timeout is
  * 6 × that, {@link DEAD_LETTER_CONSUMPTION}).
  *
- * Every function composes its Deps with `composeFromEnv`, which at a cold start seeds the catalog
- * (create-only puts of its exact keys): hence the catalog keys in every entry. Only the tool step
- * opens the chunk index (lists `indexes/chunks.`, reads the newest generation) and reads documents
- * (the `search` and `read` tools), so only it gets `indexes/*` and `cld:doc.*`
- * (`FUNCTION_USES` in shared/runtime/compose.ts; test/infra/stack.test.ts asserts both agree).
+ * No function writes the catalog: the stack seeds it at deploy (infra/lib/catalog-seed.ts), and a
+ * cold start writes nothing. Only the tool step opens the chunk index (lists `indexes/chunks.`,
+ * reads the newest generation) and searches documents (the `search` and `read` tools), so only it
+ * gets `indexes/*` (`FUNCTION_USES` in shared/runtime/compose.ts; test/infra/stack.test.ts asserts
+ * both agree); besides it, only the HTTP API function reads documents (`cld:doc.*`: a cited
+ * Document or Chunk by URN, `GET /resources/<urn>`), without listing them.
  * A function with no list prefix still gets `s3:ListBucket` without a prefix, so a missing key
  * is a 404 (see `storageStatements` in infra/lib/access.ts).
  */
@@ -228,10 +240,11 @@ export const FUNCTIONS = {
     memoryMb: 1024,
     timeoutSeconds: 420,
     boundedConcurrency: false,
+    allowRecursiveLoop: true,
     model: true,
     storage: {
       read: [KEYS.conversations, ...CATALOG_READS],
-      create: [KEYS.conversations, ...CATALOG_KEYS],
+      create: [KEYS.conversations],
       list: [LIST_PREFIXES.conversations],
     },
     table: COUNTERS_AND_BUDGETS,
@@ -245,12 +258,13 @@ export const FUNCTIONS = {
     memoryMb: 1024,
     timeoutSeconds: 420,
     boundedConcurrency: true,
+    allowRecursiveLoop: true,
     model: true,
     storage: {
       // Tasks, turns and tool results of its conversation; never a document (it cites the chunk
       // URNs that tool results returned) nor the index (FUNCTION_USES: no tools).
       read: [KEYS.conversations, ...CATALOG_READS],
-      create: [KEYS.conversations, ...CATALOG_KEYS],
+      create: [KEYS.conversations],
       list: [LIST_PREFIXES.conversations],
     },
     table: COUNTERS_AND_BUDGETS,
@@ -264,11 +278,12 @@ export const FUNCTIONS = {
     memoryMb: 1024,
     timeoutSeconds: 60,
     boundedConcurrency: true,
+    allowRecursiveLoop: true,
     model: false,
     storage: {
       // The only function that searches (the chunk index) and reads documents (the `read` tool).
       read: [KEYS.conversations, KEYS.documents, KEYS.index, ...CATALOG_READS],
-      create: [KEYS.conversations, ...CATALOG_KEYS],
+      create: [KEYS.conversations],
       list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
     },
     // The tool step reads and writes resources only; its budget is charged by the assistant.
@@ -283,12 +298,12 @@ export const FUNCTIONS = {
     timeoutSeconds: REPLY_TIMEOUT_SECONDS,
     // It fans out on every task output, but most invocations are one S3 GET and return.
     boundedConcurrency: false,
+    allowRecursiveLoop: true,
     model: false,
     storage: {
-      // Reads the answer, its Conversation and the user Message's task subtree; writes no
-      // conversation resource (only the cold-start catalog seeding).
+      // Reads the answer, its Conversation and the user Message's task subtree; writes nothing.
       read: [KEYS.conversations, ...CATALOG_READS],
-      create: [...CATALOG_KEYS],
+      create: [],
       list: [LIST_PREFIXES.conversations],
     },
     // deps.idempotency: Powertools records in the `idempotency` partition only.
@@ -312,12 +327,13 @@ export const FUNCTIONS = {
     timeoutSeconds: 60,
     // Bounded by the event source mappings' maximum concurrency instead (DEAD_LETTER_CONSUMPTION).
     boundedConcurrency: false,
+    allowRecursiveLoop: true,
     model: false,
     storage: {
       // Reads the task, the Plan and root outputs (as the plan and assistant actors); creates only
       // a failed Plan, a failed task output or the final answer (policies/rules.json "deadletter").
       read: [KEYS.conversations, ...CATALOG_READS],
-      create: [KEYS.conversations, ...CATALOG_KEYS],
+      create: [KEYS.conversations],
       list: [LIST_PREFIXES.conversations],
     },
     // Counts a dead-lettered output for its parent and reads the counter (shared/projections/counters.ts).
@@ -331,12 +347,14 @@ export const FUNCTIONS = {
     memoryMb: 1024,
     timeoutSeconds: 10,
     boundedConcurrency: false,
+    allowRecursiveLoop: false,
     model: false,
     storage: {
       // Conversation + user Message (create-only), the status view (lists a conversation's
-      // subtree) and GET /resources (one resource of the caller's conversations).
-      read: [KEYS.conversations, ...CATALOG_READS],
-      create: [KEYS.conversations, ...CATALOG_KEYS],
+      // subtree) and GET /resources (one resource of the caller's conversations, or a Document or
+      // Chunk an answer cites: policy rule user-read-corpora, get only, so no list prefix).
+      read: [KEYS.conversations, KEYS.documents, ...CATALOG_READS],
+      create: [KEYS.conversations],
       list: [LIST_PREFIXES.conversations],
     },
     table: [],
@@ -350,11 +368,12 @@ export const FUNCTIONS = {
     // Unauthenticated at the gateway (the function checks the signature): a flood of forged
     // requests is capped here instead of taking the account's concurrency.
     boundedConcurrency: true,
+    allowRecursiveLoop: false,
     model: false,
     storage: {
       // Conversation + user Message (create-only); a thread follow-up reads the thread's Conversation.
       read: [KEYS.conversations, ...CATALOG_READS],
-      create: [KEYS.conversations, ...CATALOG_KEYS],
+      create: [KEYS.conversations],
       list: [],
     },
     table: [],
@@ -367,10 +386,11 @@ export const FUNCTIONS = {
     memoryMb: 1024,
     timeoutSeconds: 10,
     boundedConcurrency: true,
+    allowRecursiveLoop: false,
     model: false,
     storage: {
       read: [KEYS.conversations, ...CATALOG_READS],
-      create: [KEYS.conversations, ...CATALOG_KEYS],
+      create: [KEYS.conversations],
       list: [],
     },
     table: [],

@@ -2,6 +2,7 @@ import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations
 import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import {
   BlockPublicAccess,
   Bucket,
@@ -16,6 +17,7 @@ import { API_ROUTES, type ApiRoute } from '../../shared/channels/routes.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { EventPattern as RoutePattern } from '../../shared/events/pattern.js';
 import { type Route, routingTable } from '../../shared/events/routing.js';
+import { CatalogSeed } from './catalog-seed.js';
 import { isProduction, type StackConfig } from './config.js';
 import { DEAD_LETTER_CONSUMPTION, FUNCTION_TABLE, type FunctionSpec } from './functions.js';
 import { ChannelsApi } from './http-api.js';
@@ -74,6 +76,8 @@ export function toCdkEventPattern(pattern: RoutePattern): Record<string, unknown
  *   point-in-time recovery, AWS managed KMS key; retained (and deletion-protected) in `prod`.
  * - The channel secrets (Slack signing secret and bot token, Teams security token and webhook
  *   URL): existing ones by ARN from the config, the others created (infra/lib/secrets.ts).
+ * - The default catalog, stored at deploy with create-only puts ({@link CatalogSeed}): no
+ *   function writes it, so a cold start writes nothing.
  * - One {@link StepFunction} per entry of the function table.
  * - Dead letters: each `eventbridge` function's queue receives its failed asynchronous
  *   invocations (on-failure destination) and the events its rules could not deliver (target
@@ -104,6 +108,8 @@ export class CldStack extends Stack {
   readonly rules: ReadonlyMap<string, Rule>;
   readonly secrets: Readonly<Record<ChannelSecretName, ISecret>>;
   readonly httpApi: ChannelsApi;
+  /** The catalog, stored at deploy (no function writes it). */
+  readonly catalogSeed: CatalogSeed;
 
   constructor(scope: Construct, id: string, props: CldStackProps) {
     super(scope, id, props);
@@ -152,6 +158,11 @@ export class CldStack extends Stack {
     });
 
     this.secrets = channelSecrets(this, config.secretArns, removalPolicy);
+    this.catalogSeed = new CatalogSeed(this, 'CatalogSeed', {
+      bucket: this.bucket,
+      logRetention: config.logRetentionDays as RetentionDays,
+      removalPolicy,
+    });
 
     const table = Object.entries(props.functions ?? FUNCTION_TABLE);
     const consumers = table.filter(([, spec]) => spec.trigger === 'sqs');

@@ -3,7 +3,7 @@ import { Annotations, Duration, type RemovalPolicy, Stack, Validations } from 'a
 import { Alarm, ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, RecursiveLoop, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -63,7 +63,10 @@ export const POLICY_BUNDLE_WARNING = 'cld:policyBundleWithoutWasm';
  * ARM64, Node.js 22, X-Ray active tracing, its own log group with explicit retention, its own
  * role with only the statements its table entry declares (S3 key patterns, projections-table
  * actions and partitions, Bedrock, channel secrets), each grant set together with the variable
- * naming its resource, and an alarm on function errors. An `eventbridge` function also gets an
+ * naming its resource, and an alarm on function errors; reserved concurrency only when the config
+ * gives some (opt-in); `RecursiveLoop: Allow`, with an alarm on `RecursiveInvocationsDropped`, for a
+ * function of the system's own chains (`allowRecursiveLoop`), `Terminate` (Lambda's default) for the
+ * others. An `eventbridge` function also gets an
  * encrypted TLS-only SQS dead-letter queue — its asynchronous invocations' on-failure destination
  * (Lambda's invocation record: condition, attempts, error) after bounded retries and event age,
  * and its rules' target DLQ — with an alarm on every letter sent to it; when the dead-letter
@@ -97,6 +100,12 @@ export class StepFunction extends Construct {
    */
   readonly waitingLettersAlarm: Alarm | undefined;
   readonly errorsAlarm: Alarm;
+  /**
+   * On a function with `allowRecursiveLoop`: in ALARM when Lambda stopped an invocation of it as
+   * part of a recursive loop (`RecursiveInvocationsDropped`; with `RecursiveLoop: Allow` Lambda
+   * should stop none, so any is a conversation cut short). Undefined for the others.
+   */
+  readonly recursiveLoopAlarm: Alarm | undefined;
   private readonly name: string;
   private readonly spec: FunctionSpec;
 
@@ -210,6 +219,7 @@ export class StepFunction extends Construct {
       ...(spec.boundedConcurrency && reserved !== undefined
         ? { reservedConcurrentExecutions: reserved }
         : {}),
+      recursiveLoop: spec.allowRecursiveLoop ? RecursiveLoop.ALLOW : RecursiveLoop.TERMINATE,
       ...(this.deadLetterQueue
         ? {
             onFailure: new SqsDestination(this.deadLetterQueue),
@@ -289,6 +299,20 @@ export class StepFunction extends Construct {
       evaluationPeriods: 1,
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
+
+    this.recursiveLoopAlarm = spec.allowRecursiveLoop
+      ? new Alarm(this, 'RecursiveLoopAlarm', {
+          alarmDescription: `cld ${name}: Lambda stopped invocations as a recursive loop (RecursiveInvocationsDropped); conversations were cut short`,
+          metric: this.function.metric('RecursiveInvocationsDropped', {
+            period: Duration.minutes(5),
+            statistic: 'Sum',
+          }),
+          threshold: 0,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        })
+      : undefined;
 
     Validations.of(this.function).acknowledge({
       id: 'AwsSolutions-L1',

@@ -1,7 +1,8 @@
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { withMeta } from '../resources/meta.js';
-import { type Assistant, type Tool, ToolSchema } from '../resources/schemas.js';
+import { type Assistant, parseResource, type Tool, ToolSchema } from '../resources/schemas.js';
+import { keyOf } from '../urn.js';
 import coordinator from './assistants/coordinator.json' with { type: 'json' };
 import editor from './assistants/editor.json' with { type: 'json' };
 import researcher from './assistants/researcher.json' with { type: 'json' };
@@ -67,4 +68,28 @@ export function defaultCatalog(): { assistants: Assistant[]; tools: Tool[] } {
     assistants: [coordinator, editor, researcher].map(assistantFromFile),
     tools: [read, search].map(toolFromFile),
   };
+}
+
+/** One stored catalog resource: its URN, its object key and the bytes stored there. */
+export interface CatalogObject {
+  urn: string;
+  /** `keyOf(urn)` (shared/urn.ts): the object key in the resources bucket. */
+  key: string;
+  /** The object's content: the resource as `ResourceIndex.put` stores it (validated, as JSON). */
+  body: string;
+}
+
+/**
+ * The default catalog as the objects that store it, by key (sorted): what the stack's catalog
+ * seed puts at deploy (infra/lib/catalog-seed.ts) and what `seedCatalog` stores locally.
+ * @throws ValidationError when a file or resource is malformed
+ */
+export function catalogObjects(): CatalogObject[] {
+  const catalog = defaultCatalog();
+  return [...catalog.assistants, ...catalog.tools]
+    .map((resource) => {
+      const urn = resource.meta.id;
+      return { urn, key: keyOf(urn), body: JSON.stringify(parseResource(resource)) };
+    })
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }

@@ -361,21 +361,23 @@ describe('channel functions', () => {
   });
 
   it.each([
-    'reply',
-    'http',
-    'slack',
-    'teams',
-  ])('%s: never searches, so it is denied the chunk index and the documents', (name) => {
+    ['reply', false],
+    ['http', true],
+    ['slack', false],
+    ['teams', false],
+  ] as const)('%s: never searches, so it is denied the chunk index; reads documents: %s', (name, documents) => {
     const statements = roleStatements(api.json, roleOf(api.json, name));
     const bucket = `<${logicalId(api.json, 'AWS::S3::Bucket', 'ResourcesBucket')}.Arn>`;
+    expect(isAllowed(statements, 's3:GetObject', `${bucket}/indexes/chunks.1.json`)).toBe(false);
+    // The HTTP API opens what an answer cites (GET /resources/<urn>: policy rule user-read-corpora).
     for (const key of [
-      'indexes/chunks.1.json',
       'cld:doc.Document.0123456789abcdef.json',
       'cld:doc.Document.0123456789abcdef/doc.Chunk.0123456789abcdef.json',
     ]) {
-      expect(isAllowed(statements, 's3:GetObject', `${bucket}/${key}`), key).toBe(false);
+      expect(isAllowed(statements, 's3:GetObject', `${bucket}/${key}`), key).toBe(documents);
     }
     expect(isAllowed(statements, 's3:ListBucket', bucket, { 's3:prefix': 'indexes/chunks.' })).toBe(false);
+    expect(isAllowed(statements, 's3:ListBucket', bucket, { 's3:prefix': 'cld:doc.' })).toBe(false);
     // Still reads its conversations, and a missing key is a 404 (ListBucket without a prefix).
     const message = 'cld:common.Conversation.0123456789abcdef/common.Message.0123456789abcdef.json';
     expect(isAllowed(statements, 's3:GetObject', `${bucket}/${message}`)).toBe(true);
@@ -391,18 +393,15 @@ describe('channel functions', () => {
     expect(envOf(api.json, 'reply').CLD_DELIVERY_TIMEOUT_MS).toBe(String(REPLY_DELIVERY_TIMEOUT_MS));
   });
 
-  it('caps the unauthenticated webhook functions with reserved concurrency, not the HTTP API function', () => {
+  it('lets a deployment cap the unauthenticated webhook functions, not the HTTP API function; reserves nothing by default', () => {
+    // Opt-in (cld:reservedConcurrency); the prod synth of test/infra/stack.test.ts reserves some.
     expect(FUNCTIONS.slack.boundedConcurrency && FUNCTIONS.teams.boundedConcurrency).toBe(true);
-    for (const [name, reserved] of [
-      ['slack', 10],
-      ['teams', 10],
-      ['http', undefined],
-      ['reply', undefined],
-    ] as const) {
+    expect(FUNCTIONS.http.boundedConcurrency || FUNCTIONS.reply.boundedConcurrency).toBe(false);
+    for (const name of ['slack', 'teams', 'http', 'reply']) {
       expect(
         api.json.Resources[functionId(api.json, name)]?.Properties?.ReservedConcurrentExecutions,
         name,
-      ).toBe(reserved);
+      ).toBeUndefined();
     }
   });
 });

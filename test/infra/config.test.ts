@@ -37,7 +37,7 @@ describe('resolveConfig', () => {
       jwtAudience: [],
       apiThrottle: { rateLimit: 25, burstLimit: 50 },
       secretArns: {},
-      reservedConcurrency: { assistant: 10, tool: 10, slack: 10, teams: 10 },
+      reservedConcurrency: {},
       retryAttempts: 2,
       maxEventAgeSeconds: 3600,
       logRetentionDays: 14,
@@ -89,6 +89,12 @@ describe('resolveConfig', () => {
       /not a function of infra\/lib\/functions.ts/,
     ],
     [{ 'cld:reservedConcurrency': { tool: 0 } }, 'cld:reservedConcurrency.tool', />=1/],
+    [{ 'cld:reservedConcurrency': { tool: 1001 } }, 'cld:reservedConcurrency.tool', /<=1000/],
+    [
+      { 'cld:reservedConcurrency': '{"plan":5}' },
+      'cld:reservedConcurrency.plan',
+      /the plan function takes no reserved concurrency .*assistant, tool, slack, teams/,
+    ],
     [{ 'cld:allowedOrigins': ['*'] }, 'cld:allowedOrigins.0', /origin/],
     [{ 'cld:allowedOrigins': 'http://app.example.com' }, 'cld:allowedOrigins.0', /origin/],
     [{ 'cld:logRetentionDays': 15 }, 'cld:logRetentionDays', /retention/],
@@ -124,6 +130,14 @@ describe('resolveConfig', () => {
     const line = error.message.split('\n').find((l) => l.trim().startsWith(`${key}:`));
     expect(line, error.message).toBeDefined();
     expect(line).toMatch(message);
+  });
+
+  it('accepts reserved concurrency at both ends of its range, for every function that takes it', () => {
+    const config = fromContext({
+      'cld:modelId': 'offline',
+      'cld:reservedConcurrency': '{"assistant":1,"tool":1000,"slack":10,"teams":10}',
+    });
+    expect(config.reservedConcurrency).toEqual({ assistant: 1, tool: 1000, slack: 10, teams: 10 });
   });
 
   it('rejects context JSON that does not parse, naming the key', () => {

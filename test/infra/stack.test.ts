@@ -3,10 +3,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { catalogKeys, FUNCTIONS, type FunctionSpec, KEYS, LIST_PREFIXES } from '../../infra/lib/functions.js';
 import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from '../../infra/lib/secrets.js';
 import { POLICY_BUNDLE_WARNING } from '../../infra/lib/step-function.js';
+import { catalogObjects } from '../../shared/catalog/catalog.js';
 import { ConfigError } from '../../shared/errors.js';
 import { routingTable } from '../../shared/events/routing.js';
 import { IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
+import { parseResource } from '../../shared/resources/schemas.js';
 import { functionUses } from '../../shared/runtime/compose.js';
+import { keyOf } from '../../shared/urn.js';
 import {
   API_CONTEXT,
   cdkJsonContext,
@@ -33,6 +36,12 @@ const EVENT_NAMES = NAMES.filter((name) => FUNCTIONS[name].trigger === 'eventbri
 const API_NAMES = NAMES.filter((name) => FUNCTIONS[name].trigger === 'http-api');
 const MODEL_ID = String(cdkJsonContext()['cld:modelId']);
 const BUCKET_TOKEN = '__RESOURCES_BUCKET__';
+/**
+ * The functions inside the system's own Lambda → S3 → Lambda (and → SQS → Lambda) chains, stated
+ * here: a conversation's chain runs longer than Lambda's recursion limit (about 16 hops), and the
+ * system bounds it itself (depth, turns, rounds, budgets). API Gateway's functions start chains.
+ */
+const RECURSIVE_CHAINS: readonly string[] = ['plan', 'assistant', 'tool', 'reply', 'deadletter'];
 
 let dev: Synthesized;
 let bucketId: string;
@@ -221,10 +230,35 @@ describe.each(NAMES)('function %s', (name) => {
     expect(env).toMatchObject(spec.environment ?? {});
   });
 
-  it('has reserved concurrency only where fan-out is bounded by config', () => {
+  it('reserves no concurrency by default (opt-in: new accounts cannot spare it)', () => {
     const { fn } = ids(name);
-    const reserved = dev.json.Resources[fn]?.Properties?.ReservedConcurrentExecutions;
-    expect(reserved).toBe(FUNCTIONS[name].boundedConcurrency ? 10 : undefined);
+    expect(dev.json.Resources[fn]?.Properties).toBeDefined();
+    expect(dev.json.Resources[fn]?.Properties?.ReservedConcurrentExecutions).toBeUndefined();
+  });
+
+  it('lets its recursive chains run (RecursiveLoop Allow) only if it continues conversations, with an alarm', () => {
+    const { fn } = ids(name);
+    const chained = RECURSIVE_CHAINS.includes(name);
+    expect(FUNCTIONS[name].allowRecursiveLoop).toBe(chained);
+    expect(dev.json.Resources[fn]?.Properties?.RecursiveLoop).toBe(chained ? 'Allow' : 'Terminate');
+    const alarms = resourcesOfType(dev.json, 'AWS::CloudWatch::Alarm').filter((id) => {
+      const props = dev.json.Resources[id]?.Properties as Record<string, unknown>;
+      return (
+        props.MetricName === 'RecursiveInvocationsDropped' &&
+        JSON.stringify(props.Dimensions) === JSON.stringify([{ Name: 'FunctionName', Value: { Ref: fn } }])
+      );
+    });
+    expect(alarms).toHaveLength(chained ? 1 : 0);
+    if (chained) {
+      expect(dev.json.Resources[alarms[0] as string]?.Properties).toMatchObject({
+        Namespace: 'AWS/Lambda',
+        Statistic: 'Sum',
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+        EvaluationPeriods: 1,
+        TreatMissingData: 'notBreaching',
+      });
+    }
   });
 
   it('raises an alarm on every letter sent to its DLQ (if it has one) and on any function error', () => {
@@ -331,23 +365,28 @@ describe('least privilege', () => {
 
   /**
    * What each function may do with conversation resources, documents and the chunk index, stated
-   * here (not derived from the table). `search`: opens the chunk index (`indexes/*`) and reads
-   * documents (`cld:doc.*`) — only the tool step runs the `search` and `read` tools; the assistant
-   * cites the chunk URNs tool results returned without reading them.
+   * here (not derived from the table). `search`: opens the chunk index (`indexes/*`) — only the
+   * tool step runs the `search` and `read` tools; the assistant cites the chunk URNs tool results
+   * returned without reading them. `documents`: reads documents and chunks (`cld:doc.*`) — the
+   * tool step (the `read` tool) and the HTTP API (`GET /resources/<urn>` of a citation).
    */
-  const CONVERSATIONS: Record<(typeof NAMES)[number], { create: boolean; list: boolean; search: boolean }> = {
-    plan: { create: true, list: true, search: false },
-    assistant: { create: true, list: true, search: false },
-    tool: { create: true, list: true, search: true },
+  const CONVERSATIONS: Record<
+    (typeof NAMES)[number],
+    { create: boolean; list: boolean; search: boolean; documents: boolean }
+  > = {
+    plan: { create: true, list: true, search: false, documents: false },
+    assistant: { create: true, list: true, search: false, documents: false },
+    tool: { create: true, list: true, search: true, documents: true },
     // Delivers replies: reads the answer and the task subtree, writes no resource.
-    reply: { create: false, list: true, search: false },
-    // Starts conversations, lists one for the status view.
-    http: { create: true, list: true, search: false },
+    reply: { create: false, list: true, search: false, documents: false },
+    // Starts conversations, lists one for the status view; GET /resources opens a cited Document
+    // or Chunk (in AWS a missing grant was a 500 for every citation).
+    http: { create: true, list: true, search: false, documents: true },
     // Fails a task (its output), a request (Plan, answer); reads the Plan and root outputs.
-    deadletter: { create: true, list: true, search: false },
+    deadletter: { create: true, list: true, search: false, documents: false },
     // Store the Conversation and user Message; never list a conversation.
-    slack: { create: true, list: false, search: false },
-    teams: { create: true, list: false, search: false },
+    slack: { create: true, list: false, search: false, documents: false },
+    teams: { create: true, list: false, search: false, documents: false },
   };
 
   it('states the expectations of every function of the table', () => {
@@ -361,11 +400,12 @@ describe('least privilege', () => {
     expect(isAllowed(statements, 's3:PutObject', objectArn(conversationKey), create)).toBe(
       CONVERSATIONS[name].create,
     );
-    expect(FUNCTIONS[name].storage.create.includes(KEYS.conversations)).toBe(CONVERSATIONS[name].create);
+    const creates: readonly string[] = FUNCTIONS[name].storage.create;
+    expect(creates.includes(KEYS.conversations)).toBe(CONVERSATIONS[name].create);
     expect(isAllowed(statements, 's3:PutObject', objectArn(conversationKey))).toBe(false);
   });
 
-  it.each(NAMES)('%s cannot write outside conversations, except the exact catalog keys', (name) => {
+  it.each(NAMES)('%s cannot write outside conversations, not even the catalog (seeded at deploy)', (name) => {
     const statements = statementsOf(name);
     for (const key of [
       'cld:doc.Document.0123456789abcdef.json',
@@ -373,25 +413,27 @@ describe('least privilege', () => {
       'cld:common.Assistant.ffffffffffffffff.json',
       'cld:common.Tool.ffffffffffffffff.json',
       'other/cld:common.Conversation.0123456789abcdef.json',
+      ...catalogKeys(),
     ]) {
       expect(isAllowed(statements, 's3:PutObject', objectArn(key), create), key).toBe(false);
     }
-    for (const key of catalogKeys()) {
-      expect(isAllowed(statements, 's3:PutObject', objectArn(key), create), key).toBe(true);
-    }
+    expect(catalogKeys().length).toBeGreaterThan(1);
   });
 
   it.each(
     NAMES,
-  )('%s reads conversations and the catalog; the index and documents only if it runs the tools', (name) => {
+  )('%s reads conversations and the catalog; the index only if it runs the tools, documents if it serves them', (name) => {
     const statements = statementsOf(name);
     for (const key of [conversationKey, 'cld:common.Assistant.0123456789abcdef.json']) {
       expect(isAllowed(statements, 's3:GetObject', objectArn(key)), key).toBe(true);
     }
     expect(isAllowed(statements, 's3:GetObject', objectArn('private/notes.json'))).toBe(false);
+    expect(isAllowed(statements, 's3:GetObject', objectArn('indexes/chunks.1.json'))).toBe(
+      CONVERSATIONS[name].search,
+    );
     const chunk = 'cld:doc.Document.0123456789abcdef/doc.Chunk.0123456789abcdef.json';
-    for (const key of ['indexes/chunks.1.json', 'cld:doc.Document.0123456789abcdef.json', chunk]) {
-      expect(isAllowed(statements, 's3:GetObject', objectArn(key)), key).toBe(CONVERSATIONS[name].search);
+    for (const key of ['cld:doc.Document.0123456789abcdef.json', chunk]) {
+      expect(isAllowed(statements, 's3:GetObject', objectArn(key)), key).toBe(CONVERSATIONS[name].documents);
     }
   });
 
@@ -549,6 +591,91 @@ describe('least privilege', () => {
   });
 });
 
+describe('catalog seed (at deploy; no function writes the catalog)', () => {
+  const objects = catalogObjects();
+
+  function putsOf(id: string) {
+    const props = dev.json.Resources[id]?.Properties as Record<string, unknown>;
+    return {
+      create: JSON.parse(resolveValue(props.Create)) as Record<string, unknown>,
+      update: JSON.parse(resolveValue(props.Update)) as Record<string, unknown>,
+      delete: props.Delete,
+      token: props.ServiceToken,
+    };
+  }
+
+  it('puts every catalog object create-only (If-None-Match), leaving one that exists as it is', () => {
+    const ids = resourcesOfType(dev.json, 'Custom::CldCatalogObject');
+    expect(ids).toHaveLength(objects.length);
+    const byKey = new Map(
+      ids.map((id) => {
+        const puts = putsOf(id);
+        return [(puts.create.parameters as { Key: string }).Key, puts] as const;
+      }),
+    );
+    expect([...byKey.keys()].sort()).toEqual(catalogKeys());
+    for (const object of objects) {
+      const puts = byKey.get(object.key);
+      const put = {
+        service: 'S3',
+        action: 'PutObject',
+        parameters: {
+          Bucket: `<${bucketId}>`,
+          Key: object.key,
+          Body: object.body,
+          ContentType: 'application/json',
+          IfNoneMatch: '*',
+        },
+        physicalResourceId: { id: object.key },
+        ignoreErrorCodesMatching: '^PreconditionFailed$',
+      };
+      expect(puts?.create, object.key).toEqual(put);
+      expect(puts?.update, object.key).toEqual(put);
+      // Nothing on delete: the bucket's removal policy decides.
+      expect(puts?.delete).toBeUndefined();
+    }
+  });
+
+  it('stores each resource as ResourceIndex.put would (its schema-valid JSON, under keyOf(urn))', () => {
+    for (const object of objects) {
+      expect(object.key).toBe(keyOf(object.urn));
+      const stored = parseResource(JSON.parse(object.body));
+      expect(stored.meta.id).toBe(object.urn);
+      expect(JSON.stringify(stored)).toBe(object.body);
+    }
+  });
+
+  it("runs with a role that may only create the catalog's exact keys and write its own logs", () => {
+    const functionId = logicalId(dev.json, 'AWS::Lambda::Function', 'AWS679f53fac002430cb0da5b7982bd2287');
+    const props = dev.json.Resources[functionId]?.Properties as Record<string, unknown>;
+    const role = (props.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    expect(role.startsWith('CatalogSeedRole')).toBe(true);
+    expect(dev.json.Resources[role]?.Properties?.ManagedPolicyArns).toBeUndefined();
+    const statements = roleStatements(dev.json, role);
+    const create = { 's3:if-none-match': '*' };
+    for (const key of catalogKeys()) {
+      expect(isAllowed(statements, 's3:PutObject', objectArn(key), create), key).toBe(true);
+      expect(isAllowed(statements, 's3:PutObject', objectArn(key)), key).toBe(false);
+      expect(isAllowed(statements, 's3:GetObject', objectArn(key)), key).toBe(false);
+    }
+    for (const key of [
+      'cld:common.Assistant.ffffffffffffffff.json',
+      'cld:common.Conversation.0123456789abcdef.json',
+    ]) {
+      expect(isAllowed(statements, 's3:PutObject', objectArn(key), create), key).toBe(false);
+    }
+    const actions = statements.flatMap((statement) => [statement.Action].flat()).sort();
+    expect(actions).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', 's3:PutObject']);
+    // The SDK of the Lambda runtime: nothing is installed from npm at deploy.
+    const seed = resourcesOfType(dev.json, 'Custom::CldCatalogObject')[0] as string;
+    expect(dev.json.Resources[seed]?.Properties?.InstallLatestAwsSdk).toBe(false);
+    // The puts wait for the role's policy.
+    expect(dev.json.Resources[seed]?.DependsOn).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^CatalogSeedRoleDefaultPolicy/)]),
+    );
+  });
+});
+
 describe('stack', () => {
   it('is environment-agnostic and sets no physical names', () => {
     expect(dev.stack.environment).toBe('aws://unknown-account/unknown-region');
@@ -618,7 +745,7 @@ describe('prod stage with a custom config', () => {
         'cld:stage': 'prod',
         'cld:modelId': 'offline',
         'cld:limits': '{"maxDepth":3}',
-        'cld:reservedConcurrency': '{"assistant":4,"tool":6}',
+        'cld:reservedConcurrency': '{"assistant":4,"tool":6,"slack":3}',
         'cld:retryAttempts': '1',
         'cld:maxEventAgeSeconds': '600',
       },
@@ -657,9 +784,9 @@ describe('prod stage with a custom config', () => {
       const props = prod.json.Resources[fnId(name)]?.Properties as Record<string, unknown>;
       const env = (props.Environment as { Variables: Record<string, unknown> }).Variables;
       expect(env.CLD_LIMITS).toBe('{"maxDepth":3}');
-      // The context's record replaces the default one: slack and teams get none here.
+      // Only the functions the context names: teams gets none here.
       expect(props.ReservedConcurrentExecutions).toBe(
-        ({ assistant: 4, tool: 6 } as Record<string, number>)[name],
+        ({ assistant: 4, tool: 6, slack: 3 } as Record<string, number>)[name],
       );
     }
     for (const name of EVENT_NAMES) {

@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { writeTokenizerRanks } from '../../infra/lib/bundling.js';
-import { ConfigError } from '../../shared/errors.js';
+import { catalogObjects } from '../../shared/catalog/catalog.js';
+import { ConfigError, PolicyDeniedError } from '../../shared/errors.js';
+import { builtinPolicy } from '../../shared/policy/select.js';
+import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import {
   bundleDefines,
   composeFromEnv,
@@ -13,9 +16,11 @@ import {
   loadModel,
   modelFor,
   parseEnv,
-  SYSTEM_ACTOR,
+  seedCatalog,
 } from '../../shared/runtime/compose.js';
 import type { Deps } from '../../shared/runtime/deps.js';
+import { createLocalRuntime } from '../../shared/runtime/local.js';
+import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 
 /**
  * The composition root composes only what a function uses (FUNCTION_USES, keyed by
@@ -168,6 +173,44 @@ describe('a cold start', () => {
     } finally {
       vi.unstubAllEnvs();
       vi.resetModules();
+    }
+  });
+});
+
+describe('seedCatalog (the local start; deployed, the stack seeds at deploy)', () => {
+  it('stores each catalog object with the bytes the deploy puts, once', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cld-compose-'));
+    dirs.push(dataDir);
+    const storage = new FilesystemStorage(join(dataDir, 'resources'));
+    const resources = new ResourceIndex(storage, builtinPolicy('local'));
+    const objects = catalogObjects();
+
+    const first = await seedCatalog(resources);
+    const second = await seedCatalog(resources);
+
+    expect(first).toBe(objects.length);
+    expect(second).toBe(0);
+    for (const object of objects) {
+      expect((await storage.get(object.key)).toString('utf8'), object.key).toBe(object.body);
+    }
+  });
+
+  it('is denied in a function bundle: only the local bundle lets the operator write the catalog', async () => {
+    const storage = new FilesystemStorage(join(mkdtempSync(join(tmpdir(), 'cld-compose-')), 'resources'));
+    const resources = new ResourceIndex(storage, builtinPolicy('plan'));
+
+    await expect(seedCatalog(resources)).rejects.toBeInstanceOf(PolicyDeniedError);
+  });
+
+  it('runs when the embedded default starts (the CLI: ingest, ask, serve)', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cld-compose-'));
+    dirs.push(dataDir);
+
+    const runtime = await createLocalRuntime({ dataDir });
+    await runtime.bus.idle();
+
+    for (const object of catalogObjects()) {
+      expect((await runtime.storage.get(object.key)).toString('utf8'), object.key).toBe(object.body);
     }
   });
 });
