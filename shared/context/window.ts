@@ -35,6 +35,16 @@ export interface Window {
   report: { budget: number; tokens: number; dropped: string[] };
 }
 
+/**
+ * What replaces a tool result's content that was dropped (the result stays paired with its call
+ * by `toolUseId`; the report names the dropped URN). Short on purpose: a marker naming the URN
+ * could cost more tokens than the content it replaces.
+ */
+export const DROPPED_MARKER = '[content dropped to fit the context budget]';
+
+/** What ends a truncated conversation message. */
+export const TRUNCATED_MARKER = ' [truncated]';
+
 const RULES =
   'Use the tools to find facts; do not invent them. When you answer, cite the URNs (cld:...) of the ' +
   'document chunks you relied on, listed under "Sources:". Answer concisely.';
@@ -52,9 +62,13 @@ export function toToolSpec(tool: Tool): ToolSpec {
  * Builds the Converse request of one inner-loop turn: system = the assistant's description and
  * house rules; first user message = conversation message, parent tasks and the task; then the
  * prior turns (assistant `toolUse` blocks and user `toolResult` blocks, pairing kept intact).
- * Over budget, it drops (1) the oldest tool results' content, replaced by a marker, (2) parent
- * task descriptions, (3) the tail of the conversation message — in that order — and records each
- * dropped URN.
+ * Over budget, it drops (1) the oldest tool results' content, replaced by {@link DROPPED_MARKER}
+ * (only where that saves tokens), (2) parent task descriptions, farthest first, (3) the tail of the
+ * conversation message, as much as is needed and no more — in that order, each step only while
+ * the window is over budget — and records each dropped URN. A window that fits keeps everything
+ * (`report.tokens <= budget`, nothing dropped); one that does not fit even then (system, tools,
+ * the task and the latest turn's last result alone exceed the budget) is returned with
+ * `report.tokens > budget`.
  */
 export function buildWindow(input: WindowInput): Window {
   const dropped: string[] = [];
@@ -91,7 +105,8 @@ export function buildWindow(input: WindowInput): Window {
     if (total <= input.budget) break;
     const isLatest = input.turns.at(-1)?.results.includes(result) ?? false;
     if (isLatest && results.length > 1 && result !== results.at(-1)) continue;
-    resultText.set(result.meta.id, `[content dropped to fit the context budget: ${result.meta.id}]`);
+    if (countTokens(result.content) <= countTokens(DROPPED_MARKER)) continue;
+    resultText.set(result.meta.id, DROPPED_MARKER);
     dropped.push(result.meta.id);
     total = fixed + headTokens() + turnsTokens();
   }
@@ -102,11 +117,22 @@ export function buildWindow(input: WindowInput): Window {
     parents = rest;
     total = fixed + headTokens() + turnsTokens();
   }
-  // (3) the conversation message's tail
+  // (3) the conversation message's tail: the longest head that fits (binary search over characters;
+  // tokens grow with the head's length), or none when not even the marker alone fits
   if (total > input.budget && userMessage && conversationText.length > 0) {
-    const excess = total - input.budget;
-    const keepChars = Math.max(0, conversationText.length - excess * 4 - 16);
-    conversationText = `${conversationText.slice(0, keepChars)} [truncated]`;
+    const original = conversationText;
+    const fits = (keep: number) => {
+      conversationText = `${original.slice(0, keep)}${TRUNCATED_MARKER}`;
+      return fixed + headTokens() + turnsTokens() <= input.budget;
+    };
+    let low = 0;
+    let high = original.length - 1;
+    while (low < high) {
+      const middle = Math.ceil((low + high) / 2);
+      if (fits(middle)) low = middle;
+      else high = middle - 1;
+    }
+    fits(low);
     dropped.push(userMessage.meta.id);
     total = fixed + headTokens() + turnsTokens();
   }

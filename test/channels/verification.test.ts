@@ -72,6 +72,36 @@ describe('verifySlackSignature', () => {
     expect(result.ok === false && result.reason).toMatch(reason);
   });
 
+  /** The documented example verified at `DOC_NOW` + `offsetMs` (negative: a timestamp in the future). */
+  function verifyAt(offsetMs: number) {
+    return verifySlackSignature({
+      signingSecret: DOC_SECRET,
+      signature: DOC_SIGNATURE,
+      timestamp: DOC_TIMESTAMP,
+      body: Buffer.from(DOC_BODY),
+      now: new Date(DOC_NOW.getTime() + offsetMs),
+    });
+  }
+
+  it.each([
+    ['exactly 300 s old', 300_000],
+    ['300.999 s old (whole seconds, as Slack sends them)', 300_999],
+    ['exactly 300 s in the future', -300_000],
+  ])('accepts a request %s: the 5-minute window includes its boundary', (_label, offsetMs) => {
+    expect(verifyAt(offsetMs)).toEqual({ ok: true });
+  });
+
+  it.each([
+    ['301 s old', 301_000],
+    ['301 s in the future', -301_000],
+    ['351 s old', 351_000],
+  ])('rejects a request %s: one second past the 5-minute window', (_label, offsetMs) => {
+    expect(verifyAt(offsetMs)).toEqual({
+      ok: false,
+      reason: 'X-Slack-Request-Timestamp is more than 5 minutes from now',
+    });
+  });
+
   it('accepts a request 4 minutes old (inside the window)', () => {
     const result = verifySlackSignature({
       signingSecret: DOC_SECRET,
