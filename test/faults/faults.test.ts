@@ -12,6 +12,7 @@ import { parentOf } from '../../shared/urn.js';
 import {
   crashesOf,
   docsWorkload,
+  poisonProblems,
   problemsOf,
   type RunOutcome,
   referenceRuns,
@@ -34,6 +35,8 @@ describe.each([
   let clean: RunOutcome;
   let poisoned: RunOutcome;
   const runs = new Map<string, RunOutcome>();
+  /** Stated, not measured: the scripted supervisors cannot correct a failure, the offline one does. */
+  const POISON_EXPECTATION = { answer: name === 'synthetic' ? 'failed' : 'answered' } as const;
   const run = async (scenarioName: string) => {
     let outcome = runs.get(scenarioName);
     if (!outcome) {
@@ -112,7 +115,7 @@ describe.each([
     const poison = poisoned.poison as { target: string; urn: string };
     const task = parentOf(poison.urn) as string;
 
-    expect(problemsOf(poisoned, poisoned)).toEqual([]);
+    expect(poisonProblems(poisoned, clean, POISON_EXPECTATION)).toEqual([]);
     expect(poisoned.deadLetters.map((l) => l.event.detail.object.key)).toEqual([`${poison.urn}.json`]);
     expect(poisoned.deadLetters[0]?.attempts).toBe(3);
     const output = poisoned.resources.find(
@@ -131,10 +134,58 @@ describe.each([
     }
   });
 
+  it.each([
+    [
+      'an untouched resource lost (the Conversation)',
+      (run: RunOutcome) => ({
+        ...run,
+        resources: run.resources.filter((r) => r.meta.id !== run.conversation),
+      }),
+      /untouched resource\(s\) missing/,
+    ],
+    [
+      'an untouched resource changed (the Conversation)',
+      (run: RunOutcome) => ({
+        ...run,
+        resources: run.resources.map((r) =>
+          r.meta.id === run.conversation ? { ...r, actor: 'cli:someone-else' } : r,
+        ),
+      }),
+      /untouched resource\(s\) with other content/,
+    ],
+    [
+      'a resource outside the reach of the failure added',
+      (run: RunOutcome) => {
+        const conversation = run.resources[0] as Message;
+        const extra = {
+          ...conversation,
+          meta: { ...conversation.meta, id: `${run.conversation}/common.Message.ffffffffffffffff` },
+        };
+        return { ...run, resources: [...run.resources, extra as Message] };
+      },
+      /outside the reach of the failure/,
+    ],
+    [
+      'the answer swapped for another outcome',
+      (run: RunOutcome) => ({
+        ...run,
+        answer: run.answer?.error
+          ? { ...run.answer, error: undefined, content: 'fine' }
+          : ({ ...run.answer, error: { code: 'X', message: 'x' } } as Message),
+      }),
+      /the answer/,
+    ],
+  ] as const)('the poison check is independent of the poison run: it catches %s', (_label, tamper, problem) => {
+    const tampered = tamper(poisoned) as RunOutcome;
+
+    expect(poisonProblems(tampered, clean, POISON_EXPECTATION).some((p) => problem.test(p))).toBe(true);
+  });
+
   it('ends as the poison run under all faults at once', async () => {
     const outcome = await run('all');
 
     expect(problemsOf(outcome, poisoned)).toEqual([]);
+    expect(poisonProblems(outcome, clean, POISON_EXPECTATION)).toEqual([]);
     expect(outcome.bus.duplicates).toBeGreaterThan(0);
     expect(crashesOf(outcome) + outcome.model.throttled + outcome.model.timedOut).toBeGreaterThan(0);
     expect(outcome.deadLetters.length).toBeGreaterThanOrEqual(2); // every copy of the poison event

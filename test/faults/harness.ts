@@ -19,7 +19,7 @@ import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { type CrashKind, FaultInjector, type InjectionStats } from '../../shared/storage/faulty.js';
-import { parentOf } from '../../shared/urn.js';
+import { keyOf, parentOf, typeOf } from '../../shared/urn.js';
 import { DOCS, QUESTION, withoutTimestamps } from '../e2e/local-run.js';
 import { FaultyChatModel, type ModelFaultStats } from './faulty-model.js';
 import { ScriptedModel } from './scripted-model.js';
@@ -306,6 +306,114 @@ export function problemsOf(run: RunOutcome, reference: RunOutcome): string[] {
       problems.push(`the poisoned task has no DELIVERY_FAILED output (${output?.error?.code ?? 'none'})`);
     if (!toldParent(run, task)) problems.push('the poisoned task’s failure did not reach its parent');
   }
+  if (run.deadLetterErrors) problems.push(`${run.deadLetterErrors} dead-letter consumer error(s)`);
+  if (run.replay.length)
+    problems.push(
+      `projections differ from the replay: ${run.replay.map((d) => `${d.kind} ${d.name}`).join('; ')}`,
+    );
+  return problems;
+}
+
+/** What a poison run must end with, stated by the test (not taken from another faulty run). */
+export interface PoisonExpectation {
+  /** `failed`: the failure reaches the user's answer; `answered`: a supervisor corrected it. */
+  answer: 'failed' | 'answered';
+}
+
+/**
+ * The task a dead-lettered event fails (shared/domain/dead-letter.ts), or undefined when the
+ * event fails the request itself (a `plan` event: the user Message, whose whole subtree is then
+ * the Plan with the error, or a root task's output, whose failure is the answer's).
+ */
+function failedScopeOf(poison: { target: string; urn: string }, clean: RunOutcome): string | undefined {
+  const parent = parentOf(poison.urn) as string;
+  const isTask = (urn: string) =>
+    clean.resources.some((r) => r.meta.id === urn && r.meta.type === 'plan.Task');
+  if (poison.target === 'plan') return isTask(parent) ? undefined : poison.urn;
+  if (poison.target === 'tool') return parent;
+  if (isTask(poison.urn)) return poison.urn;
+  // A task's output fails its supervisor; any other message under a task fails that task.
+  return outputUrnOf(parent) === poison.urn ? parentOf(parent) : parent;
+}
+
+/**
+ * What is wrong with a poison run, checked against the clean run of the same workload (made
+ * without any fault) and a hand-stated expectation — never against another poison run:
+ * - every resource of the clean run that the failure cannot touch is in the run with the same
+ *   content (apart from timestamps): everything but the failed task's subtree, the outputs,
+ *   verdicts and corrective subtasks of the failed task's ancestors (and its own), and the answer;
+ * - the run has no resource the clean run lacks outside those places;
+ * - the failed task's output is a DELIVERY_FAILED error naming the event and the step (for a
+ *   `plan` event, the answer names them), and its parent was told;
+ * - the answer failed with that reason, or (`answered`) a supervisor corrected the failure;
+ * - nothing pending, only the poison dead-lettered, no dead-letter consumer error, projections
+ *   equal to the replay.
+ * @throws Error when the run has no poison
+ */
+export function poisonProblems(run: RunOutcome, clean: RunOutcome, expected: PoisonExpectation): string[] {
+  const poison = run.poison;
+  if (!poison) throw new Error('poisonProblems needs a poison run');
+  const problems: string[] = [];
+  const failed = failedScopeOf(poison, clean);
+  const reason = `event for ${poison.urn} failed 3 times in the ${poison.target} step`;
+  // The failed task and its ancestor tasks: their outputs, verdicts and corrective rounds change.
+  const affected = new Set<string>();
+  for (let urn = failed; urn; urn = parentOf(urn)) affected.add(urn);
+  const answerUrn = run.answer?.meta.id ?? clean.answer?.meta.id;
+  const correctiveRoots = (resources: readonly AnyResource[]) =>
+    resources
+      .filter((r): r is Task => r.meta.type === 'plan.Task' && (r as Task).round > 0)
+      .filter((t) => affected.has(parentOf(t.meta.id) as string))
+      .map((t) => t.meta.id);
+  const corrective = [...correctiveRoots(clean.resources), ...correctiveRoots(run.resources)];
+  const touchable = (urn: string): boolean =>
+    urn === answerUrn ||
+    (failed !== undefined && urn.startsWith(`${failed}/`)) ||
+    [...affected].some((task) => urn === outputUrnOf(task)) ||
+    (typeOf(urn) === 'plan.Verdict' && affected.has(parentOf(urn) as string)) ||
+    corrective.some((root) => urn === root || urn.startsWith(`${root}/`));
+
+  const have = new Map(run.resources.map((r) => [r.meta.id, JSON.stringify(withoutTimestamps(r))]));
+  const want = new Map(
+    clean.resources
+      .filter((r) => !touchable(r.meta.id))
+      .map((r) => [r.meta.id, JSON.stringify(withoutTimestamps(r))]),
+  );
+  if (want.size < 2) problems.push('the clean run leaves nothing to compare');
+  const missing = [...want.keys()].filter((urn) => !have.has(urn));
+  if (missing.length) problems.push(`${missing.length} untouched resource(s) missing, e.g. ${missing[0]}`);
+  const changed = [...want.entries()].filter(([urn, json]) => have.has(urn) && have.get(urn) !== json);
+  if (changed.length)
+    problems.push(`${changed.length} untouched resource(s) with other content, e.g. ${changed[0]?.[0]}`);
+  const cleanIds = new Set(clean.resources.map((r) => r.meta.id));
+  const stray = [...have.keys()].filter((urn) => !cleanIds.has(urn) && !touchable(urn));
+  if (stray.length)
+    problems.push(`${stray.length} resource(s) outside the reach of the failure, e.g. ${stray[0]}`);
+
+  const failedTask = clean.resources.some((r) => r.meta.id === failed && r.meta.type === 'plan.Task');
+  if (failed !== undefined && failedTask) {
+    const output = run.resources.find((r) => r.meta.id === outputUrnOf(failed)) as Message | undefined;
+    if (output?.error?.code !== 'DELIVERY_FAILED' || !output.error.message.includes(reason))
+      problems.push(`the failed task's output is not DELIVERY_FAILED with "${reason}"`);
+    // A root task's parent is the user Message: the answer (checked below) is what is told.
+    const parent = parentOf(failed) as string;
+    const parentIsTask = clean.resources.some((r) => r.meta.id === parent && r.meta.type === 'plan.Task');
+    if (parentIsTask && !toldParent(run, failed)) problems.push('the failed task’s parent was not told');
+  }
+  if (!run.answer) problems.push('no final answer');
+  else if (expected.answer === 'failed') {
+    if (!run.answer.error) problems.push('the answer does not carry the failure');
+    if (!run.answer.content.includes(reason)) problems.push(`the answer does not say "${reason}"`);
+  } else {
+    if (run.answer.error) problems.push(`the answer failed: ${run.answer.error.message}`);
+    if (run.answer.content.length === 0) problems.push('the answer is empty');
+  }
+
+  if (run.pending.length) problems.push(`${run.pending.length} task(s) pending, e.g. ${run.pending[0]}`);
+  const letters = run.deadLetters.filter((l) => l.event.detail.object.key === keyOf(poison.urn));
+  if (letters.length === 0) problems.push('the poison event was not dead-lettered');
+  if (letters.length < run.deadLetters.length)
+    problems.push(`${run.deadLetters.length - letters.length} unexpected dead letter(s)`);
   if (run.deadLetterErrors) problems.push(`${run.deadLetterErrors} dead-letter consumer error(s)`);
   if (run.replay.length)
     problems.push(
