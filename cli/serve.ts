@@ -50,6 +50,8 @@ export interface ServeOptions {
   logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
   /** Order of queued deliveries on the local bus (default `newest-first`; the burst bench compares them). */
   scheduling?: SchedulingPolicy;
+  /** Invocations the local bus runs at once (default 4). */
+  concurrency?: number;
 }
 
 /** A running server. */
@@ -80,6 +82,7 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     model: modelFor(options.core),
     logLevel: options.logLevel ?? 'SILENT',
     ...(options.scheduling ? { scheduling: options.scheduling } : {}),
+    ...(options.concurrency ? { concurrency: options.concurrency } : {}),
     onDeadLetter: (letter) =>
       print(`dead-lettered: ${letter.target} ${letter.event.detail.object.key}: ${letter.error.message}`),
   });

@@ -16,7 +16,7 @@ import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { childUrn, keyOf } from '../../shared/urn.js';
 
 /**
- * `npm run bench:burst [-- --policies newest-first,fifo --burst 200 --idle-runs 5]`: how one
+ * `npm run bench:burst [-- --policies newest-first,fifo --burst 200 --idle-runs 5 --concurrency 4]`: how one
  * conversation's latency depends on a backlog (issue 12 item 4). For each scheduling policy of
  * the local bus (shared/events/scheduler.ts) it starts `serve` as a child process (offline model,
  * the aws-s3 README ingested, a fresh data directory) and, over real HTTP from this process:
@@ -24,7 +24,7 @@ import { childUrn, keyOf } from '../../shared/urn.js';
  *    the answer, `--idle-runs` before the burst and as many after it (the machine's load drifts);
  *    the median of both is the idle latency;
  * 2. a burst: `--burst` conversations POSTed at once; as soon as all have their 202, newcomers
- *    (`--newcomers`, default 3) are started one after another, each once the previous one is
+ *    (`--newcomers`, default 5) are started one after another, each once the previous one is
  *    answered, while the burst is still being worked off; each latency is measured from its own
  *    POST, and the ratio is the median of the newcomers started before the burst's last answer over the
  *    idle median.
@@ -48,7 +48,8 @@ const { values } = parseArgs({
     policies: { type: 'string', default: SCHEDULING_POLICIES.join(',') },
     burst: { type: 'string', default: '200' },
     'idle-runs': { type: 'string', default: '5' },
-    newcomers: { type: 'string', default: '3' },
+    newcomers: { type: 'string', default: '5' },
+    concurrency: { type: 'string', default: '4' },
   },
 });
 
@@ -67,6 +68,7 @@ async function serveChild(policy: SchedulingPolicy, dataDir: string): Promise<vo
     core: parseEnv({ CLD_DATA_DIR: dataDir }),
     docs: ['node_modules/aws-cdk-lib/aws-s3'],
     scheduling: policy,
+    concurrency: Number(values.concurrency),
   });
   console.log(`READY ${served.url}`);
   process.once('SIGTERM', () => void served.stop().then(() => process.exit(0)));
@@ -83,7 +85,17 @@ async function startChild(policy: SchedulingPolicy): Promise<Server> {
   const dataDir = await mkdtemp(join(tmpdir(), 'cld-burst-'));
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'test/bench/burst.ts', '--serve', policy, '--data-dir', dataDir],
+    [
+      '--import',
+      'tsx',
+      'test/bench/burst.ts',
+      '--serve',
+      policy,
+      '--data-dir',
+      dataDir,
+      '--concurrency',
+      String(values.concurrency),
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const lines = createInterface({ input: child.stdout });
@@ -245,7 +257,7 @@ async function main(): Promise<void> {
   const newcomers = Number(values.newcomers);
   const policies = (values.policies ?? '').split(',').filter(Boolean).map(asPolicy);
   console.log(
-    `burst bench: ${burst} conversations, then ${newcomers} newcomers one after another; offline model, serve in a child process; ` +
+    `burst bench: ${burst} conversations, then ${newcomers} newcomers one after another; offline model, serve in a child process, bus concurrency ${values.concurrency}; ` +
       `default policy ${DEFAULT_SCHEDULING}`,
   );
   console.log(
