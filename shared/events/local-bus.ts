@@ -132,7 +132,7 @@ interface Job {
  * route whose pattern (and shape) matches, invokes targets asynchronously with bounded
  * concurrency, retries failures with backoff, keeps dead letters, and tells when it is idle.
  * Queued deliveries start in the order of the scheduling policy (a queue per conversation, see
- * scheduler.ts), so a burst of conversations does not delay a newcomer's answer.
+ * scheduler.ts), so a newcomer does not queue behind every step of a burst of other conversations.
  * Delivery is at least once; with faults it is several times, shuffled and delayed.
  */
 export class LocalBus implements EventBus {
