@@ -26,11 +26,11 @@ import { childUrn, keyOf } from '../../shared/urn.js';
  * 2. a burst: `--burst` conversations POSTed at once; as soon as all have their 202, newcomers
  *    (`--newcomers`, default 5) are started one after another, each once the previous one is
  *    answered, while the burst is still being worked off; each latency is measured from its own
- *    POST, and the ratio is the median of the newcomers started before the burst's last answer over the
- *    idle median.
+ *    POST, and the ratio is the median of the newcomers started before the burst's last answer
+ *    over the idle median.
  * "Answered" is the moment the answer Message is stored, which is what turns `GET
  * /conversations/{id}` to `done` (or `failed`): this process watches the child's data directory
- * (every 10 ms; the burst in rounds every 250 ms, so polling 200 files costs the machine little) instead of polling the API, so measuring costs
+ * (every 10 ms; the burst in rounds every 250 ms) instead of polling the API, so measuring costs
  * the server no CPU; each conversation's final status is then read once through `GET
  * /conversations/{id}`. Prints one table row per policy with the 1-minute load average before
  * and after (the machine is shared). Numbers for the README, not a test.
