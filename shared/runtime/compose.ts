@@ -7,6 +7,7 @@ import { defaultCatalog } from '../catalog/catalog.js';
 import { TOKENIZER_RANKS_ENV, tokenizerRanksFile } from '../context/tokens.js';
 import { type Limits, LimitsSchema } from '../domain/limits.js';
 import { ConfigError } from '../errors.js';
+import { type ModelConfig, ModelEnvShape, modelConfigOf, modelNameOf } from '../llm/config.js';
 import type { ChatModel, ConverseResponse } from '../llm/port.js';
 import type { Actor, Policy } from '../policy/port.js';
 import { builtinPolicy, selectPolicy } from '../policy/select.js';
@@ -43,8 +44,12 @@ export const EnvSchema = z.object({
   CLD_TABLE: z.string().min(3).max(255).optional(),
   /** Local data directory (embedded default). */
   CLD_DATA_DIR: z.string().min(1).default('.cld'),
-  /** Bedrock model id or inference profile; absent → the offline model. */
-  CLD_MODEL_ID: z.string().min(1).optional(),
+  /**
+   * The chat model: `CLD_MODEL_PROVIDER` (`offline`, `bedrock`, `openai`), `CLD_MODEL_ID`,
+   * `CLD_OPENAI_BASE_URL`, `CLD_OPENAI_API_KEY`, `CLD_OPENAI_TIMEOUT_MS` (shared/llm/config.ts).
+   * No provider and no `CLD_MODEL_ID` → the offline model; `CLD_MODEL_ID` alone → Bedrock.
+   */
+  ...ModelEnvShape,
   AWS_REGION: z.string().min(1).optional(),
   /** Limits as JSON (see domain/limits.ts); absent → defaults. */
   CLD_LIMITS: z.string().optional(),
@@ -72,10 +77,14 @@ export type Env = z.infer<typeof EnvSchema>;
 /** The operator actor: seeds the catalog (deploy, local start), ingests corpora, reads anything (CLI show). */
 export const SYSTEM_ACTOR: Actor = { kind: 'system', id: 'operator' };
 
-/** Parses the environment. @throws ConfigError naming the bad variable */
+/**
+ * Parses the environment, including that the model variables fit together (shared/llm/config.ts).
+ * @throws ConfigError naming the bad variable
+ */
 export function parseEnv(env: NodeJS.ProcessEnv): Env {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) throw new ConfigError(`invalid configuration: ${z.prettifyError(parsed.error)}`);
+  modelConfigOf(parsed.data);
   return parsed.data;
 }
 
@@ -100,7 +109,7 @@ export function parseLimits(json: string | undefined, overrides: Partial<Limits>
  * function when called (a bug in this table, never a silent fallback).
  */
 export interface FunctionUses {
-  /** Calls the chat model (`deps.model`): Bedrock with `CLD_MODEL_ID`, otherwise the offline model. */
+  /** Calls the chat model (`deps.model`): the one `loadModel` builds (Bedrock, OpenAI-compatible or offline). */
   model: boolean;
   /** Runs tools: `deps.search` (the chunk index, opened at cold start) and `deps.tools` (`search`, `read`). */
   tools: boolean;
@@ -206,35 +215,43 @@ class UnusedSearch implements ChunkSearch {
 }
 
 /**
- * Loads and builds the model for a config now: Bedrock when `CLD_MODEL_ID` is set (client in
- * `AWS_REGION`), otherwise the offline model.
- * @throws ConfigError when the code was bundled without the model adapters, or for invalid
- *   Bedrock options
+ * Loads and builds the model for a config now (shared/llm/config.ts): Bedrock (client in
+ * `AWS_REGION`), an OpenAI-compatible server, or the offline model.
+ * @throws ConfigError when the code was bundled without the model adapters, when the model
+ *   variables do not fit together, or for invalid adapter options
  */
-export async function loadModel(env: Pick<Env, 'CLD_MODEL_ID' | 'AWS_REGION'>): Promise<ChatModel> {
+export async function loadModel(env: Parameters<typeof modelConfigOf>[0]): Promise<ChatModel> {
   if (process.env.CLD_BUNDLE_MODEL !== 'false') {
-    if (!env.CLD_MODEL_ID) {
+    const config: ModelConfig = modelConfigOf(env);
+    if (config.provider === 'offline') {
       const { OfflineChatModel } = await import('../llm/offline.js');
       return new OfflineChatModel();
     }
+    if (config.provider === 'openai') {
+      const { OpenAIChatModel } = await import('../llm/openai.js');
+      const { provider: _provider, ...options } = config;
+      return new OpenAIChatModel(options);
+    }
     const { BedrockChatModel, createBedrockClient } = await import('../llm/bedrock.js');
     return new BedrockChatModel({
-      client: createBedrockClient({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) }),
-      modelId: env.CLD_MODEL_ID,
+      client: createBedrockClient({ ...(config.region ? { region: config.region } : {}) }),
+      modelId: config.modelId,
     });
   }
   throw notUsed(BUNDLED_FUNCTION, 'the chat model');
 }
 
 /**
- * The model for a config, for the CLI (synchronous): named now (`bedrock:<CLD_MODEL_ID>` or
- * `offline`, as the adapters name themselves), loaded by {@link loadModel} at its first
+ * The model for a config, for the CLI (synchronous): named now (`offline`, `bedrock:<id>` or
+ * `openai:<id>`, as the adapters name themselves), loaded by {@link loadModel} at its first
  * `converse`, whose errors that call rejects with.
+ * @throws ConfigError when the model variables do not fit together
  */
 export function modelFor(env: Env): ChatModel {
+  const name = modelNameOf(modelConfigOf(env));
   let loaded: Promise<ChatModel> | undefined;
   return {
-    name: env.CLD_MODEL_ID ? `bedrock:${env.CLD_MODEL_ID}` : 'offline',
+    name,
     converse: async (request) => {
       loaded ??= loadModel(env);
       return (await loaded).converse(request);

@@ -249,7 +249,16 @@ describe('composeFromEnv in a function bundle', () => {
 describe('models', () => {
   it.each([
     ['offline', {}],
+    ['offline (explicit)', { CLD_MODEL_PROVIDER: 'offline' }],
     ['Bedrock', { CLD_MODEL_ID: 'anthropic.claude-3-haiku-20240307-v1:0', AWS_REGION: 'eu-west-1' }],
+    [
+      'OpenAI-compatible',
+      {
+        CLD_MODEL_PROVIDER: 'openai',
+        CLD_MODEL_ID: 'llama3.1',
+        CLD_OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1',
+      },
+    ],
   ])('modelFor names the %s model as the loaded adapter does', async (_kind, env) => {
     const parsed = parseEnv(env);
 
@@ -263,5 +272,48 @@ describe('models', () => {
 
     expect(response.output.message.content.length).toBeGreaterThan(0);
     expect(response.usage.inputTokens).toBeGreaterThan(0);
+  });
+});
+
+describe('model configuration', () => {
+  it.each([
+    [
+      { CLD_MODEL_PROVIDER: 'openai', CLD_OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1' },
+      /needs CLD_MODEL_ID/,
+    ],
+    [{ CLD_MODEL_PROVIDER: 'openai', CLD_MODEL_ID: 'llama3.1' }, /needs CLD_OPENAI_BASE_URL/],
+    [{ CLD_MODEL_PROVIDER: 'bedrock' }, /CLD_MODEL_PROVIDER=bedrock needs CLD_MODEL_ID/],
+    [{ CLD_MODEL_ID: 'x', CLD_OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' }, /set CLD_MODEL_PROVIDER=openai/],
+    [{ CLD_MODEL_PROVIDER: 'anthropic' }, /CLD_MODEL_PROVIDER/],
+    [
+      { CLD_MODEL_PROVIDER: 'openai', CLD_MODEL_ID: 'm', CLD_OPENAI_BASE_URL: 'file:///tmp' },
+      /CLD_OPENAI_BASE_URL/,
+    ],
+    [
+      {
+        CLD_MODEL_PROVIDER: 'openai',
+        CLD_MODEL_ID: 'm',
+        CLD_OPENAI_BASE_URL: 'http://h/v1',
+        CLD_OPENAI_TIMEOUT_MS: '0',
+      },
+      /CLD_OPENAI_TIMEOUT_MS/,
+    ],
+  ])('parseEnv rejects %j naming the variable', (env, message) => {
+    expect(() => parseEnv(env)).toThrow(ConfigError);
+    expect(() => parseEnv(env)).toThrow(message);
+  });
+
+  it('loads the OpenAI-compatible adapter with the configured base URL, key and timeout', async () => {
+    const model = await loadModel(
+      parseEnv({
+        CLD_MODEL_PROVIDER: 'openai',
+        CLD_MODEL_ID: 'qwen2.5',
+        CLD_OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+        CLD_OPENAI_API_KEY: 'sk-x',
+        CLD_OPENAI_TIMEOUT_MS: '1000',
+      }),
+    );
+    expect(model.constructor.name).toBe('OpenAIChatModel');
+    expect(model.name).toBe('openai:qwen2.5');
   });
 });
