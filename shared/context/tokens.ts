@@ -120,21 +120,53 @@ const counted = new LruCache<string, number>(20_000);
 export const tokenCountStats: Readonly<{ hits: number; misses: number; evictions: number }> = counted.stats;
 
 /**
- * Number of `cl100k_base` tokens in `text` (0 for the empty string). The first non-empty call
- * loads the ranks ({@link loadTokenizerRanks} over `process.env`) and builds the encoder. A text
- * of 64 characters or more is counted once per process while it stays among the 20,000 most
- * recently counted (memoised by its SHA-1): a window counts the same system prompt, tool specs
- * and ancestors on every turn of every task.
+ * Longest run of non-space (or of space) characters counted exactly. js-tiktoken's byte-pair merge
+ * is worse than quadratic in the length of a pre-tokenizer piece (a 16,000-letter word took
+ * 100 s; 1 MB of CJK text without spaces a minute even in 16-character slices), and its
+ * pre-tokenizer backtracks over long whitespace runs. A longer run — a base64 blob, a minified
+ * line, a long URL, unspaced CJK text — is estimated instead, at one token per
+ * {@link LONG_RUN_BYTES_PER_TOKEN} UTF-8 bytes (cl100k gives about one token per CJK character,
+ * i.e. per 3 bytes, and 3 to 4 characters of ASCII code or base64 per token; repeated letters are
+ * overestimated). Words in prose are far shorter and are counted exactly.
+ */
+export const MAX_TOKEN_RUN = 64;
+/** UTF-8 bytes per token assumed for a run longer than {@link MAX_TOKEN_RUN} characters. */
+export const LONG_RUN_BYTES_PER_TOKEN = 3;
+
+const LONG_RUN = new RegExp(`\\S{${MAX_TOKEN_RUN + 1},}|\\s{${MAX_TOKEN_RUN + 1},}`, 'g');
+
+/**
+ * Number of `cl100k_base` tokens in `text` (0 for the empty string), in time linear in its
+ * length: exact for text whose runs of non-space (and of space) characters are at most
+ * {@link MAX_TOKEN_RUN} long, an estimate for longer runs (see there). Special-token text such as
+ * `<|endoftext|>` is counted as ordinary text. The first non-empty call loads the ranks
+ * ({@link loadTokenizerRanks} over `process.env`) and builds the encoder. A text of 64
+ * characters or more is counted once per process while it stays among the 20,000 most recently
+ * counted (memoised by its SHA-1): a window counts the same system prompt, tool specs and
+ * ancestors on every turn of every task.
  * @throws ConfigError when the ranks cannot be loaded (see {@link loadTokenizerRanks})
  */
 export function countTokens(text: string): number {
   if (text.length === 0) return 0;
   encoder ??= new Tiktoken(loadTokenizerRanks());
-  if (text.length < MEMO_MIN_CHARS) return encoder.encode(text).length;
+  if (text.length < MEMO_MIN_CHARS) return countLinear(encoder, text);
   const key = createHash('sha1').update(text).digest('base64');
   const known = counted.get(key);
   if (known !== undefined) return known;
-  const tokens = encoder.encode(text).length;
+  const tokens = countLinear(encoder, text);
   counted.set(key, tokens);
   return tokens;
+}
+
+/** {@link countTokens} without the memo: exact pieces between the long runs, long runs estimated. */
+function countLinear(encoder: Tiktoken, text: string): number {
+  const encode = (piece: string) => (piece.length === 0 ? 0 : encoder.encode(piece, [], []).length);
+  let total = 0;
+  let last = 0;
+  for (const match of text.matchAll(LONG_RUN)) {
+    total += encode(text.slice(last, match.index));
+    total += Math.ceil(Buffer.byteLength(match[0], 'utf8') / LONG_RUN_BYTES_PER_TOKEN);
+    last = match.index + match[0].length;
+  }
+  return total + encode(text.slice(last));
 }
