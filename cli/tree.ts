@@ -1,5 +1,7 @@
 import type {
   AnyResource,
+  Chunk,
+  Document,
   Message,
   Plan,
   Task,
@@ -67,22 +69,61 @@ const ORDER: Record<string, number> = {
   'plan.Verdict': 4,
 };
 
+/** Rank of a Message among things created in the same millisecond: user, tool result, output, answer. */
+function messageRank(resource: AnyResource): number {
+  if (resource.meta.type !== 'common.Message') return 0;
+  const message = resource as Message;
+  if (message.role === 'user') return 0;
+  if (message.role === 'tool') return 1;
+  return message.inReplyTo ? 3 : 2;
+}
+
+/** An inner-loop turn: shown through its tool calls and the task's output, not on its own line. */
+function isTurn(resource: AnyResource): boolean {
+  return resource.meta.type === 'common.Message' && /^turn-\d+$/.test(resource.meta.name);
+}
+
+/**
+ * Order of things happening: creation time; within one millisecond a parent before its
+ * children, then by type (a plan, tasks, a call before its result, messages, verdicts).
+ */
+function byCausality(a: AnyResource, b: AnyResource): number {
+  return (
+    (a.meta.createdAt ?? '').localeCompare(b.meta.createdAt ?? '') ||
+    a.meta.id.split('/').length - b.meta.id.split('/').length ||
+    (ORDER[a.meta.type] ?? 9) - (ORDER[b.meta.type] ?? 9) ||
+    messageRank(a) - messageRank(b) ||
+    a.meta.name.localeCompare(b.meta.name, 'en', { numeric: true })
+  );
+}
+
+/** Resources in the order they happened ({@link byCausality}), inner-loop turns left out. */
+export function causalOrder(resources: readonly AnyResource[]): AnyResource[] {
+  return resources.filter((r) => !isTurn(r)).sort(byCausality);
+}
+
 /** Children in the order things happened: creation time, then type (a call before its result). */
 function children(index: Index, urn: string): AnyResource[] {
-  return (index.byParent.get(urn) ?? [])
-    .filter((r) => !(r.meta.type === 'common.Message' && /^turn-\d+$/.test(r.meta.name)))
-    .sort(
-      (a, b) =>
-        (a.meta.createdAt ?? '').localeCompare(b.meta.createdAt ?? '') ||
-        (ORDER[a.meta.type] ?? 9) - (ORDER[b.meta.type] ?? 9) ||
-        a.meta.name.localeCompare(b.meta.name, 'en', { numeric: true }),
-    );
+  return causalOrder(index.byParent.get(urn) ?? []);
 }
 
 /** One line for a resource seen for the first time (plain, non-TTY progress). */
 export function describeNew(resource: AnyResource, resources: readonly AnyResource[]): string {
   const depth = resource.meta.id.split('/').length - 1;
-  return `${'  '.repeat(depth)}${describe(resource, indexOf(resources))}`;
+  // A line is printed once: a task's status would be stale at once, its output line says how it ended.
+  const line =
+    resource.meta.type === 'plan.Task'
+      ? `task ${taskLine(resource as Task)}`
+      : describe(resource, indexOf(resources));
+  return `${'  '.repeat(depth)}${line}`;
+}
+
+/** A task's title, elected assistant with score and runner-up, and corrective round. */
+function taskLine(task: Task): string {
+  const e = task.election;
+  const runnerUp = e.runnerUp ? `; runner-up ${e.runnerUp.name} ${e.runnerUp.score.toFixed(2)}` : '';
+  const round = task.round > 0 ? ` [corrective round ${task.round}]` : '';
+  return `${short(task.title, 70)} — ${e.name} (${e.score.toFixed(2)}${runnerUp})${round}`;
 }
 
 function walk(urn: string, prefix: string, index: Index, lines: string[]): void {
@@ -124,10 +165,7 @@ function describe(resource: AnyResource, index: Index): string {
     case 'plan.Task': {
       const task = resource as Task;
       const status = statusOf(task, index.byParent.get(task.meta.id) ?? []);
-      const e = task.election;
-      const runnerUp = e.runnerUp ? `; runner-up ${e.runnerUp.name} ${e.runnerUp.score.toFixed(2)}` : '';
-      const round = task.round > 0 ? ` [corrective round ${task.round}]` : '';
-      return `${ICON[status]} ${status} ${short(task.title, 70)} — ${e.name} (${e.score.toFixed(2)}${runnerUp})${round}`;
+      return `${ICON[status]} ${status} ${taskLine(task)}`;
     }
     case 'tool.Call': {
       const call = resource as ToolCallResource;
@@ -136,6 +174,15 @@ function describe(resource: AnyResource, index: Index): string {
     case 'plan.Verdict': {
       const verdict = resource as Verdict;
       return `verdict round ${verdict.round}: ${verdict.pass ? 'pass' : 'FAIL'} — ${short(verdict.reason, 90)}`;
+    }
+    case 'doc.Document': {
+      const document = resource as Document;
+      return `document ${document.path} — ${document.chunks} chunk(s), ${(document.bytes / 1024).toFixed(1)} KB`;
+    }
+    case 'doc.Chunk': {
+      const chunk = resource as Chunk;
+      const heading = chunk.heading ? ` ${short(chunk.heading, 60)}` : '';
+      return `chunk ${chunk.index + 1}${heading} — ${chunk.meta.id}`;
     }
     default:
       return `${resource.meta.type} ${resource.meta.name}`;

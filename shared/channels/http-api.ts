@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Router, UnauthorizedError } from '@aws-lambda-powertools/event-handler/http';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
+import { MAX_MESSAGE_CHARS } from '../domain/limits.js';
 import { ValidationError } from '../errors.js';
 import { startConversation } from '../runtime/conversation.js';
 import type { ChannelDeps, Channels } from './context.js';
@@ -33,8 +34,8 @@ import { bodyLimit, sameRoute } from './request-guards.js';
  * (http-errors.ts). Every check runs before anything is stored.
  */
 
-/** Longest accepted user message, in characters. */
-export const MAX_MESSAGE_CHARS = 16_000;
+/** Longest accepted user message, in characters (shared/domain/limits.ts, the same on every channel). */
+export { MAX_MESSAGE_CHARS };
 
 const Hint = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, 'a catalog name');
 

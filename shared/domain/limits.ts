@@ -43,3 +43,11 @@ export type Limits = z.infer<typeof LimitsSchema>;
 
 /** The defaults. */
 export const DEFAULT_LIMITS: Limits = LimitsSchema.parse({});
+
+/**
+ * Longest user message, in characters (UTF-16 code units, as `String.length` counts them), on
+ * every channel: the HTTP API and the CLI refuse a longer one before storing anything, and the
+ * plan step fails one that reached it some other way (a Slack or Teams message) with this limit
+ * named. About 4,000 tokens: half of the default context window (`contextTokens`).
+ */
+export const MAX_MESSAGE_CHARS = 16_000;

@@ -22,12 +22,27 @@ export interface TaskPayload {
   subtasks?: TaskPayload[] | undefined;
 }
 
+/** Longest text of each task field, in characters (what the model is told and what is validated). */
+export const TASK_TEXT_LIMITS = {
+  title: 200,
+  purpose: 2_000,
+  instructions: 2_000,
+  applicability: 1_000,
+  evaluation: 1_000,
+} as const;
+
 export const TaskPayloadSchema: z.ZodType<TaskPayload> = z.strictObject({
-  title: text(200, 'Short title of the task'),
-  purpose: text(2_000, 'What the task must accomplish (for a question: the question itself)'),
-  instructions: text(2_000, 'How to carry it out'),
-  applicability: text(1_000, 'What kind of task this is, for choosing an assistant'),
-  evaluation: text(1_000, 'What a successful result looks like; judged by the supervisor'),
+  title: text(TASK_TEXT_LIMITS.title, 'Short title of the task'),
+  purpose: text(
+    TASK_TEXT_LIMITS.purpose,
+    'What the task must accomplish (for a question: the question itself)',
+  ),
+  instructions: text(TASK_TEXT_LIMITS.instructions, 'How to carry it out'),
+  applicability: text(TASK_TEXT_LIMITS.applicability, 'What kind of task this is, for choosing an assistant'),
+  evaluation: text(
+    TASK_TEXT_LIMITS.evaluation,
+    'What a successful result looks like; judged by the supervisor',
+  ),
   get subtasks() {
     return z
       .array(TaskPayloadSchema)

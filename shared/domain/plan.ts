@@ -1,4 +1,4 @@
-import { toErrorInfo, ValidationError } from '../errors.js';
+import { LimitExceededError, toErrorInfo, ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';
 import type { ContentBlock, ConverseMessage, ConverseRequest } from '../llm/port.js';
@@ -17,6 +17,7 @@ import {
   planActor,
   type StepOutcome,
 } from './common.js';
+import { MAX_MESSAGE_CHARS } from './limits.js';
 import { CREATE_PLAN, CREATE_PLAN_SPEC, type PlanPayload, parsePlanPayload } from './payloads.js';
 
 /**
@@ -60,6 +61,9 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
     if (existing.usage) await charge(deps.projections, existing, modelCharge(existing.usage), deps.now());
     return completeAnswer(messageUrn, deps);
   }
+  // Channels that do not check the length themselves (Slack, Teams) are told the limit here.
+  if (message.content.length > MAX_MESSAGE_CHARS)
+    return failPlanning(messageUrn, messageTooLong(message.content.length), deps);
   const over = budgetExceeded(
     await readBudget(deps.projections, rootOf(messageUrn)),
     deps.limits,
@@ -212,6 +216,17 @@ async function completeAnswer(messageUrn: string, deps: Deps, done?: number): Pr
     urn: answer.meta.id,
     detail: created ? undefined : 'answer existed',
   };
+}
+
+/**
+ * The error of a user message over {@link MAX_MESSAGE_CHARS}, naming the limit; `more` when only
+ * the first `chars` characters were read.
+ */
+export function messageTooLong(chars: number, more = false): LimitExceededError {
+  return new LimitExceededError(
+    `the message is ${more ? 'more than ' : ''}${chars.toLocaleString('en-US')} characters; the limit is ${MAX_MESSAGE_CHARS.toLocaleString('en-US')} (MAX_MESSAGE_CHARS): shorten it or send it in parts`,
+    { details: { chars, limit: MAX_MESSAGE_CHARS } },
+  );
 }
 
 function addUsage(

@@ -1,5 +1,11 @@
 import { countTokens } from '../context/tokens.js';
-import { type CorrectivePayload, CREATE_PLAN, SUBMIT_VERDICT, type TaskPayload } from '../domain/payloads.js';
+import {
+  type CorrectivePayload,
+  CREATE_PLAN,
+  SUBMIT_VERDICT,
+  TASK_TEXT_LIMITS,
+  type TaskPayload,
+} from '../domain/payloads.js';
 import { contentWords, cosine, HashingEmbedder } from '../search/similarity.js';
 import type {
   ChatModel,
@@ -60,7 +66,7 @@ export class OfflineChatModel implements ChatModel {
     if (results.length === 0 && candidates.length > 0) {
       const tool = await this.bestTool(question, candidates);
       const argument = firstStringParameter(tool) as string;
-      return [toolUse(tool.name, `${turn}`, { [argument]: question })];
+      return [toolUse(tool.name, `${turn}`, { [argument]: clip(question, maxLengthOf(tool, argument)) })];
     }
     return [{ text: extractiveAnswer(question, results) }];
   }
@@ -87,9 +93,17 @@ function toolUse(name: string, id: string, input: unknown): ContentBlock {
   return { toolUse: { toolUseId: `offline-${name}-${id}`, name, input: input as JsonValue } };
 }
 
+/** Text of the last user message that has text (a correction round's tool result has none). */
 function lastUserText(request: ConverseRequest): string {
-  const last = [...request.messages].reverse().find((m) => m.role === 'user');
+  const last = [...request.messages]
+    .reverse()
+    .find((m) => m.role === 'user' && m.content.some((b) => 'text' in b));
   return (last?.content ?? []).flatMap((b) => ('text' in b ? [b.text] : [])).join('\n');
+}
+
+/** `text` cut to `max` characters, ending in `…` when cut. */
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1).trimEnd()}…` : text;
 }
 
 /**
@@ -131,7 +145,7 @@ function leaf(part: string): TaskPayload {
   const terms = keyTerms(part);
   return {
     title: part.length > 80 ? `${part.slice(0, 77)}...` : part,
-    purpose: `Answer the question: ${part}`,
+    purpose: clip(`Answer the question: ${part}`, TASK_TEXT_LIMITS.purpose),
     instructions: `Search the documentation for ${terms.join(', ')}; read the most relevant chunks and answer with citations.`,
     applicability: 'A single question answerable from the ingested documentation.',
     evaluation: `The answer cites at least one documentation chunk and mentions: ${terms.join(', ')}.`,
@@ -145,7 +159,10 @@ function plan(text: string): { tasks: TaskPayload[] } {
     tasks: [
       {
         title: `Answer ${parts.length} parts`,
-        purpose: `Answer every part of the request and combine the answers: ${text.replace(/\s+/g, ' ').trim()}`,
+        purpose: clip(
+          `Answer every part of the request and combine the answers: ${text.replace(/\s+/g, ' ').trim()}`,
+          TASK_TEXT_LIMITS.purpose,
+        ),
         instructions: `Supervise the ${parts.length} subtasks, judge each against its evaluation, and combine the passing answers into one reply.`,
         applicability: 'A multi-part request split into subtasks that must be combined.',
         evaluation: 'Every part is answered by a subtask that passes its own evaluation.',
@@ -291,6 +308,13 @@ function extractiveAnswer(question: string, hits: readonly Hit[]): string {
   if (chosen.length === 0) return 'The documentation found does not mention the terms of this question.';
   const sources = [...new Set(chosen.map((c) => c.urn))];
   return `${chosen.map((c) => c.sentence).join(' ')}\n\nSources:\n${sources.map((u) => `- ${u}`).join('\n')}`;
+}
+
+/** The `maxLength` a tool's schema gives a parameter (unbounded when it gives none). */
+function maxLengthOf(tool: ToolSpec, name: string): number {
+  const schema = tool.inputSchema.json as { properties?: Record<string, { maxLength?: unknown }> };
+  const max = schema.properties?.[name]?.maxLength;
+  return typeof max === 'number' && max > 1 ? max : Number.POSITIVE_INFINITY;
 }
 
 /** The first required string parameter that takes free text (no `pattern`, `enum` or `format`). */

@@ -1,4 +1,5 @@
 import { NAMES } from '../domain/common.js';
+import { ValidationError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
@@ -73,4 +74,46 @@ export async function startConversation(
     message: message.meta.id,
     answer: childUrn(meta.id, 'common.Message', NAMES.answer(message.meta.id)),
   };
+}
+
+/** Most user messages {@link addUserMessage} looks past for a free name. */
+export const MAX_MESSAGES_PER_CONVERSATION = 1_000;
+
+/**
+ * Adds the user's message to a conversation (created when new) under the first free name of
+ * `message-1`, `message-2`, …: each name is tried with a create-only put, so two callers adding
+ * to one conversation at once get two messages, each planned and answered on its own.
+ * @returns the URNs as {@link startConversation} does, with the message name used
+ * @throws ValidationError when the conversation already holds
+ *   {@link MAX_MESSAGES_PER_CONVERSATION} messages; PolicyDeniedError
+ */
+export async function addUserMessage(
+  resources: ResourceIndex,
+  input: Omit<StartConversationInput, 'messageName'>,
+): Promise<StartedConversation & { messageName: string }> {
+  const now = input.now ?? new Date();
+  const meta = withMeta(
+    { type: 'common.Conversation', name: input.conversationName, purpose: input.content.slice(0, 200) },
+    now,
+  );
+  const actor = userActor(input.user, meta.id);
+  await resources.put(actor, { meta, actor: input.user, channel: input.channel } satisfies Conversation);
+  for (let n = 1; n <= MAX_MESSAGES_PER_CONVERSATION; n++) {
+    const messageName = `message-${n}`;
+    const message: Message = {
+      meta: withMeta({ type: 'common.Message', name: messageName, parent: meta.id }, now),
+      role: 'user',
+      content: input.content,
+    };
+    if (!(await resources.put(actor, message)).created) continue;
+    return {
+      conversation: meta.id,
+      message: message.meta.id,
+      answer: childUrn(meta.id, 'common.Message', NAMES.answer(message.meta.id)),
+      messageName,
+    };
+  }
+  throw new ValidationError(
+    `conversation ${meta.id} already holds ${MAX_MESSAGES_PER_CONVERSATION} messages; start a new one`,
+  );
 }

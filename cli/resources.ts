@@ -1,0 +1,41 @@
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { ValidationError } from '../shared/errors.js';
+import type { AnyResource } from '../shared/resources/schemas.js';
+import { SYSTEM_ACTOR } from '../shared/runtime/compose.js';
+import type { Deps } from '../shared/runtime/deps.js';
+import type { LocalRuntime } from '../shared/runtime/local.js';
+import { ingest } from '../shared/search/ingest.js';
+import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
+import { parseUrn } from '../shared/urn.js';
+
+/**
+ * Ingests documents through `deps` (the embedded default's, or the deployed bucket's) and prints
+ * one summary line.
+ * @throws ValidationError for a path that does not exist
+ */
+export async function runIngest(deps: Deps, paths: string[]): Promise<void> {
+  for (const path of paths) {
+    const found = await stat(resolve(path)).catch(() => undefined);
+    if (!found) throw new ValidationError(`docs path does not exist: ${path}`);
+  }
+  const report = await ingest(paths, {
+    resources: deps.resources,
+    index: deps.search as MiniSearchIndex,
+    actor: SYSTEM_ACTOR,
+    cwd: process.cwd(),
+  });
+  console.log(
+    `ingested ${report.files} files: ${report.documents} new (${report.chunks} chunks, ${(report.bytes / 1024).toFixed(0)} KB), ${report.skipped} unchanged, in ${(report.ms / 1000).toFixed(1)} s`,
+  );
+}
+
+/** The resource at `urn` (when stored) and everything under it, read as the operator. */
+export async function subtree(runtime: LocalRuntime, urn: string): Promise<AnyResource[]> {
+  const { resources } = runtime.deps;
+  const self = await resources
+    .find(SYSTEM_ACTOR, parseUrn(urn).elements.at(-1)?.type as never, urn)
+    .catch(() => undefined);
+  const below = await resources.list(SYSTEM_ACTOR, urn);
+  return self ? [self as AnyResource, ...below] : below;
+}

@@ -1,0 +1,52 @@
+import { parseArgs } from 'node:util';
+import { ValidationError } from '../shared/errors.js';
+import type { Chunk, Document, Message } from '../shared/resources/schemas.js';
+import { type Env, modelFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
+import { createLocalRuntime } from '../shared/runtime/local.js';
+import { parentOf, parseUrn } from '../shared/urn.js';
+import { UsageError } from './errors.js';
+import { subtree } from './resources.js';
+import { causalOrder, renderTree } from './tree.js';
+
+/**
+ * `cld show <urn>`: a chunk (`doc.Chunk`) as its source file, position and heading, then its
+ * text; anything else as the tree of what is stored under it (a document lists its chunks), then,
+ * for a conversation or message, the answers in it, oldest first.
+ * @throws UsageError without exactly one URN; InvalidUrnError; ValidationError when nothing is stored there
+ */
+export async function showCommand(args: string[], dataDir: string, env: Env): Promise<number> {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  if (positionals.length !== 1) throw new UsageError('show needs exactly one URN');
+  const urn = positionals[0] as string;
+  const type = parseUrn(urn).elements.at(-1)?.type;
+  const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
+  if (type === 'doc.Chunk') {
+    const chunk = await runtime.deps.resources.find(SYSTEM_ACTOR, 'doc.Chunk', urn);
+    if (!chunk) throw new ValidationError(`nothing stored at ${urn}`);
+    const document = await runtime.deps.resources.find(SYSTEM_ACTOR, 'doc.Document', parentOf(urn) as string);
+    console.log(chunkView(chunk, document));
+    return 0;
+  }
+  const resources = await subtree(runtime, urn);
+  if (resources.length === 0) throw new ValidationError(`nothing stored at ${urn}`);
+  console.log(renderTree(resources, urn).join('\n'));
+  const answers = causalOrder(resources).filter(
+    (r): r is Message => r.meta.type === 'common.Message' && (r as Message).inReplyTo !== undefined,
+  );
+  for (const answer of answers) console.log(`\n${answer.content}`);
+  return 0;
+}
+
+/** A chunk as a reader wants it: where it comes from, then its text. */
+export function chunkView(chunk: Chunk, document: Document | undefined): string {
+  const source = document
+    ? `${document.path} (chunk ${chunk.index + 1} of ${document.chunks})`
+    : `chunk ${chunk.index + 1} of a document that is not stored`;
+  return [
+    `source: ${source}`,
+    ...(chunk.heading ? [`heading: ${chunk.heading}`] : []),
+    `urn: ${chunk.meta.id}`,
+    '',
+    chunk.text.trimEnd(),
+  ].join('\n');
+}
