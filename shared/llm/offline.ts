@@ -143,6 +143,15 @@ export function keyTerms(text: string): string[] {
 
 function leaf(part: string): TaskPayload {
   const terms = keyTerms(part);
+  // A question without Latin-alphabet words (e.g. in Chinese or Russian) has no key terms.
+  if (terms.length === 0)
+    return {
+      title: clip(part, 80),
+      purpose: clip(`Answer the question: ${part}`, TASK_TEXT_LIMITS.purpose),
+      instructions: 'Search the documentation with the question as written and answer with citations.',
+      applicability: 'A single question answerable from the ingested documentation.',
+      evaluation: 'The answer cites at least one documentation chunk.',
+    };
   return {
     title: part.length > 80 ? `${part.slice(0, 77)}...` : part,
     purpose: clip(`Answer the question: ${part}`, TASK_TEXT_LIMITS.purpose),
@@ -285,7 +294,8 @@ function toolResults(messages: readonly ConverseMessage[]): Hit[] {
 const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
 
 function extractiveAnswer(question: string, hits: readonly Hit[]): string {
-  if (hits.length === 0) return 'I found no documentation that answers this question.';
+  if (hits.length === 0)
+    return 'Nothing matched: no passage of the ingested documents contains the words of this question.';
   const terms = new Set(contentWords(question));
   const scored: { sentence: string; urn: string; score: number; order: number }[] = [];
   hits.forEach((hit, hitIndex) => {
@@ -305,7 +315,10 @@ function extractiveAnswer(question: string, hits: readonly Hit[]): string {
     if (chosen.length === 3) break;
     if (!chosen.some((c) => c.sentence === candidate.sentence)) chosen.push(candidate);
   }
-  if (chosen.length === 0) return 'The documentation found does not mention the terms of this question.';
+  if (chosen.length === 0)
+    return terms.size === 0
+      ? 'Nothing matched: this question has no words the offline model can search for (it reads Latin-alphabet words).'
+      : 'Nothing matched: the passages found do not contain the words of this question.';
   const sources = [...new Set(chosen.map((c) => c.urn))];
   return `${chosen.map((c) => c.sentence).join(' ')}\n\nSources:\n${sources.map((u) => `- ${u}`).join('\n')}`;
 }

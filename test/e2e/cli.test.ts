@@ -1,0 +1,371 @@
+/**
+ * The CLI as a reader uses it (issue 11, item 7), run as a subprocess exactly as `npm start --`
+ * runs it (`node --import tsx cli/main.ts ...`) over one data directory: reading a citation,
+ * piped output, follow-up questions and concurrent asks on one conversation, messages from
+ * standard input and files, the message length limit on both sides, a 1 MB message, Ctrl-C,
+ * a question with no Latin-alphabet words, and an OpenAI-compatible model over HTTP.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_MESSAGE_CHARS } from '../../shared/domain/limits.js';
+import type { Chunk } from '../../shared/resources/schemas.js';
+import { keyOf } from '../../shared/urn.js';
+import {
+  type ChatRequestBody,
+  completion,
+  type OpenAIStub,
+  startOpenAIStub,
+} from '../helpers/openai-stub.js';
+import { DOCS } from './local-run.js';
+
+interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/** Variables of this process that would change the model or the data directory of the CLI. */
+const CONFIG = /^(CLD_|AWS_)/;
+
+/**
+ * Runs the CLI with `args`; `stdin` is written to its standard input (closed either way);
+ * `onStdout` sees the output so far and may act on the child (send a signal).
+ */
+function cli(
+  args: string[],
+  options: {
+    dataDir: string;
+    env?: Record<string, string>;
+    stdin?: string;
+    onStdout?: (stdout: string, child: ReturnType<typeof spawn>) => void;
+  },
+): Promise<CliResult> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !CONFIG.test(key)));
+  const started = Date.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+    env: { ...env, CLD_DATA_DIR: options.dataDir, ...options.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    options.onStdout?.(stdout, child);
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  child.stdin.on('error', () => undefined); // the CLI may stop reading early (a refused message)
+  child.stdin.end(options.stdin ?? '');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+  return new Promise((resolve) => {
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr: withoutNpmNoise(stderr), ms: Date.now() - started });
+    });
+  });
+}
+
+/** npm's own warnings some environments print; not the CLI's output. */
+function withoutNpmNoise(stderr: string): string {
+  return stderr
+    .split('\n')
+    .filter((line) => !line.startsWith('npm warn'))
+    .join('\n');
+}
+
+const SOURCE = /^- (cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16})$/gm;
+const Q_EVENTS = 'How do I send S3 object events to EventBridge?';
+const Q_PREFIX = 'How do I match only keys with a given prefix in an event rule?';
+
+let dataDir: string;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'cld-cli-reader-'));
+  const ingested = await cli(['ingest', ...DOCS], { dataDir });
+  expect(ingested.code).toBe(0);
+});
+
+describe('ask and show, piped', () => {
+  let asked: CliResult;
+  beforeAll(async () => {
+    asked = await cli(['ask', Q_EVENTS], { dataDir });
+  });
+
+  it('prints each source once and no second copy of the tree', () => {
+    expect(asked.code).toBe(0);
+    const sources = [...asked.stdout.matchAll(SOURCE)].map((m) => m[1] as string);
+    expect(sources.length).toBeGreaterThan(0);
+    for (const urn of sources) expect(asked.stdout.split(urn).length - 1).toBe(1);
+    expect(asked.stdout).not.toContain('citations:');
+    expect(asked.stdout.match(/^conversation cld:/gm)).toHaveLength(1);
+  });
+
+  it('prints the progress lines in causal order, each once', () => {
+    const lines = asked.stdout.split('\n');
+    const at = (pattern: RegExp) => {
+      const found = lines.filter((line) => pattern.test(line));
+      expect(found, String(pattern)).toHaveLength(1);
+      return lines.findIndex((line) => pattern.test(line));
+    };
+    const order = [
+      at(/^conversation cld:/),
+      at(/^ {2}user: "/),
+      at(/^ {4}task How do I send S3/),
+      at(/^ {6}tool search\(/),
+      at(/^ {6}result OK/),
+      at(/^ {6}output: \d+ citation/),
+      at(/^ {2}answer: \d+ citation/),
+    ];
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+  });
+
+  it('show <chunk> prints the source file, heading and the stored text of a cited chunk', async () => {
+    const urn = [...asked.stdout.matchAll(SOURCE)][0]?.[1] as string;
+    const shown = await cli(['show', urn], { dataDir });
+    expect(shown.code).toBe(0);
+    const stored = JSON.parse(await readFile(join(dataDir, 'resources', keyOf(urn)), 'utf8')) as Chunk;
+    expect(shown.stdout).toMatch(
+      new RegExp(
+        `^source: node_modules/aws-cdk-lib/aws-(s3|events)/README\\.md \\(chunk ${stored.index + 1} of \\d+\\)$`,
+        'm',
+      ),
+    );
+    expect(shown.stdout).toContain(`urn: ${urn}`);
+    expect(shown.stdout).toContain(stored.text.trim());
+    expect(shown.stdout).not.toContain('doc.Chunk chunk-');
+  });
+
+  it('show <document> lists its chunks with their headings', async () => {
+    const urn = ([...asked.stdout.matchAll(SOURCE)][0]?.[1] as string).split('/')[0] as string;
+    const shown = await cli(['show', urn], { dataDir });
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(
+      /^document node_modules\/aws-cdk-lib\/aws-(s3|events)\/README\.md — \d+ chunk\(s\)/m,
+    );
+    expect(shown.stdout).toMatch(
+      /^├─ chunk 1 .+ — cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}$/m,
+    );
+  });
+});
+
+describe('ask --conversation', () => {
+  it('adds a follow-up question as the next message and answers it, not the first one again', async () => {
+    const first = await cli(['ask', '--conversation', 'follow-up', Q_EVENTS], { dataDir });
+    const second = await cli(['ask', '--conversation', 'follow-up', Q_PREFIX], { dataDir });
+    expect(first.code).toBe(0);
+    expect(second.code).toBe(0);
+    const urn = /^conversation: (cld:common\.Conversation\.[0-9a-f]{16}) \(message-1\)$/m.exec(
+      first.stdout,
+    )?.[1];
+    expect(urn).toBeDefined();
+    expect(second.stdout).toContain(`conversation: ${urn} (message-2)`);
+    expect(second.stdout).toContain(`user: "${Q_PREFIX}"`);
+    expect(second.stdout).not.toContain(`user: "${Q_EVENTS}"`);
+    expect(second.stdout).toMatch(/Match\.(prefix|wildcard)/);
+    const shown = await cli(['show', urn as string], { dataDir });
+    expect(shown.stdout).toContain(`user: "${Q_EVENTS}"`);
+    expect(shown.stdout).toContain(`user: "${Q_PREFIX}"`);
+    expect(shown.stdout.match(/^└─ answer|^├─ answer/gm)).toHaveLength(2);
+  });
+
+  it('answers two concurrent asks on one conversation, each its own question', async () => {
+    const [a, b] = await Promise.all([
+      cli(['ask', '--conversation', 'concurrent', Q_EVENTS], { dataDir }),
+      cli(['ask', '--conversation', 'concurrent', Q_PREFIX], { dataDir }),
+    ]);
+    expect([a.code, b.code]).toEqual([0, 0]);
+    const names = [a, b].map((r) => /\((message-\d+)\)$/m.exec(r.stdout)?.[1]);
+    expect(names.sort()).toEqual(['message-1', 'message-2']);
+    expect(a.stdout).toContain(`user: "${Q_EVENTS}"`);
+    expect(b.stdout).toContain(`user: "${Q_PREFIX}"`);
+    for (const result of [a, b]) expect([...result.stdout.matchAll(SOURCE)].length).toBeGreaterThan(0);
+  });
+});
+
+describe('where the message comes from, and how long it may be', () => {
+  it('reads the message from standard input with -', async () => {
+    const asked = await cli(['ask', '-'], { dataDir, stdin: `${Q_PREFIX}\n` });
+    expect(asked.code).toBe(0);
+    expect(asked.stdout).toContain(`user: "${Q_PREFIX}"`);
+  });
+
+  it('reads the message from a file with --file', async () => {
+    const file = join(dataDir, 'question.txt');
+    await writeFile(file, `\n${Q_EVENTS}\n`);
+    const asked = await cli(['ask', '--file', file], { dataDir });
+    expect(asked.code).toBe(0);
+    expect(asked.stdout).toContain(`user: "${Q_EVENTS}"`);
+  });
+
+  it(`plans and answers a message of exactly ${MAX_MESSAGE_CHARS} characters`, async () => {
+    const file = join(dataDir, 'at-limit.txt');
+    await writeFile(file, longMessage(MAX_MESSAGE_CHARS));
+    const asked = await cli(['ask', '--file', file], { dataDir });
+    expect(asked.stderr).toBe('');
+    expect(asked.code).toBe(0);
+    expect(asked.stdout).toMatch(/^ {4}plan: 1 root task\(s\)/m);
+    expect([...asked.stdout.matchAll(SOURCE)].length).toBeGreaterThan(0);
+  });
+
+  it(`refuses a message of ${MAX_MESSAGE_CHARS + 1} characters up front, naming the limit`, async () => {
+    const file = join(dataDir, 'over-limit.txt');
+    await writeFile(file, longMessage(MAX_MESSAGE_CHARS + 1));
+    const asked = await cli(['ask', '--file', file], { dataDir });
+    expect(asked.code).toBe(1);
+    expect(asked.stderr).toBe(
+      'cld: the message is 16,001 characters; the limit is 16,000 (MAX_MESSAGE_CHARS): shorten it or send it in parts\n',
+    );
+    expect(asked.stdout).not.toContain('conversation');
+  });
+
+  it('refuses a 1 MB message without "?" from standard input within 2 s of a plain start', async () => {
+    const baseline = await cli(['help'], { dataDir });
+    const asked = await cli(['ask', '-'], { dataDir, stdin: 'bucket events rule '.repeat(55_189) });
+    expect(asked.code).toBe(1);
+    expect(asked.stderr).toMatch(/^cld: the message is more than 32,000 characters; the limit is 16,000/);
+    expect(asked.ms - baseline.ms).toBeLessThan(2_000);
+  });
+
+  it.each([
+    [['ask', '--file', 'q.txt', 'and words'], 2, /not two of them/],
+    [['ask', '--file', 'no/such/file.txt'], 1, /^cld: message file does not exist: no\/such\/file\.txt$/m],
+    [['ask', '-'], 2, /^cld: ask needs a message$/m],
+    [['ask', '--frobnicate', 'q?'], 2, /^cld: Unknown option '--frobnicate'/m],
+  ])('fails %j with exit code %i and one clear line', async (args, code, message) => {
+    const result = await cli(args as string[], { dataDir, stdin: '  \n' });
+    expect(result.code).toBe(code);
+    expect(result.stderr).toMatch(message);
+  });
+
+  it('says "Nothing matched" for a question without Latin-alphabet words', async () => {
+    const asked = await cli(['ask', '如何将存储桶事件发送到事件总线？'], { dataDir });
+    expect(asked.code).toBe(0);
+    expect(asked.stdout).toMatch(/^Nothing matched: /m);
+    expect(asked.stdout).not.toMatch(SOURCE);
+    expect(asked.stdout).not.toContain('mentions: .');
+  });
+});
+
+/** A message of exactly `chars` characters without "?": words of the ingested documents. */
+function longMessage(chars: number): string {
+  const words =
+    'bucket events rule notification prefix encryption versioning topic queue the to of and'.split(' ');
+  let text = '';
+  for (let i = 0; text.length < chars; i = (i * 7 + 3) % words.length) text += `${words[i]} `;
+  return `${text.slice(0, chars - 1)}x`;
+}
+
+describe('an OpenAI-compatible model over HTTP (CLD_MODEL_PROVIDER=openai)', () => {
+  let stub: OpenAIStub;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    stub = await startOpenAIStub();
+    env = {
+      CLD_MODEL_PROVIDER: 'openai',
+      CLD_OPENAI_BASE_URL: stub.baseUrl,
+      CLD_MODEL_ID: 'stub-model',
+      CLD_OPENAI_TIMEOUT_MS: '60000',
+    };
+  });
+  afterAll(async () => {
+    await stub.stop();
+  });
+
+  /** A scripted model: plans one task, searches once, then answers citing the first hit. */
+  function scriptedModel(searchArguments: string) {
+    return (body: ChatRequestBody) => {
+      const tools = (body.tools ?? []).map((t) => t.function.name);
+      const last = body.messages.at(-1);
+      if (tools.includes('create_plan'))
+        return completion({
+          toolCalls: [
+            {
+              name: 'create_plan',
+              arguments: JSON.stringify({
+                tasks: [
+                  {
+                    title: 'S3 events to EventBridge',
+                    purpose: `Answer the question: ${Q_EVENTS}`,
+                    instructions: 'Search the S3 documentation and answer with citations.',
+                    applicability: 'A single question answerable from the ingested documentation.',
+                    evaluation: 'Cites a chunk.',
+                  },
+                ],
+              }),
+            },
+          ],
+        });
+      if (last?.role === 'tool') {
+        const urn = /cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}/.exec(last.content ?? '')?.[0];
+        return completion({ content: `Set eventBridgeEnabled: true on the bucket. Source: ${urn}` });
+      }
+      return completion({ toolCalls: [{ id: 'call_1', name: 'search', arguments: searchArguments }] });
+    };
+  }
+
+  it('plans, calls the search tool and answers through /v1/chat/completions', async () => {
+    stub.respond = scriptedModel('{"query":"S3 EventBridge notifications"}');
+    const asked = await cli(['ask', Q_EVENTS], { dataDir, env });
+    expect(asked.stderr).toBe('');
+    expect(asked.code).toBe(0);
+    expect(asked.stdout).toContain('model: openai:stub-model');
+    expect(asked.stdout).toContain('tool search({"query":"S3 EventBridge notifications"})');
+    expect(asked.stdout).toMatch(/Set eventBridgeEnabled: true on the bucket\. Source: cld:doc\.Document\./);
+    expect(asked.stdout).toMatch(/^ {2}answer: 1 citation/m);
+    const bodies = stub.requests.map((r) => r.body as ChatRequestBody);
+    expect(bodies.every((b) => b.model === 'stub-model')).toBe(true);
+    const toolTurn = bodies.find((b) => b.messages.at(-1)?.role === 'tool');
+    expect(toolTurn?.messages.at(-1)?.tool_call_id).toBe('call_1');
+    expect(toolTurn?.messages.at(-2)?.tool_calls).toEqual([
+      {
+        id: 'call_1',
+        type: 'function',
+        function: { name: 'search', arguments: '{"query":"S3 EventBridge notifications"}' },
+      },
+    ]);
+  });
+
+  it('fails the task with a clear error when the model sends malformed tool-call JSON, keeping the run', async () => {
+    stub.respond = scriptedModel('{"query": "S3 EventBridge');
+    const asked = await cli(['ask', '--conversation', 'malformed', Q_EVENTS], { dataDir, env });
+    expect(asked.code).toBe(1);
+    expect(asked.stderr).toMatch(
+      /^cld: the request failed: OpenAI-compatible model stub-model called tool "search" \(call call_1\) with malformed arguments: they are not JSON .*; the arguments began: \{"query": "S3 EventBridge$/m,
+    );
+    expect(asked.stdout).toMatch(
+      /^ {6}output FAILED: OpenAI-compatible model stub-model called tool "search"/m,
+    );
+    expect(asked.stdout).toMatch(/^Not completed: S3 events to EventBridge: OpenAI-compatible model/m);
+    const urn = /^conversation: (cld:common\.Conversation\.[0-9a-f]{16})/m.exec(asked.stdout)?.[1] as string;
+    const shown = await cli(['show', urn], { dataDir });
+    expect(shown.stdout).toMatch(/plan: 1 root task\(s\), model openai:stub-model/);
+    expect(shown.stdout).toMatch(/✗ failed S3 events to EventBridge/);
+  });
+
+  it('stops at Ctrl-C (SIGINT) while the model is still answering, exit code 130', async () => {
+    stub.respond = () => ({ ...completion(), delayMs: 60_000 });
+    let signalled = 0;
+    const asked = await cli(['ask', Q_EVENTS], {
+      dataDir,
+      env,
+      onStdout: (stdout, child) => {
+        if (!signalled && stdout.includes('user: "')) {
+          signalled = Date.now();
+          child.kill('SIGINT');
+        }
+      },
+    });
+    expect(signalled).toBeGreaterThan(0);
+    expect(asked.code).toBe(130);
+    expect(Date.now() - signalled).toBeLessThan(2_000);
+    expect(asked.stderr).toMatch(
+      /^cld: interrupted; what was stored so far stays under cld:common\.Conversation\./,
+    );
+  });
+});
