@@ -92,28 +92,12 @@ export async function addUserMessage(
   input: Omit<StartConversationInput, 'messageName'>,
 ): Promise<StartedConversation & { messageName: string }> {
   const now = input.now ?? new Date();
-  const meta = withMeta(
-    { type: 'common.Conversation', name: input.conversationName, purpose: input.content.slice(0, 200) },
-    now,
-  );
-  const actor = userActor(input.user, meta.id);
-  await resources.put(actor, { meta, actor: input.user, channel: input.channel } satisfies Conversation);
   for (let n = 1; n <= MAX_MESSAGES_PER_CONVERSATION; n++) {
     const messageName = `message-${n}`;
-    const message: Message = {
-      meta: withMeta({ type: 'common.Message', name: messageName, parent: meta.id }, now),
-      role: 'user',
-      content: input.content,
-    };
-    if (!(await resources.put(actor, message)).created) continue;
-    return {
-      conversation: meta.id,
-      message: message.meta.id,
-      answer: childUrn(meta.id, 'common.Message', NAMES.answer(message.meta.id)),
-      messageName,
-    };
+    const started = await startConversation(resources, { ...input, messageName, now });
+    if (started.created) return { ...started, messageName };
   }
   throw new ValidationError(
-    `conversation ${meta.id} already holds ${MAX_MESSAGES_PER_CONVERSATION} messages; start a new one`,
+    `conversation ${childUrn(undefined, 'common.Conversation', input.conversationName)} already holds ${MAX_MESSAGES_PER_CONVERSATION} messages; start a new one`,
   );
 }
