@@ -61,11 +61,22 @@ test_every_case_names_a_function if {
 	count(unknown) == 0
 }
 
-# OPA's glob.match agrees with shared/policy/glob.ts on the table's glob edge cases
-# (data.globs; test/policy/decision-table.test.ts runs the same rows through globMatch).
+# OPA's glob.match agrees with the table's glob rows (data.globs). `match` is the answer of the
+# compiled wasm policies and of shared/policy/glob.ts (what the functions run); `topdown`, where
+# present, is the answer of OPA's Go evaluator (`opa eval`, `opa test`, the OPA server), which
+# differs there (gobwas/glob; see the comment in shared/policy/glob.ts). This test runs on the Go
+# evaluator, so it expects `topdown` where a row has one. test/policy/decision-table.test.ts runs
+# the same rows through globMatch and through the compiled policies/dist/globs.wasm.
 test_glob_semantics if {
 	count(data.globs) > 0
-	wrong := [g | some g in data.globs; glob.match(g.pattern, ["/"], g.value) != g.match]
+	wrong := [g | some g in data.globs; glob.match(g.pattern, ["/"], g.value) != object.get(g, "topdown", g.match)]
 	print("glob rows that differ:", wrong)
 	count(wrong) == 0
+}
+
+# The rows where the Go evaluator differs are few and known: each one is a pattern no rule of
+# policies/rules.json may have (rules.ts rejects it), so the functions' decisions never depend on it.
+test_glob_divergences_are_marked if {
+	divergent := [g | some g in data.globs; object.get(g, "topdown", g.match) != g.match]
+	count(divergent) == 2
 }

@@ -29,14 +29,16 @@ max_urn_length := 1019
 
 # What an actor field must be for a pattern led by its placeholder to apply (PLACEHOLDER_PATTERNS
 # in shared/policy/rules.ts): a missing or differently shaped field makes the pattern match nothing.
+# A `message` or `task` must also lie under the actor's `conversation` (placeholder below).
 placeholder_patterns := {
 	"conversation": `^cld:common\.Conversation\.[0-9a-f]{16}$`,
 	"message": `^cld:common\.Conversation\.[0-9a-f]{16}/common\.Message\.[0-9a-f]{16}$`,
 	"task": `^cld:common\.Conversation\.[0-9a-f]{16}/common\.Message\.[0-9a-f]{16}(/plan\.Task\.[0-9a-f]{16})+$`,
 }
 
-# An actor id made of these characters only is empty.
-blank := " \t\n\r\u000b\u000c"
+# An actor id made of these characters only is empty (BLANK_CHARACTERS in shared/policy/rules.ts):
+# Unicode's White_Space characters and the zero-width ones that print as nothing.
+blank := "\t\n\u000b\u000c\r \u0085\u00a0\u1680\u180e\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u200b\u200c\u200d\u2028\u2029\u202f\u205f\u2060\u3000\ufeff"
 
 # decision(inp, index) is the decision for input `inp` under one function's rule index.
 decision(inp, index) := deny("actor is empty") if {
@@ -94,8 +96,7 @@ pattern_matches(p, _, r) if {
 
 # A pattern that is exactly a placeholder: the actor's URN itself.
 pattern_matches(p, actor, r) if {
-	base := actor[p.base]
-	valid_placeholder(p.base, base)
+	base := placeholder(actor, p.base)
 	p.glob == ""
 	r == base
 }
@@ -104,11 +105,26 @@ pattern_matches(p, actor, r) if {
 # metacharacter, so it is matched as a literal prefix and the glob on the rest (this also keeps
 # OPA's glob cache to the rules' few globs instead of one per actor).
 pattern_matches(p, actor, r) if {
-	base := actor[p.base]
-	valid_placeholder(p.base, base)
+	base := placeholder(actor, p.base)
 	p.glob != ""
 	startswith(r, base)
 	glob.match(p.glob, ["/"], trim_prefix(r, base))
+}
+
+# The value of the actor's placeholder `name`, when it applies: the field has its shape and, for
+# `message` and `task`, lies under the actor's `conversation` (an actor claims one conversation;
+# {kind: assistant, conversation: C, task: <a task of C2>} gets no `{task}` and writes nowhere).
+placeholder(actor, "conversation") := base if {
+	base := actor.conversation
+	valid_placeholder("conversation", base)
+}
+
+placeholder(actor, name) := base if {
+	name != "conversation"
+	base := actor[name]
+	valid_placeholder(name, base)
+	valid_placeholder("conversation", actor.conversation)
+	startswith(base, concat("", [actor.conversation, "/"]))
 }
 
 valid_urn(x) if {

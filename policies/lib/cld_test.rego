@@ -61,8 +61,31 @@ test_a_placeholder_of_the_wrong_shape_never_matches if {
 
 test_the_placeholder_is_a_path_boundary if {
 	r := concat("", [t, "/common.Message.e000000000000001"])
-	lib.decision({"actor": {"kind": "assistant", "id": "a", "task": t}, "action": "put", "resources": [r]}, index) == {"allow": true, "reason": "allowed by own-task"}
-	lib.decision({"actor": {"kind": "assistant", "id": "a", "task": t}, "action": "put", "resources": [t]}, index).allow == false
+	lib.decision({"actor": {"kind": "assistant", "id": "a", "conversation": c, "task": t}, "action": "put", "resources": [r]}, index) == {"allow": true, "reason": "allowed by own-task"}
+	lib.decision({"actor": {"kind": "assistant", "id": "a", "conversation": c, "task": t}, "action": "put", "resources": [t]}, index).allow == false
+}
+
+test_a_task_outside_the_actors_conversation_never_matches if {
+	# The actor claims conversation c2 but a task of c: "{task}/**" must not reach into c.
+	c2 := "cld:common.Conversation.c000000000000002"
+	r := concat("", [t, "/common.Message.e000000000000001"])
+	lib.decision({"actor": {"kind": "assistant", "id": "a", "conversation": c2, "task": t}, "action": "put", "resources": [r]}, index).allow == false
+	lib.decision({"actor": {"kind": "assistant", "id": "a", "task": t}, "action": "put", "resources": [r]}, index).allow == false
+	lib.decision({"actor": {"kind": "assistant", "id": "a", "conversation": "cld:common.Conversation.c00000000000000", "task": t}, "action": "put", "resources": [r]}, index).allow == false
+	lib.placeholder({"conversation": c, "task": t}, "task") == t
+	not lib.placeholder({"conversation": c2, "task": t}, "task")
+}
+
+test_an_id_of_unicode_blanks_is_empty if {
+	every id in [" ", "\t\r\n", "\u00a0", "\u2003", "\u3000\u200b", "\ufeff \u2028"] {
+		not lib.actor_present({"actor": {"kind": "user", "id": id}})
+	}
+}
+
+test_an_id_with_a_visible_character_is_present if {
+	every id in ["a", "\u00a0a\u2003", "\u00e9"] {
+		lib.actor_present({"actor": {"kind": "user", "id": id}})
+	}
 }
 
 test_index_rules_keeps_document_order_and_grants if {

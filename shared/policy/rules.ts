@@ -40,8 +40,22 @@ export const PLACEHOLDER_PATTERNS: Readonly<Record<Placeholder, string>> = {
   task: '^cld:common\\.Conversation\\.[0-9a-f]{16}/common\\.Message\\.[0-9a-f]{16}(/plan\\.Task\\.[0-9a-f]{16})+$',
 };
 
-/** Characters an actor id may not consist of only (an id of these alone is "empty"). */
-const BLANK_ID = /^[ \t\n\r\v\f]*$/;
+/**
+ * Characters an actor id may not consist of only (an id of these alone is "empty"): Unicode's
+ * White_Space characters (U+0009–U+000D, U+0020, U+0085, U+00A0, U+1680, U+2000–U+200A, U+2028,
+ * U+2029, U+202F, U+205F, U+3000) and the zero-width ones that print as nothing (U+180E,
+ * U+200B–U+200D, U+2060, U+FEFF). policies/lib/cld.rego `blank` holds the same characters.
+ */
+export const BLANK_CHARACTERS =
+  '\t\n\u000b\u000c\r \u0085\u00a0\u1680\u180e\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u200b\u200c\u200d\u2028\u2029\u202f\u205f\u2060\u3000\ufeff';
+
+const BLANK = new Set(BLANK_CHARACTERS);
+
+/** True when `id` is empty or made of {@link BLANK_CHARACTERS} only. */
+function isBlank(id: string): boolean {
+  for (const char of id) if (!BLANK.has(char)) return false;
+  return true;
+}
 
 const URN_REGEXP = new RegExp(URN_PATTERN);
 const PLACEHOLDER_REGEXPS = Object.fromEntries(
@@ -206,7 +220,7 @@ interface MatchRule {
  * kind and action, so a decision scans only the rules that can apply.
  *
  * Deny by default, checked in this order:
- * 1. `actor is empty` — no actor, or an id of blanks only;
+ * 1. `actor is empty` — no actor, or an id of {@link BLANK_CHARACTERS} only;
  * 2. `request names no resources`;
  * 3. `no actor may delete resources`;
  * 4. for each resource in order: `malformed URN: <first 120 characters>` (for `list` too: a
@@ -241,7 +255,7 @@ export class RulesPolicy implements Policy {
 
   evaluate(input: PolicyInput): Decision {
     const { actor, action, resources } = input;
-    if (!actor || typeof actor.id !== 'string' || BLANK_ID.test(actor.id)) return deny('actor is empty');
+    if (!actor || typeof actor.id !== 'string' || isBlank(actor.id)) return deny('actor is empty');
     if (!Array.isArray(resources) || resources.length === 0) return deny('request names no resources');
     if (action === 'delete') return deny('no actor may delete resources');
     const rules = this.index.get(`${actor.kind}:${action}`) ?? [];
@@ -262,8 +276,8 @@ function matches(rule: MatchRule, actor: Actor, resource: string): boolean {
       if (pattern.regexp.test(resource)) return true;
       continue;
     }
-    const base = actor[pattern.base];
-    if (!isPlaceholder(pattern.base, base)) continue;
+    const base = placeholderOf(actor, pattern.base);
+    if (base === undefined) continue;
     // A placeholder value is a URN, which holds no glob metacharacter: the pattern is the literal
     // base followed by the glob, so match the base as a prefix and the glob on the rest.
     if (pattern.glob === '') {
@@ -275,9 +289,23 @@ function matches(rule: MatchRule, actor: Actor, resource: string): boolean {
   return false;
 }
 
-/** A placeholder applies only when the actor's field is a URN of the right shape. */
+/** True when `value` has the shape of placeholder `name` ({@link PLACEHOLDER_PATTERNS}). */
 function isPlaceholder(name: Placeholder, value: unknown): value is string {
   return typeof value === 'string' && value.length <= MAX_URN_LENGTH && PLACEHOLDER_REGEXPS[name].test(value);
+}
+
+/**
+ * The value of the actor's placeholder `name` when it applies, else undefined: the field has its
+ * shape and, for `message` and `task`, lies under the actor's `conversation` (an actor claims one
+ * conversation; `{kind: assistant, conversation: C, task: <a task of C2>}` gets no `{task}` and
+ * writes nowhere). Same as `placeholder` in policies/lib/cld.rego.
+ */
+function placeholderOf(actor: Actor, name: Placeholder): string | undefined {
+  const value = actor[name];
+  if (!isPlaceholder(name, value)) return undefined;
+  if (name === 'conversation') return value;
+  const conversation = actor.conversation;
+  return isPlaceholder('conversation', conversation) && value.startsWith(`${conversation}/`) ? value : undefined;
 }
 
 /** The first 120 characters (code points) of a string, or of a non-string's JSON. */

@@ -34,7 +34,15 @@ const TableSchema = z.strictObject({
   fixtures: z.strictObject({ description: z.string(), urns: z.record(z.string(), z.string()) }),
   cases: z.array(CaseSchema).min(1),
   globs: z.array(
-    z.strictObject({ pattern: z.string(), value: z.string(), match: z.boolean(), why: z.string() }),
+    z.strictObject({
+      pattern: z.string(),
+      value: z.string(),
+      /** What the compiled wasm policies and shared/policy/glob.ts answer. */
+      match: z.boolean(),
+      /** What OPA's Go evaluator (opa eval/test, the OPA server) answers, where it differs. */
+      topdown: z.boolean().optional(),
+      why: z.string(),
+    }),
   ),
 });
 
