@@ -7,11 +7,23 @@
 #    "action": "get" | "put" | "list" | "delete",
 #    "resources": [URN, ...]}
 # index: one function's rules by "<actor kind>:<action>", each list in policies/rules.json order:
-#   {"<kind>:<action>": [{"id": rule id, "patterns": [{"base": "conversation" | "message" | "task" | null, "glob": glob}]}]}
+#   {"<kind>:<action>": [{"id": rule id, "patterns": [{"base": "conversation" | "message" | "task" | null, "glob": glob, "matcher": matcher}]}]}
+#   where matcher is the glob compiled to string tests (compile_glob below, compileGlob in rules.ts):
+#     {"kind": "prefix", "prefix": p}                       the glob is a literal p followed by `**`
+#     {"kind": "segments", "head": [s], "tail": [s], "deep": d}  `/`-separated segments, each a literal
+#         or a literal followed by `*` (s = {"prefix": literal, "star": bool}), with at most one
+#         whole-segment `**` between head and tail (d = true: it spans one or more segments)
+#     {"kind": "glob"}                                       anything else: glob.match(glob, ["/"], value)
 #   Built by compileRules() in shared/policy/rules.ts into data.cld.index[<function>] (the wasm
 #   bundles' data), and by index_rules() below in the Rego tests. Indexing by kind and action
 #   means a decision scans only the rules that can apply, never the whole rule list.
 # result: {"allow": boolean, "reason": string}
+#
+# Speed (the wasm engine): OPA's wasm runtime clears its regex and glob caches at every evaluation
+# (opa_eval resets the heap), so each regex.match compiles its RE2 program again (about 100 µs for
+# the URN grammar) and each distinct glob.match pattern its translation (10-20 µs). The hot path
+# therefore uses neither: URNs are checked with split/trim, rule globs run as the compiled matchers
+# above, and the actor's placeholders are parsed once per decision.
 #
 # Deny by default. There is deliberately no `every` over the resources: `every` over an empty
 # list is true, so an empty request would be allowed. Instead the resources' failures are
@@ -21,20 +33,19 @@ package cld.lib
 
 import rego.v1
 
-# The URN grammar of shared/urn.ts (URN_PATTERN in shared/policy/rules.ts).
-urn_pattern := `^cld:(common|plan|tool|doc)\.[A-Z][A-Za-z0-9]*\.[0-9a-f]{16}(/(common|plan|tool|doc)\.[A-Z][A-Za-z0-9]*\.[0-9a-f]{16})*$`
+# The URN grammar of shared/urn.ts (URN_PATTERN in shared/policy/rules.ts), without regex.match:
+# `cld:` then `/`-joined elements `<namespace>.<Name>.<hash>`, namespace one of these, Name
+# [A-Z][A-Za-z0-9]*, hash 16 of [0-9a-f].
+namespaces := {"common", "plan", "tool", "doc"}
+
+upper := "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+alphanumeric := "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+hex := "0123456789abcdef"
 
 # `<urn>.json` must fit S3's 1,024-byte keys; the grammar admits ASCII only, so characters = bytes.
 max_urn_length := 1019
-
-# What an actor field must be for a pattern led by its placeholder to apply (PLACEHOLDER_PATTERNS
-# in shared/policy/rules.ts): a missing or differently shaped field makes the pattern match nothing.
-# A `message` or `task` must also lie under the actor's `conversation` (placeholder below).
-placeholder_patterns := {
-	"conversation": `^cld:common\.Conversation\.[0-9a-f]{16}$`,
-	"message": `^cld:common\.Conversation\.[0-9a-f]{16}/common\.Message\.[0-9a-f]{16}$`,
-	"task": `^cld:common\.Conversation\.[0-9a-f]{16}/common\.Message\.[0-9a-f]{16}(/plan\.Task\.[0-9a-f]{16})+$`,
-}
 
 # An actor id made of these characters only is empty (BLANK_CHARACTERS in shared/policy/rules.ts):
 # Unicode's White_Space characters and the zero-width ones that print as nothing.
@@ -47,15 +58,18 @@ decision(inp, index) := deny("actor is empty") if {
 	not has_resources(inp)
 } else := deny("no actor may delete resources") if {
 	inp.action == "delete"
-} else := deny(reasons[0]) if {
-	rules := candidates(inp, index)
-	reasons := [reason | some r in inp.resources; reason := failure(inp, rules, r)]
-	count(reasons) > 0
-} else := {"allow": true, "reason": concat("", ["allowed by ", rule_id])} if {
-	rule_id := first_rule(candidates(inp, index), inp.actor, inp.resources[count(inp.resources) - 1])
-}
+} else := verdict(inp, candidates(inp, index), placeholders(inp.actor))
 
 deny(reason) := {"allow": false, "reason": reason}
+
+# Each resource's outcome in order: the first denial is the decision, else the last rule allowing.
+verdict(inp, rules, bases) := deny(denials[0]) if {
+	outcomes := [outcome(inp, rules, bases, r) | some r in inp.resources]
+	denials := [o.deny | some o in outcomes; o.deny]
+	count(denials) > 0
+} else := {"allow": true, "reason": concat("", ["allowed by ", rule_id])} if {
+	rule_id := first_rule(rules, bases, inp.resources[count(inp.resources) - 1])
+}
 
 actor_present(inp) if {
 	is_string(inp.actor.id)
@@ -70,73 +84,157 @@ has_resources(inp) if {
 # The rules that can apply: one index lookup by actor kind and action.
 candidates(inp, index) := object.get(index, concat(":", [inp.actor.kind, inp.action]), [])
 
-# Why resource r is denied; undefined when it is allowed.
-failure(inp, rules, r) := concat("", ["malformed URN: ", preview(r)]) if {
+# {"deny": reason} when resource r is denied, else {"allow": rule id}.
+outcome(inp, rules, bases, r) := {"deny": concat("", ["malformed URN: ", preview(r)])} if {
 	not valid_urn(r)
-} else := concat("", ["no rule allows ", inp.actor.kind, " ", inp.actor.id, " to ", inp.action, " ", r]) if {
-	not first_rule(rules, inp.actor, r)
-}
+} else := {"allow": rule_id} if {
+	rule_id := first_rule(rules, bases, r)
+} else := {"deny": concat("", ["no rule allows ", inp.actor.kind, " ", inp.actor.id, " to ", inp.action, " ", r])}
 
 # The id of the first rule (in document order) with a pattern matching r.
-first_rule(rules, actor, r) := ids[0] if {
-	ids := [rule.id | some rule in rules; rule_matches(rule, actor, r)]
+first_rule(rules, bases, r) := ids[0] if {
+	ids := [rule.id | some rule in rules; rule_matches(rule, bases, r)]
 	count(ids) > 0
 }
 
-rule_matches(rule, actor, r) if {
+rule_matches(rule, bases, r) if {
 	some p in rule.patterns
-	pattern_matches(p, actor, r)
+	pattern_matches(p, bases, r)
 }
 
-# A pattern without placeholder: OPA glob with "/" as the only delimiter.
+# A pattern without placeholder: its glob (compiled matcher) on the whole URN.
 pattern_matches(p, _, r) if {
 	p.base == null
-	glob.match(p.glob, ["/"], r)
+	glob_matches(p, r)
 }
 
 # A pattern that is exactly a placeholder: the actor's URN itself.
-pattern_matches(p, actor, r) if {
-	base := placeholder(actor, p.base)
+pattern_matches(p, bases, r) if {
 	p.glob == ""
-	r == base
+	r == bases[p.base]
 }
 
 # A placeholder followed by a glob. A placeholder value is a URN, which holds no glob
-# metacharacter, so it is matched as a literal prefix and the glob on the rest (this also keeps
-# OPA's glob cache to the rules' few globs instead of one per actor).
-pattern_matches(p, actor, r) if {
-	base := placeholder(actor, p.base)
+# metacharacter, so it is matched as a literal prefix and the glob on the rest. The prefix test
+# is what keeps an actor in its own conversation: the rest is cut by length, not by the prefix.
+pattern_matches(p, bases, r) if {
 	p.glob != ""
+	base := bases[p.base]
 	startswith(r, base)
-	glob.match(p.glob, ["/"], trim_prefix(r, base))
+	glob_matches(p, substring(r, count(base), -1))
 }
 
-# The value of the actor's placeholder `name`, when it applies: the field has its shape and, for
-# `message` and `task`, lies under the actor's `conversation` (an actor claims one conversation;
-# {kind: assistant, conversation: C, task: <a task of C2>} gets no `{task}` and writes nowhere).
-placeholder(actor, "conversation") := base if {
-	base := actor.conversation
-	valid_placeholder("conversation", base)
+# The pattern's glob on value v: its compiled matcher when it has one, else OPA's glob.match
+# with "/" as the only delimiter (the semantics of shared/policy/glob.ts).
+glob_matches(p, v) if {
+	p.matcher.kind == "prefix"
+	startswith(v, p.matcher.prefix)
 }
 
-placeholder(actor, name) := base if {
-	name != "conversation"
-	base := actor[name]
-	valid_placeholder(name, base)
-	valid_placeholder("conversation", actor.conversation)
-	startswith(base, concat("", [actor.conversation, "/"]))
+glob_matches(p, v) if {
+	p.matcher.kind == "segments"
+	segments_match(p.matcher, split(v, "/"))
 }
 
-valid_urn(x) if {
+glob_matches(p, v) if {
+	p.matcher.kind == "glob"
+	glob.match(p.glob, ["/"], v)
+}
+
+# Without `**`: one value segment per pattern segment. With it: the head, one or more segments
+# (`**` as OPA's wasm runtime and glob.ts match it: `a/**/z` needs a segment between a and z),
+# then the tail.
+segments_match(m, segments) if {
+	not m.deep
+	count(segments) == count(m.head)
+	count([i | some i, s in m.head; not segment_matches(s, segments[i])]) == 0
+}
+
+segments_match(m, segments) if {
+	m.deep
+	offset := count(segments) - count(m.tail)
+	offset > count(m.head)
+	count([i | some i, s in m.head; not segment_matches(s, segments[i])]) == 0
+	count([i | some i, s in m.tail; not segment_matches(s, segments[offset + i])]) == 0
+}
+
+segment_matches(s, v) if {
+	s.star
+	startswith(v, s.prefix)
+}
+
+segment_matches(s, v) if {
+	not s.star
+	v == s.prefix
+}
+
+# The element types of URN x ("<namespace>.<Name>" per element); undefined when x is not a URN.
+urn_types(x) := types if {
 	is_string(x)
 	count(x) <= max_urn_length
-	regex.match(urn_pattern, x)
+	startswith(x, "cld:")
+	elements := split(substring(x, 4, -1), "/")
+	types := [t | some e in elements; t := element_type(e)]
+	count(types) == count(elements)
 }
 
-valid_placeholder(name, x) if {
-	is_string(x)
-	count(x) <= max_urn_length
-	regex.match(placeholder_patterns[name], x)
+element_type(e) := concat(".", [parts[0], parts[1]]) if {
+	parts := split(e, ".")
+	count(parts) == 3
+	namespaces[parts[0]]
+	count(parts[1]) > 0
+	trim(substring(parts[1], 0, 1), upper) == ""
+	trim(parts[1], alphanumeric) == ""
+	count(parts[2]) == 16
+	trim(parts[2], hex) == ""
+}
+
+valid_urn(x) if urn_types(x)
+
+# The actor's placeholders that apply, by name (PLACEHOLDER_PATTERNS in shared/policy/rules.ts):
+# `conversation` a root Conversation; `message` a Message directly under it; `task` a Task at any
+# depth under such a Message. A missing or differently shaped field, or a `message` or `task` not
+# under the actor's own `conversation`, is left out, so patterns it leads match nothing (an actor
+# claims one conversation: {kind: assistant, conversation: C, task: <a task of C2>} gets no
+# `{task}` and writes nowhere).
+placeholders(actor) := {name: value |
+	some name in ["conversation", "message", "task"]
+	value := actor[name]
+	placeholder_applies(actor, name, value)
+}
+
+# Checked with a few string tests rather than urn_types (the hot path): the shapes are fixed.
+placeholder_applies(_, "conversation", value) if conversation_urn(value)
+
+placeholder_applies(actor, "message", value) if message_urn(actor, value)
+
+placeholder_applies(actor, "task", value) if {
+	message_urn(actor, substring(value, 0, count(actor.conversation) + 32))
+	tasks := split(substring(value, count(actor.conversation) + 32, -1), "/plan.Task.")
+	count(tasks) > 1
+	tasks[0] == ""
+	count([h | some h in array.slice(tasks, 1, count(tasks)); not hash(h)]) == 0
+}
+
+# `<actor.conversation>/common.Message.<hash>`
+message_urn(actor, value) if {
+	conversation_urn(actor.conversation)
+	startswith(value, concat("", [actor.conversation, "/common.Message."]))
+	count(value) == count(actor.conversation) + 32
+	hash(substring(value, count(value) - 16, -1))
+}
+
+# `cld:common.Conversation.<hash>`
+conversation_urn(value) if {
+	is_string(value)
+	count(value) == 40
+	startswith(value, "cld:common.Conversation.")
+	hash(substring(value, 24, -1))
+}
+
+hash(h) if {
+	count(h) == 16
+	trim(h, hex) == ""
 }
 
 # The first 120 characters of a string, or of a non-string's JSON (for reasons).
@@ -167,7 +265,41 @@ index_rules(rules, granted) := {key: entries |
 
 compile_rule(rule) := {"id": rule.id, "patterns": [compile_pattern(p) | some p in rule.resources]}
 
-compile_pattern(p) := {"base": name, "glob": trim_prefix(p, concat("", ["{", name, "}"]))} if {
+compile_pattern(p) := {"base": name, "glob": g, "matcher": compile_glob(g)} if {
 	some name in ["conversation", "message", "task"]
 	startswith(p, concat("", ["{", name, "}"]))
-} else := {"base": null, "glob": p}
+	g := trim_prefix(p, concat("", ["{", name, "}"]))
+} else := {"base": null, "glob": p, "matcher": compile_glob(p)}
+
+# The matcher of a glob (compileGlob in shared/policy/rules.ts; the layout is in the header).
+compile_glob(g) := {"kind": "prefix", "prefix": p} if {
+	endswith(g, "**")
+	p := substring(g, 0, count(g) - 2)
+	literal(p)
+} else := {"kind": "segments", "head": compile_segments(segments), "tail": [], "deep": false} if {
+	segments := split(g, "/")
+	count([s | some s in segments; not simple_segment(s)]) == 0
+} else := {"kind": "segments", "head": compile_segments(head), "tail": compile_segments(tail), "deep": true} if {
+	segments := split(g, "/")
+	deep := [i | some i, s in segments; s == "**"]
+	count(deep) == 1
+	head := array.slice(segments, 0, deep[0])
+	tail := array.slice(segments, deep[0] + 1, count(segments))
+	count([s | some s in array.concat(head, tail); not simple_segment(s)]) == 0
+} else := {"kind": "glob"}
+
+compile_segments(segments) := [compile_segment(s) | some s in segments]
+
+compile_segment(s) := {"prefix": substring(s, 0, count(s) - 1), "star": true} if {
+	endswith(s, "*")
+} else := {"prefix": s, "star": false}
+
+simple_segment(s) if literal(s)
+
+simple_segment(s) if {
+	endswith(s, "*")
+	literal(substring(s, 0, count(s) - 1))
+}
+
+# No glob metacharacter (nor `,`, which glob.ts reads as one inside braces).
+literal(s) if count([c | some c in ["*", "?", "[", "]", "{", "}", "\\", ","]; contains(s, c)]) == 0

@@ -9,7 +9,7 @@ c := "cld:common.Conversation.c000000000000001"
 
 t := "cld:common.Conversation.c000000000000001/common.Message.a000000000000001/plan.Task.d000000000000001"
 
-index := {"assistant:put": [{"id": "own-task", "patterns": [{"base": "task", "glob": "/**"}]}]}
+index := {"assistant:put": [{"id": "own-task", "patterns": [{"base": "task", "glob": "/**", "matcher": {"kind": "prefix", "prefix": "/"}}]}]}
 
 test_valid_urns if {
 	lib.valid_urn(c)
@@ -72,8 +72,8 @@ test_a_task_outside_the_actors_conversation_never_matches if {
 	lib.decision({"actor": {"kind": "assistant", "id": "a", "conversation": c2, "task": t}, "action": "put", "resources": [r]}, index).allow == false
 	lib.decision({"actor": {"kind": "assistant", "id": "a", "task": t}, "action": "put", "resources": [r]}, index).allow == false
 	lib.decision({"actor": {"kind": "assistant", "id": "a", "conversation": "cld:common.Conversation.c00000000000000", "task": t}, "action": "put", "resources": [r]}, index).allow == false
-	lib.placeholder({"conversation": c, "task": t}, "task") == t
-	not lib.placeholder({"conversation": c2, "task": t}, "task")
+	lib.placeholders({"conversation": c, "task": t}) == {"conversation": c, "task": t}
+	lib.placeholders({"conversation": c2, "task": t}) == {"conversation": c2}
 }
 
 test_an_id_of_unicode_blanks_is_empty if {
@@ -94,13 +94,32 @@ test_index_rules_keeps_document_order_and_grants if {
 		{"id": "b", "actor": "user", "actions": ["get"], "resources": ["cld:doc.Document.*", "{conversation}/**"]},
 		{"id": "c", "actor": "user", "actions": ["get"], "resources": ["cld:**"]},
 	]
+	exact := {"kind": "segments", "head": [{"prefix": "", "star": false}], "tail": [], "deep": false}
 	lib.index_rules(rules, ["a", "b"]) == {
 		"user:get": [
-			{"id": "a", "patterns": [{"base": "conversation", "glob": ""}]},
-			{"id": "b", "patterns": [{"base": null, "glob": "cld:doc.Document.*"}, {"base": "conversation", "glob": "/**"}]},
+			{"id": "a", "patterns": [{"base": "conversation", "glob": "", "matcher": exact}]},
+			{"id": "b", "patterns": [
+				{"base": null, "glob": "cld:doc.Document.*", "matcher": {"kind": "segments", "head": [{"prefix": "cld:doc.Document.", "star": true}], "tail": [], "deep": false}},
+				{"base": "conversation", "glob": "/**", "matcher": {"kind": "prefix", "prefix": "/"}},
+			]},
 		],
-		"user:list": [{"id": "a", "patterns": [{"base": "conversation", "glob": ""}]}],
+		"user:list": [{"id": "a", "patterns": [{"base": "conversation", "glob": "", "matcher": exact}]}],
 	}
+}
+
+test_compile_glob if {
+	lib.compile_glob("cld:**") == {"kind": "prefix", "prefix": "cld:"}
+	lib.compile_glob("/plan.Task.*/**/plan.Task.*") == {
+		"kind": "segments",
+		"head": [{"prefix": "", "star": false}, {"prefix": "plan.Task.", "star": true}],
+		"tail": [{"prefix": "plan.Task.", "star": true}],
+		"deep": true,
+	}
+	lib.compile_glob("cld:doc.Document.*/**") == {"kind": "segments", "head": [{"prefix": "cld:doc.Document.", "star": true}], "tail": [], "deep": true}
+	lib.compile_glob("cld:common.{Assistant,Tool}.*") == {"kind": "glob"}
+	lib.compile_glob("a/**/b/**") == {"kind": "glob"}
+	lib.compile_glob("a?c") == {"kind": "glob"}
+	lib.compile_glob("a**b") == {"kind": "glob"}
 }
 
 test_preview_cuts_at_120_characters if {

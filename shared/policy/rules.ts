@@ -110,10 +110,32 @@ export const RulesDocumentSchema = z
   });
 export type RulesDocument = z.infer<typeof RulesDocumentSchema>;
 
-/** A compiled pattern: the placeholder it starts with (or null) and the glob after it. */
+/** One `/`-separated segment of a compiled glob: a literal, or a literal followed by `*` (`star`). */
+export interface GlobSegment {
+  prefix: string;
+  star: boolean;
+}
+
+/**
+ * A glob compiled to string tests, for the wasm engine (OPA's wasm runtime recompiles every
+ * glob.match pattern at each evaluation; policies/lib/cld.rego runs these instead):
+ * - `prefix`: the glob is a literal followed by `**` (the value starts with `prefix`);
+ * - `segments`: `/`-separated segments, each a literal or a literal followed by `*`, with at most
+ *   one whole-segment `**` between `head` and `tail` (`deep`: it spans one or more segments, as
+ *   `.*` between two `/` does in glob.ts and OPA's wasm runtime);
+ * - `glob`: anything else, matched by `glob.match(glob, ["/"], value)`.
+ * Same as `compile_glob` in policies/lib/cld.rego (`npm run build:policies` checks both agree).
+ */
+export type GlobMatcher =
+  | { kind: 'prefix'; prefix: string }
+  | { kind: 'segments'; head: GlobSegment[]; tail: GlobSegment[]; deep: boolean }
+  | { kind: 'glob' };
+
+/** A compiled pattern: the placeholder it starts with (or null), the glob after it and its matcher. */
 export interface CompiledPattern {
   base: Placeholder | null;
   glob: string;
+  matcher: GlobMatcher;
 }
 
 /** A compiled rule as the wasm bundles see it in `data.cld.index`. */
@@ -149,11 +171,45 @@ export function parseRulesDocument(document: unknown): RulesDocument {
   return parsed.data;
 }
 
-/** Splits a pattern into its leading placeholder and the glob after it. */
+/** Splits a pattern into its leading placeholder and the glob after it, and compiles the glob. */
 export function compilePattern(pattern: string): CompiledPattern {
   const match = LEADING_PLACEHOLDER.exec(pattern);
-  if (!match) return { base: null, glob: pattern };
-  return { base: match[1] as Placeholder, glob: pattern.slice(match[0].length) };
+  const base = match ? (match[1] as Placeholder) : null;
+  const glob = match ? pattern.slice(match[0].length) : pattern;
+  return { base, glob, matcher: compileGlob(glob) };
+}
+
+/** Characters that make a glob segment more than a literal (`,` is one inside braces). */
+const GLOB_META = /[*?[\]{}\\,]/;
+
+/** The {@link GlobMatcher} of a glob. */
+export function compileGlob(glob: string): GlobMatcher {
+  if (glob.endsWith('**') && !GLOB_META.test(glob.slice(0, -2))) {
+    return { kind: 'prefix', prefix: glob.slice(0, -2) };
+  }
+  const segments = glob.split('/');
+  const deep = segments.flatMap((segment, i) => (segment === '**' ? [i] : []));
+  if (deep.length > 1) return { kind: 'glob' };
+  const at = deep[0];
+  const head = at === undefined ? segments : segments.slice(0, at);
+  const tail = at === undefined ? [] : segments.slice(at + 1);
+  if (![...head, ...tail].every(isSimpleSegment)) return { kind: 'glob' };
+  return {
+    kind: 'segments',
+    head: head.map(compileSegment),
+    tail: tail.map(compileSegment),
+    deep: at !== undefined,
+  };
+}
+
+function isSimpleSegment(segment: string): boolean {
+  return !GLOB_META.test(segment.endsWith('*') ? segment.slice(0, -1) : segment);
+}
+
+function compileSegment(segment: string): GlobSegment {
+  return segment.endsWith('*')
+    ? { prefix: segment.slice(0, -1), star: true }
+    : { prefix: segment, star: false };
 }
 
 /**
@@ -305,7 +361,9 @@ function placeholderOf(actor: Actor, name: Placeholder): string | undefined {
   if (!isPlaceholder(name, value)) return undefined;
   if (name === 'conversation') return value;
   const conversation = actor.conversation;
-  return isPlaceholder('conversation', conversation) && value.startsWith(`${conversation}/`) ? value : undefined;
+  return isPlaceholder('conversation', conversation) && value.startsWith(`${conversation}/`)
+    ? value
+    : undefined;
 }
 
 /** The first 120 characters (code points) of a string, or of a non-string's JSON. */
