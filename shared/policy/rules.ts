@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { ConfigError, ValidationError } from '../errors.js';
-import { globToRegExp } from './glob.js';
+import { divergentGlob, globToRegExp } from './glob.js';
 import type { Action, Actor, Decision, Policy, PolicyInput } from './port.js';
 
 /**
@@ -155,16 +155,27 @@ export interface PolicyData {
   cld: { index: Record<string, RuleIndex> };
 }
 
-/** Parses a rules document. @throws ValidationError naming what is wrong */
+/**
+ * Parses a rules document.
+ * @throws ValidationError naming what is wrong, including a glob of a shape OPA's Go evaluator
+ *   matches differently from its wasm runtime (`divergentGlob` in glob.ts)
+ */
 export function parseRulesDocument(document: unknown): RulesDocument {
   const parsed = RulesDocumentSchema.safeParse(document);
   if (!parsed.success) throw new ValidationError(`invalid policy rules: ${z.prettifyError(parsed.error)}`);
   for (const rule of parsed.data.rules) {
     for (const pattern of rule.resources) {
+      const { glob } = compilePattern(pattern);
       try {
-        globToRegExp(compilePattern(pattern).glob);
+        globToRegExp(glob);
       } catch (error) {
         throw new ValidationError(`rule ${rule.id} has an invalid glob: ${pattern}`, { cause: error });
+      }
+      const divergent = divergentGlob(glob);
+      if (divergent) {
+        throw new ValidationError(
+          `rule ${rule.id} has a glob OPA's engines match differently (${divergent}): ${pattern}`,
+        );
       }
     }
   }

@@ -1,13 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { divergentGlob } from '../../shared/policy/glob.js';
 import {
+  BLANK_CHARACTERS,
+  compileGlob,
   compilePattern,
   compileRules,
   indexRules,
   isPolicyUrn,
   MAX_URN_LENGTH,
-  PLACEHOLDER_PATTERNS,
   parseRulesDocument,
   URN_PATTERN,
 } from '../../shared/policy/rules.js';
@@ -24,18 +26,23 @@ import { FUNCTIONS, REPO, RULES, TABLE, URNS } from './table.js';
 const LIB = readFileSync(join(REPO, 'policies/lib/cld.rego'), 'utf8');
 const CASES_TEST = readFileSync(join(REPO, 'policies/cases_test.rego'), 'utf8');
 
-function regoString(name: string): string {
-  const match = new RegExp(`^\\s*"?${name}"?\\s*(?::=|:)\\s*\`([^\`]*)\``, 'm').exec(LIB);
-  if (!match) throw new Error(`${name} not found in cld.rego`);
-  return match[1] as string;
-}
-
 describe('policies/lib/cld.rego agrees with shared/policy/rules.ts', () => {
-  it('has the same URN grammar, length bound and placeholder shapes', () => {
-    expect(regoString('urn_pattern')).toBe(URN_PATTERN);
+  it('has the same URN namespaces, length bound and blank characters', () => {
+    // The Rego checks the grammar with string tests (no regex.match on the wasm hot path); the
+    // URN rows of test/policy/decision-table.test.ts run both on the same samples.
+    const namespaces = /\^cld:\(([a-z|]+)\)/.exec(URN_PATTERN)?.[1]?.split('|');
+    expect(namespaces).toEqual(['common', 'plan', 'tool', 'doc']);
+    expect(LIB).toMatch(/^namespaces := \{"common", "plan", "tool", "doc"\}$/m);
     expect(LIB).toMatch(new RegExp(`^max_urn_length := ${MAX_URN_LENGTH}$`, 'm'));
-    for (const [name, pattern] of Object.entries(PLACEHOLDER_PATTERNS))
-      expect(regoString(name)).toBe(pattern);
+    const blank = /^blank := ("[^"\n]*")$/m.exec(LIB)?.[1] as string;
+    expect(JSON.parse(blank)).toBe(BLANK_CHARACTERS);
+    expect([...BLANK_CHARACTERS]).toContain('\u00a0');
+    expect([...BLANK_CHARACTERS]).toContain('\u2003');
+  });
+
+  it('uses no regex.match (recompiled at every wasm evaluation)', () => {
+    const code = LIB.split('\n').filter((line) => !line.trimStart().startsWith('#'));
+    expect(code.join('\n')).not.toMatch(/\bregex\./);
   });
 
   it('gives the same fixed reasons', () => {
@@ -135,19 +142,30 @@ describe('compileRules: the data of the wasm bundles', () => {
       ],
     });
 
+    const exact = compileGlob('');
     expect(indexRules(document, 'f')).toEqual({
       'user:get': [
-        { id: 'a', patterns: [{ base: 'conversation', glob: '' }] },
+        { id: 'a', patterns: [{ base: 'conversation', glob: '', matcher: exact }] },
         {
           id: 'b',
           patterns: [
-            { base: null, glob: 'cld:doc.Document.*' },
-            { base: 'conversation', glob: '/**' },
+            {
+              base: null,
+              glob: 'cld:doc.Document.*',
+              matcher: {
+                kind: 'segments',
+                head: [{ prefix: 'cld:doc.Document.', star: true }],
+                tail: [],
+                deep: false,
+              },
+            },
+            { base: 'conversation', glob: '/**', matcher: { kind: 'prefix', prefix: '/' } },
           ],
         },
       ],
-      'user:list': [{ id: 'a', patterns: [{ base: 'conversation', glob: '' }] }],
+      'user:list': [{ id: 'a', patterns: [{ base: 'conversation', glob: '', matcher: exact }] }],
     });
+    expect(exact).toEqual({ kind: 'segments', head: [{ prefix: '', star: false }], tail: [], deep: false });
   });
 
   it('holds every function of policies/rules.json under data.cld.index', () => {
@@ -159,13 +177,56 @@ describe('compileRules: the data of the wasm bundles', () => {
     expect(JSON.parse(JSON.stringify(data))).toEqual(data);
   });
 
+  const exact = { kind: 'segments', head: [{ prefix: '', star: false }], tail: [], deep: false };
   it.each([
-    ['{task}/**', { base: 'task', glob: '/**' }],
-    ['{conversation}', { base: 'conversation', glob: '' }],
-    ['cld:common.Tool.*', { base: null, glob: 'cld:common.Tool.*' }],
-    ['cld:common.{Assistant,Tool}.*', { base: null, glob: 'cld:common.{Assistant,Tool}.*' }],
-  ])('splits %s into its placeholder and glob', (pattern, compiled) => {
+    ['{task}/**', { base: 'task', glob: '/**', matcher: { kind: 'prefix', prefix: '/' } }],
+    ['{conversation}', { base: 'conversation', glob: '', matcher: exact }],
+    [
+      'cld:common.Tool.*',
+      {
+        base: null,
+        glob: 'cld:common.Tool.*',
+        matcher: {
+          kind: 'segments',
+          head: [{ prefix: 'cld:common.Tool.', star: true }],
+          tail: [],
+          deep: false,
+        },
+      },
+    ],
+    [
+      'cld:common.{Assistant,Tool}.*',
+      { base: null, glob: 'cld:common.{Assistant,Tool}.*', matcher: { kind: 'glob' } },
+    ],
+  ])('splits %s into its placeholder, glob and matcher', (pattern, compiled) => {
     expect(compilePattern(pattern)).toEqual(compiled);
+  });
+
+  // The same globs and matchers as test_compile_glob in policies/lib/cld_test.rego.
+  it.each([
+    ['cld:**', { kind: 'prefix', prefix: 'cld:' }],
+    [
+      '/plan.Task.*/**/plan.Task.*',
+      {
+        kind: 'segments',
+        head: [
+          { prefix: '', star: false },
+          { prefix: 'plan.Task.', star: true },
+        ],
+        tail: [{ prefix: 'plan.Task.', star: true }],
+        deep: true,
+      },
+    ],
+    [
+      'cld:doc.Document.*/**',
+      { kind: 'segments', head: [{ prefix: 'cld:doc.Document.', star: true }], tail: [], deep: true },
+    ],
+    ['cld:common.{Assistant,Tool}.*', { kind: 'glob' }],
+    ['a/**/b/**', { kind: 'glob' }],
+    ['a?c', { kind: 'glob' }],
+    ['a**b', { kind: 'glob' }],
+  ])('compiles the glob %s to string tests where it can', (glob, matcher) => {
+    expect(compileGlob(glob)).toEqual(matcher);
   });
 
   it.each([
@@ -177,6 +238,30 @@ describe('compileRules: the data of the wasm bundles', () => {
       rules: [{ id: 'x', description: '', actor: 'user', actions: ['get'], resources: [pattern] }],
     };
     expect(() => parseRulesDocument(document)).toThrow(/placeholder/);
+  });
+
+  it.each([
+    ['cld:a/**/z', 'a literal, `**`, a literal'],
+    ['x**x', 'a literal, `**`, a literal'],
+    ['cld:a/***', 'three or more `*` in a row'],
+    ['?', 'a lone `?`'],
+    ['cld:{a/**,b}', '`**` inside `{...}` alternatives'],
+  ])("rejects a rule glob OPA's Go evaluator matches differently: %s", (glob, why) => {
+    expect(divergentGlob(glob)).toContain(why);
+    const document = {
+      version: 1,
+      rules: [{ id: 'x', description: '', actor: 'user', actions: ['get'], resources: [glob] }],
+    };
+    expect(() => parseRulesDocument(document)).toThrow(/rule x has a glob OPA's engines match differently/);
+  });
+
+  it.each([
+    'cld:**',
+    '/**',
+    '/plan.Task.*/**/plan.Task.*',
+    'cld:doc.Document.*/**',
+  ])('accepts the rule glob %s (not a divergent shape)', (glob) => {
+    expect(divergentGlob(glob)).toBeUndefined();
   });
 
   it('rejects a function that grants an unknown rule, and duplicate rule ids', () => {
