@@ -13,8 +13,8 @@ import {
   parseRulesDocument,
   URN_PATTERN,
 } from '../../shared/policy/rules.js';
-import { childUrn, isUrn } from '../../shared/urn.js';
-import { FUNCTIONS, REPO, RULES, TABLE, URNS } from './table.js';
+import { isUrn } from '../../shared/urn.js';
+import { FUNCTIONS, REPO, RULES, URNS, urnSamples } from './table.js';
 
 /**
  * OPA cannot run here, so these checks pin the Rego sources to the TypeScript reference where
@@ -62,27 +62,7 @@ describe('policies/lib/cld.rego agrees with shared/policy/rules.ts', () => {
 
 describe('the policy URN grammar equals parseUrn', () => {
   const C = URNS.C as string;
-  const samples = [
-    ...Object.values(URNS),
-    ...TABLE.cases.flatMap((c) => c.resources.filter((r): r is string => typeof r === 'string')),
-    childUrn(undefined, 'common.Conversation', 'x'),
-    childUrn(childUrn(undefined, 'doc.Document', 'readme.md'), 'doc.Chunk', '0'),
-    `${C}/tool.Call.0123456789abcdef`,
-    `${C}/Common.Message.0123456789abcdef`,
-    `${C}/common.message.0123456789abcdef`,
-    `${C}/common.Message.0123456789abcde`,
-    `${C}/common.Message.0123456789abcdef0`,
-    `${C}/common.Message.0123456789abcdeg`,
-    `${C}/common.Mess-age.0123456789abcdef`,
-    `${C}/./common.Message.0123456789abcdef`,
-    'cld:',
-    'cld:/common.Message.0123456789abcdef',
-    'urn:common.Conversation.0123456789abcdef',
-    ` ${C}`,
-    `${C}\n`,
-    `${C}/common.Message.0123456789abcdef\u0000`,
-    `${C}/common.Méssage.0123456789abcdef`,
-  ];
+  const samples = urnSamples();
 
   it.each(samples.map((s) => [JSON.stringify(s).slice(0, 90), s]))('%s', (_label, sample) => {
     expect(isPolicyUrn(sample)).toBe(isUrn(sample));

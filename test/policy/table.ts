@@ -2,10 +2,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadPolicy } from '@open-policy-agent/opa-wasm';
 import * as z from 'zod';
 import { OpaWasmPolicy } from '../../shared/policy/opa-wasm.js';
 import type { Action, Actor, Policy, PolicyInput } from '../../shared/policy/port.js';
-import { RulesPolicy } from '../../shared/policy/rules.js';
+import { compileGlob, RulesPolicy } from '../../shared/policy/rules.js';
+import { childUrn } from '../../shared/urn.js';
 
 /** The repository root. */
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
@@ -61,11 +63,83 @@ export function inputOf(c: Case): PolicyInput {
   };
 }
 
-/** Where compiled bundles are looked for: CLD_POLICY_WASM_DIR, else policies/dist. */
+/**
+ * Where compiled bundles are looked for: CLD_POLICY_WASM_DIR (e.g. bundles just rebuilt elsewhere),
+ * else the committed policies/dist. Every function must have its bundle there: the wasm cases are
+ * never skipped (test/policy/bundles-fresh.test.ts checks the committed ones are current).
+ */
 export const WASM_DIR = process.env.CLD_POLICY_WASM_DIR ?? join(REPO, 'policies/dist');
 
 /** Functions whose `<function>.wasm` exists in {@link WASM_DIR}. */
 export const WASM_FUNCTIONS = FUNCTIONS.filter((fn) => existsSync(join(WASM_DIR, `${fn}.wasm`)));
+
+/** The test-only probe bundle (policies/lib/probe.rego) in {@link WASM_DIR}. */
+export interface Probe {
+  /** glob.match as OPA's wasm runtime answers it, and the glob's compiled matcher as the policies run it. */
+  glob(pattern: string, value: string): { builtin: boolean; compiled: boolean };
+  /** Whether `value` is a URN by the policies' grammar (lib.valid_urn). */
+  urn(value: unknown): boolean;
+}
+
+/** Loads {@link Probe} from `<WASM_DIR>/probe.wasm`. @throws when it is missing or not OPA wasm */
+export async function loadProbe(): Promise<Probe> {
+  const loaded = await loadPolicy(await readFile(join(WASM_DIR, 'probe.wasm')));
+  loaded.setData({});
+  const result = (input: object, entrypoint: string): unknown => {
+    const set = loaded.evaluate(input, entrypoint) as { result: unknown }[];
+    if (set.length !== 1) throw new Error(`probe ${entrypoint} gave ${JSON.stringify(set)}`);
+    return set[0]?.result;
+  };
+  return {
+    glob: (pattern, value) =>
+      result({ pattern, value, matcher: compileGlob(pattern) }, 'cld/probe/glob_row') as {
+        builtin: boolean;
+        compiled: boolean;
+      },
+    urn: (value) => result({ value }, 'cld/probe/urn_row') as boolean,
+  };
+}
+
+/**
+ * Strings to check the policies' URN grammar on (isPolicyUrn, the probe's lib.valid_urn) against
+ * parseUrn (shared/urn.ts): the table's URNs and near misses.
+ */
+export function urnSamples(): string[] {
+  const C = URNS.C as string;
+  return [
+    ...Object.values(URNS),
+    ...TABLE.cases.flatMap((c) => c.resources.filter((r): r is string => typeof r === 'string')),
+    childUrn(undefined, 'common.Conversation', 'x'),
+    childUrn(childUrn(undefined, 'doc.Document', 'readme.md'), 'doc.Chunk', '0'),
+    `${C}/tool.Call.0123456789abcdef`,
+    `${C}/Common.Message.0123456789abcdef`,
+    `${C}/common.message.0123456789abcdef`,
+    `${C}/common.Message.0123456789abcde`,
+    `${C}/common.Message.0123456789abcdef0`,
+    `${C}/common.Message.0123456789abcdeg`,
+    `${C}/common.Message.0123456789ABCDEF`,
+    `${C}/common.Mess-age.0123456789abcdef`,
+    `${C}/common.M.0123456789abcdef`,
+    `${C}/common.4Message.0123456789abcdef`,
+    `${C}/common..0123456789abcdef`,
+    `${C}/common.Message.extra.0123456789abcdef`,
+    `${C}/common.Message0123456789abcdef`,
+    `${C}/./common.Message.0123456789abcdef`,
+    `${C}/`,
+    `${C}//common.Message.0123456789abcdef`,
+    'cld:',
+    'cld:/common.Message.0123456789abcdef',
+    'cld:common.Conversation.0123456789abcdef/',
+    'CLD:common.Conversation.0123456789abcdef',
+    'urn:common.Conversation.0123456789abcdef',
+    'cld:unknown.Thing.0123456789abcdef',
+    ` ${C}`,
+    `${C}\n`,
+    `${C}/common.Message.0123456789abcdef\u0000`,
+    `${C}/common.Méssage.0123456789abcdef`,
+    `${C}/common.Message.０123456789abcdef`,
+  ];
+}
 
 /** An engine under test: builds the policy of one function. */
 export interface Engine {
