@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -8,7 +8,9 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../shared/errors.js';
 import { readTarGzEntry } from '../../shared/policy/bundle.js';
-import { FUNCTIONS, REPO } from './table.js';
+import { checkBundles, parseManifest, policySources } from '../../shared/policy/manifest.js';
+import { compileRules } from '../../shared/policy/rules.js';
+import { FUNCTIONS, REPO, RULES } from './table.js';
 
 const exec = promisify(execFile);
 
@@ -34,34 +36,39 @@ async function buildPolicies(args: string[], path: string) {
 /**
  * A stand-in `opa` executable (OPA cannot be installed here), used only to drive the script's
  * success and failure paths: `version` prints the given version, `test` exits with the given
- * code, `capabilities --current` prints a small capabilities document, and `build` writes a real
- * gzipped tar bundle (GNU tar) whose `/policy.wasm` names the entrypoint it was asked for. Every
- * call is logged with its arguments.
+ * code, `eval` prints the given rule index, `capabilities --current` prints a small capabilities
+ * document, and `build` writes a real gzipped tar bundle (GNU tar) whose `/policy.wasm` names the
+ * entrypoints it was asked for. Every call is logged with its arguments.
  */
 async function fakeOpa(options: {
   version: string;
   testExit?: number;
+  /** What `opa eval` of lib.index_rules answers (default: compileRules of policies/rules.json, as the real one does). */
+  index?: unknown;
 }): Promise<{ dir: string; log: string }> {
   const dir = await tempDir();
   const log = join(dir, 'calls.log');
+  const index = options.index ?? compileRules(RULES).cld.index;
+  await writeFile(join(dir, 'eval.json'), JSON.stringify({ result: [{ bindings: { x: index } }] }));
   const script = `#!/bin/sh
 echo "$*" >> '${log}'
 case "$1" in
   version) echo "Version: ${options.version}"; echo "Build Commit: fake";;
   test) echo "FAIL: data.cld.cases_test.test_plan_cases"; exit ${options.testExit ?? 0};;
+  eval) cat '${join(dir, 'eval.json')}';;
   capabilities) echo '{"builtins":[{"name":"glob.match"},{"name":"http.send"},{"name":"regex.match"}],"features":["rego_v1_import"],"future_keywords":["if","in"]}';;
   build)
     shift
     while [ $# -gt 0 ]; do
       case "$1" in
-        -e) entry="$2"; shift 2;;
+        -e) entry="$entry$2 "; shift 2;;
         -o) out="$2"; shift 2;;
         --capabilities) cp "$2" '${log}.capabilities.json'; shift 2;;
         *) shift;;
       esac
     done
     work=$(mktemp -d)
-    printf 'wasm:%s' "$entry" > "$work/policy.wasm"
+    printf 'wasm:%s' "$entry" > "$work/policy.wasm"; entry=
     echo '{}' > "$work/data.json"
     tar -czPf "$out" -C "$work" --transform 's,^,/,' data.json policy.wasm;;
   *) echo "unexpected: $*" >&2; exit 2;;
@@ -73,26 +80,31 @@ esac
 }
 
 describe('npm run build:policies', () => {
-  it('without opa on PATH says so in one line and exits 0, building nothing', async () => {
-    const out = await tempDir();
-
-    const result = await buildPolicies(['--out', out], await tempDir());
+  it('without opa on PATH checks the committed bundles: fresh, one line and exit 0, building nothing', async () => {
+    const result = await buildPolicies([], await tempDir());
 
     expect(result.code).toBe(0);
     expect(result.stdout.trim().split('\n')).toEqual([
-      'build-policies: opa not found on PATH; skipped (functions use the built-in evaluator; install OPA >= 0.61.0 to build the wasm bundles)',
+      'build-policies: opa not found on PATH; the bundles in policies/dist are fresh (built with opa 0.61.0 from the current sources); nothing to build',
     ]);
-    expect(await readdir(out)).toEqual([]);
+    expect(result.stderr).toBe('');
   });
 
-  it('with --require (npm run deploy) and no opa exits 1 with one line on stderr', async () => {
-    const result = await buildPolicies(['--require', '--out', await tempDir()], await tempDir());
+  it('without opa, stale bundles: a warning naming what is stale and exit 0, or exit 1 with --require (npm run deploy)', async () => {
+    const out = await tempDir();
 
-    expect(result.code).toBe(1);
-    expect(result.stdout).toBe('');
-    expect(result.stderr.trim().split('\n')).toEqual([
-      'build-policies: opa not found on PATH; cannot build the policy bundles --require asks for (install OPA >= 0.61.0)',
-    ]);
+    const lenient = await buildPolicies(['--out', out], await tempDir());
+    const strict = await buildPolicies(['--require', '--out', out], await tempDir());
+
+    expect(lenient.code).toBe(0);
+    expect(lenient.stderr).toContain('opa not found on PATH, and the bundles in');
+    expect(lenient.stderr).toContain('are stale (install OPA >= 0.61.0 and run npm run build:policies)');
+    expect(lenient.stderr).toContain('  - manifest.json is missing');
+    expect(strict.code).toBe(1);
+    expect(strict.stdout).toBe('');
+    expect(strict.stderr).toContain('not deploying policies they were not built from');
+    expect(strict.stderr).toContain('  - manifest.json is missing');
+    expect(await readdir(out)).toEqual([]);
   });
 
   it('treats an opa older than 0.61 as missing', async () => {
@@ -103,12 +115,41 @@ describe('npm run build:policies', () => {
     const strict = await buildPolicies(['--require', '--out', await tempDir()], path);
 
     expect(lenient.code).toBe(0);
-    expect(lenient.stdout).toContain('opa 0.60.0 is older than 0.61.0; skipped');
+    expect(lenient.stderr).toContain('opa 0.60.0 is older than 0.61.0, and the bundles');
     expect(strict.code).toBe(1);
-    expect(strict.stderr).toContain('opa 0.60.0 is older than 0.61.0; cannot build');
+    expect(strict.stderr).toContain('opa 0.60.0 is older than 0.61.0, and the bundles');
+    expect((await readFile(opa.log, 'utf8')).trim().split('\n')).toEqual(['version', 'version']);
   });
 
-  it('runs opa test, then opa build -t wasm per function, and extracts /policy.wasm into --out', async () => {
+  it('with --require and fresh bundles builds nothing, even with opa on PATH (deploy ships what was committed)', async () => {
+    const opa = await fakeOpa({ version: '1.4.2' });
+    const out = join(await tempDir(), 'dist');
+    await cp(join(REPO, 'policies', 'dist'), out, { recursive: true });
+
+    const result = await buildPolicies(['--require', '--out', out], `${opa.dir}:/usr/bin:/bin`);
+
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(
+      'are fresh (built with opa 0.61.0 from the current sources); nothing to build',
+    );
+    expect((await readFile(opa.log, 'utf8')).trim().split('\n')).toEqual(['version']);
+  });
+
+  it('stops with exit 1 when lib.index_rules and compileRules compile the rules differently', async () => {
+    const index = compileRules(RULES).cld.index;
+    const opa = await fakeOpa({ version: '0.61.0', index: { ...index, plan: {} } });
+    const out = join(await tempDir(), 'dist');
+
+    const result = await buildPolicies(['--out', out], `${opa.dir}:/usr/bin:/bin`);
+
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'lib.index_rules (policies/lib/cld.rego) and compileRules (shared/policy/rules.ts) compile the rules of plan differently',
+    );
+    expect(await readdir(join(out, '..'))).toEqual([]);
+  });
+
+  it('runs opa test, checks the index compilers, builds per function and the probe, and writes the manifest', async () => {
     const opa = await fakeOpa({ version: '1.4.2' });
     const out = join(await tempDir(), 'dist');
 
@@ -116,15 +157,21 @@ describe('npm run build:policies', () => {
 
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
-    expect((await readdir(out)).sort()).toEqual(FUNCTIONS.map((fn) => `${fn}.wasm`).sort());
+    expect((await readdir(out)).sort()).toEqual(
+      [...FUNCTIONS.map((fn) => `${fn}.wasm`), 'manifest.json', 'probe.wasm'].sort(),
+    );
     for (const fn of FUNCTIONS) {
-      expect(await readFile(join(out, `${fn}.wasm`), 'utf8')).toBe(`wasm:cld/${fn}/decision`);
+      expect(await readFile(join(out, `${fn}.wasm`), 'utf8')).toBe(`wasm:cld/${fn}/decision `);
     }
+    expect(await readFile(join(out, 'probe.wasm'), 'utf8')).toBe(
+      'wasm:cld/probe/glob_row cld/probe/urn_row ',
+    );
     const calls = (await readFile(opa.log, 'utf8')).trim().split('\n');
     expect(calls[0]).toBe('version');
     expect(calls[1]).toBe(`test ${join(REPO, 'policies')}`);
+    expect(calls[2]).toMatch(/^eval --format json -d \S+cld\.rego -d \S+rules\.json x := /);
     const builds = calls.filter((c) => c.startsWith('build '));
-    expect(builds).toHaveLength(FUNCTIONS.length);
+    expect(builds).toHaveLength(FUNCTIONS.length + 1);
     expect(builds[0]).toMatch(
       new RegExp(
         `^build -t wasm -e cld/${FUNCTIONS[0]}/decision --capabilities \\S+ -o \\S+ ${join(REPO, 'policies/lib/cld.rego')} ${join(REPO, 'policies', `${FUNCTIONS[0]}.rego`)}$`,
@@ -135,6 +182,11 @@ describe('npm run build:policies', () => {
     expect(capabilities.builtins.map((b: { name: string }) => b.name)).toEqual(['glob.match', 'regex.match']);
     expect(capabilities.features).toEqual(['rego_v1_import']);
     expect(result.stdout).toContain(`build-policies: ${FUNCTIONS.length} bundles built with opa 1.4.2`);
+    // The manifest makes the new bundles fresh.
+    const manifest = parseManifest(await readFile(join(out, 'manifest.json'), 'utf8'));
+    expect(manifest.opa).toBe('1.4.2');
+    expect(manifest.sources).toEqual(await policySources(join(REPO, 'policies')));
+    expect((await checkBundles(join(REPO, 'policies'), out, FUNCTIONS)).fresh).toBe(true);
   });
 
   it('stops with exit 1 and opa test output when the Rego tests fail', async () => {
