@@ -183,7 +183,7 @@ describe('synthesized function assets', () => {
     const policy = policyBundle(name);
     expect(readFileSync(join(dir, 'policies', 'rules.json'))).toEqual(readFileSync(policy.rules));
     const files = readdirSync(join(dir, 'policies')).sort();
-    expect(files).toEqual(policy.wasm ? ['rules.json', `${name}.wasm`] : ['rules.json']);
+    expect(files).toEqual(policy.wasm ? ['rules.json', `${name}.wasm`].sort() : ['rules.json']);
   });
 
   it.each(
