@@ -23,7 +23,7 @@ import type { ToolContext } from '../../shared/tools/port.js';
 import { readTool } from '../../shared/tools/read.js';
 import { searchTool } from '../../shared/tools/search.js';
 import { childUrn, isWithin, parentOf } from '../../shared/urn.js';
-import { OPA_WASM, FUNCTIONS as POLICY_FUNCTIONS, RULES, WASM_FUNCTIONS } from './table.js';
+import { OPA_WASM, FUNCTIONS as POLICY_FUNCTIONS, RULES } from './table.js';
 
 /**
  * The isolation matrix (issue "OPA policies ..."): three conversations run end to end through
@@ -133,6 +133,36 @@ function actorsOf(conversation: Conversation): NamedActor[] {
       own: task.meta.id,
     });
   }
+  // Forged claims: an actor of this conversation naming a task (plan: a Message) of another one.
+  // Its {task}/{message} does not lie under its {conversation}, so it applies nowhere: the actor
+  // may write under neither conversation (issue 10).
+  for (const other of conversations.values()) {
+    if (other === conversation) continue;
+    const foreign = other.tasks[0] as Task;
+    const forged = { conversation: conversation.urn };
+    actors.push(
+      {
+        label: `forged assistant of ${conversation.user} on a task of ${other.user}`,
+        // (the dead-letter bundle lets an assistant read its task only: the table's deadletter rows)
+        functions: ['assistant'],
+        actor: { ...stepAssistantActor(foreign.meta.id), ...forged },
+        task: foreign.meta.id,
+        own: conversation.urn,
+      },
+      {
+        label: `forged tool of ${conversation.user} on a task of ${other.user}`,
+        functions: ['tool'],
+        actor: { ...stepToolActor(foreign.meta.id, 'search'), ...forged },
+        task: foreign.meta.id,
+      },
+      {
+        label: `forged plan of ${conversation.user} on the message of ${other.user}`,
+        functions: ['plan', 'deadletter'],
+        actor: { ...planActor(other.message), ...forged },
+        own: conversation.urn,
+      },
+    );
+  }
   for (const call of conversation.calls) {
     const task = parentOf(call.meta.id) as string;
     actors.push(
@@ -160,10 +190,9 @@ async function enginesFor(named: NamedActor): Promise<{ engine: string; resource
       engine: `builtin ${fn}`,
       resources: new ResourceIndex(runtime.storage, new RulesPolicy(RULES, { function: fn })),
     });
-    if (WASM_FUNCTIONS.includes(fn)) {
-      const policy: Policy = await OPA_WASM.policyFor(fn);
-      engines.push({ engine: `opa-wasm ${fn}`, resources: new ResourceIndex(runtime.storage, policy) });
-    }
+    // The committed bundles (policies/dist): every function has one (decision-table.test.ts).
+    const policy: Policy = await OPA_WASM.policyFor(fn);
+    engines.push({ engine: `opa-wasm ${fn}`, resources: new ResourceIndex(runtime.storage, policy) });
   }
   return engines;
 }
@@ -304,6 +333,16 @@ describe('isolation matrix', () => {
     }
     // 3 conversations × ≥ 6 actors × 2 others × their resources × 4 attempts.
     expect(matrix.length).toBeGreaterThan(1000);
+    // Forged claims were tried on every engine, writes under the claimed foreign task included.
+    const forged = matrix.filter((row) => row.actor.startsWith('forged '));
+    expect(new Set(forged.map((row) => row.engine.replace(/ \S+$/, '')))).toEqual(
+      new Set(['runtime (builtin, every', 'builtin', 'opa-wasm']),
+    );
+    expect(
+      forged.filter(
+        (row) => row.action === 'put' && /plan\.Task\.[0-9a-f]{16}\/<new Message>$/.test(row.target),
+      ).length,
+    ).toBeGreaterThan(10);
     const bundles = new Set(matrix.map((row) => /^builtin (\S+)$/.exec(row.engine)?.[1]).filter(Boolean));
     expect([...bundles].sort()).toEqual(MATRIX_FUNCTIONS);
     expect(MATRIX_FUNCTIONS).toContain('deadletter');
