@@ -62,14 +62,14 @@ decision(inp, index) := deny("actor is empty") if {
 
 deny(reason) := {"allow": false, "reason": reason}
 
-# Each resource's outcome in order: the first denial is the decision, else the last rule allowing.
-verdict(inp, rules, bases) := deny(denials[0]) if {
-	outcomes := [outcome(inp, rules, bases, r) | some r in inp.resources]
+# Each resource's outcome in order: the first denial is the decision, else the rule that allowed
+# the last resource.
+verdict(inp, rules, bases) := conclusion([outcome(inp, rules, bases, r) | some r in inp.resources])
+
+conclusion(outcomes) := deny(denials[0]) if {
 	denials := [o.deny | some o in outcomes; o.deny]
 	count(denials) > 0
-} else := {"allow": true, "reason": concat("", ["allowed by ", rule_id])} if {
-	rule_id := first_rule(rules, bases, inp.resources[count(inp.resources) - 1])
-}
+} else := {"allow": true, "reason": concat("", ["allowed by ", outcomes[count(outcomes) - 1].allow])}
 
 actor_present(inp) if {
 	is_string(inp.actor.id)
