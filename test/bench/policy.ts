@@ -6,7 +6,7 @@ import { BUILTIN, type Engine, inputOf, OPA_WASM, TABLE, WASM_DIR, WASM_FUNCTION
  * `npm run bench:policy [-- --iterations N]`: decisions per second and p50/p99 latency of each
  * policy engine over the inputs of the decision table (policies/cases.json), each input
  * evaluated by its own function's policy. The built-in evaluator always; the OPA wasm engine
- * when compiled bundles are in CLD_POLICY_WASM_DIR (default policies/dist). Goals (issue "OPA
+ * over the bundles in CLD_POLICY_WASM_DIR (default: the committed policies/dist). Goals (issue "OPA
  * policies ..."): built-in ≤ 5 µs and wasm ≤ 50 µs per decision at p50. Reported, not asserted.
  *
  * Method: a warm-up pass, then `iterations` decisions round-robin over the table, each timed
