@@ -34,7 +34,7 @@ async function buildPolicies(args: string[], path: string) {
 }
 
 /**
- * A stand-in `opa` executable (OPA cannot be installed here), used only to drive the script's
+ * A stand-in `opa` executable (the tests run without OPA), used only to drive the script's
  * success and failure paths: `version` prints the given version, `test` exits with the given
  * code, `eval` prints the given rule index, `capabilities --current` prints a small capabilities
  * document, and `build` writes a real gzipped tar bundle (GNU tar) whose `/policy.wasm` names the

@@ -38,10 +38,10 @@ describe('OpaWasmPolicy.load (real @open-policy-agent/opa-wasm)', () => {
 });
 
 /**
- * The adapter's handling of opa-wasm's `LoadedPolicy` results. OPA cannot compile Rego on this
- * machine, so a hand-written object with the documented `LoadedPolicy` surface (entrypoints,
- * setData, evaluate returning a result set) stands in for a compiled module here; the decision
- * table runs on real bundles in decision-table.test.ts when they exist.
+ * The adapter's handling of opa-wasm's `LoadedPolicy` results, including results a compiled
+ * policy never gives: a hand-written object with the documented `LoadedPolicy` surface
+ * (entrypoints, setData, evaluate returning a result set) stands in for a compiled module here;
+ * the decision table runs on the committed bundles (policies/dist) in decision-table.test.ts.
  */
 describe('OpaWasmPolicy result mapping', () => {
   function loaded(evaluate: (input: unknown, entrypoint?: number | string) => unknown) {

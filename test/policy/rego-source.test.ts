@@ -17,10 +17,10 @@ import { isUrn } from '../../shared/urn.js';
 import { FUNCTIONS, REPO, RULES, URNS, urnSamples } from './table.js';
 
 /**
- * OPA cannot run here, so these checks pin the Rego sources to the TypeScript reference where
- * they must agree textually (URN grammar, placeholder shapes, reasons, one entry policy per
+ * Tests run without OPA, so these checks pin the Rego sources to the TypeScript reference where
+ * they must agree textually (URN namespaces, length bound, blanks, reasons, one entry policy per
  * function), and check the shared index layout. The Rego tests (policies/*_test.rego) run the
- * same decision table wherever `opa test policies/` can run.
+ * same decision table wherever `opa test policies/` can run (npm run build:policies runs them).
  */
 
 const LIB = readFileSync(join(REPO, 'policies/lib/cld.rego'), 'utf8');
