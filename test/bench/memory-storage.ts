@@ -4,13 +4,16 @@ import type { PutResult, StorageInterface } from '../../shared/storage/port.js';
 
 /**
  * A scratch in-memory storage for benchmarks (issue 16: "an in-memory storage variant"): the
- * objects in a Map, the keys in an array kept sorted by UTF-8 byte order, so a prefix listing is
- * two binary searches and a slice. Create-only like the real adapters; not for production (no
- * durability, one process).
+ * objects in a Map, and for each folder (a key up to its last `/`) the keys and sub-folders in
+ * it, so a put is O(1) and a prefix listing walks only the folder it names, as the filesystem
+ * adapter does. Create-only like the real adapters; not for production (no durability, one
+ * process).
  */
 export class MemoryStorage implements StorageInterface {
   private readonly objects = new Map<string, Buffer>();
-  private readonly keys: string[] = [];
+  /** Folder → keys directly in it; folder → its sub-folders. */
+  private readonly files = new Map<string, Set<string>>();
+  private readonly folders = new Map<string, Set<string>>();
 
   async get(key: string): Promise<Buffer> {
     assertValidKey(key);
@@ -34,38 +37,50 @@ export class MemoryStorage implements StorageInterface {
     if (typeof data !== 'string' && !Buffer.isBuffer(data))
       throw new ValidationError('data must be a string or Buffer');
     this.objects.set(key, Buffer.from(data));
-    this.keys.splice(this.lowerBound(key), 0, key);
+    let folder = folderOf(key);
+    add(this.files, folder, key);
+    while (folder !== '') {
+      const parent = folderOf(folder);
+      if (this.folders.get(parent)?.has(folder)) break;
+      add(this.folders, parent, folder);
+      folder = parent;
+    }
     return { created: true };
   }
 
   async delete(key: string): Promise<void> {
     assertValidKey(key);
-    if (!this.objects.delete(key)) return;
-    this.keys.splice(this.lowerBound(key), 1);
+    if (this.objects.delete(key)) this.files.get(folderOf(key))?.delete(key);
   }
 
   async findByPrefix(prefix: string): Promise<string[]> {
-    const from = this.lowerBound(prefix);
-    let to = from;
-    while (to < this.keys.length && (this.keys[to] as string).startsWith(prefix)) to++;
-    return this.keys.slice(from, to);
+    const keys: string[] = [];
+    const walk = (folder: string) => {
+      for (const key of this.files.get(folder) ?? []) if (key.startsWith(prefix)) keys.push(key);
+      for (const sub of this.folders.get(folder) ?? []) walk(sub);
+    };
+    walk(folderOf(prefix));
+    return keys.sort(compareKeys);
   }
 
   async findByExtension(extension: string): Promise<string[]> {
-    return this.keys.filter((key) => key.endsWith(extension));
+    return [...this.objects.keys()].filter((key) => key.endsWith(extension)).sort(compareKeys);
   }
+}
 
-  /** Index of the first key not below `key` (UTF-8 byte order). */
-  private lowerBound(key: string): number {
-    let lo = 0;
-    let hi = this.keys.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (compareKeys(this.keys[mid] as string, key) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+/** The folder of a key or prefix: up to its last `/` (`''` at the top). */
+function folderOf(key: string): string {
+  const slash = key.lastIndexOf('/');
+  return slash === -1 ? '' : key.slice(0, slash);
+}
+
+function add(map: Map<string, Set<string>>, folder: string, item: string): void {
+  let set = map.get(folder);
+  if (!set) {
+    set = new Set();
+    map.set(folder, set);
   }
+  set.add(item);
 }
 
 /** Counts what a storage is asked: object reads (a `getMany` counts each key) and listings. */
