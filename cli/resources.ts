@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ValidationError } from '../shared/errors.js';
+import { ingestGraph, isGraphFile } from '../shared/graph/ingest.js';
 import type { AnyResource } from '../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import type { Deps } from '../shared/runtime/deps.js';
@@ -10,8 +11,10 @@ import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { parseUrn } from '../shared/urn.js';
 
 /**
- * Ingests documents through `deps` (the embedded default's, or the deployed bucket's) and prints
- * one summary line.
+ * Ingests documents through `deps` (the embedded default's, or the deployed bucket's): Markdown
+ * and text into chunks and the chunk index, then linked data (`.jsii` assemblies, Turtle,
+ * N-Triples, N-Quads, TriG, JSON-LD, HTML) into `doc.Graph` resources and the graph index; prints
+ * one summary line for each.
  * @throws ValidationError for a path that does not exist
  */
 export async function runIngest(deps: Deps, paths: string[]): Promise<void> {
@@ -19,15 +22,27 @@ export async function runIngest(deps: Deps, paths: string[]): Promise<void> {
     const found = await stat(resolve(path)).catch(() => undefined);
     if (!found) throw new ValidationError(`docs path does not exist: ${path}`);
   }
-  const report = await ingest(paths, {
-    resources: deps.resources,
-    index: deps.search as MiniSearchIndex,
-    actor: SYSTEM_ACTOR,
-    cwd: process.cwd(),
-  });
-  console.log(
-    `ingested ${report.files} files: ${report.documents} new (${report.chunks} chunks, ${(report.bytes / 1024).toFixed(0)} KB), ${report.skipped} unchanged, in ${(report.ms / 1000).toFixed(1)} s`,
-  );
+  const documentPaths = paths.filter((path) => !isGraphFile(path));
+  const index = deps.search as MiniSearchIndex;
+  if (documentPaths.length > 0) {
+    const report = await ingest(documentPaths, {
+      resources: deps.resources,
+      index,
+      actor: SYSTEM_ACTOR,
+      cwd: process.cwd(),
+    });
+    console.log(
+      `ingested ${report.files} files: ${report.documents} new (${report.chunks} chunks, ${(report.bytes / 1024).toFixed(0)} KB), ${report.skipped} unchanged, in ${(report.ms / 1000).toFixed(1)} s`,
+    );
+  }
+  const indexStorage = index.location?.storage;
+  if (!indexStorage) return;
+  const graph = await ingestGraph(paths, { resources: deps.resources, indexStorage, actor: SYSTEM_ACTOR, cwd: process.cwd() });
+  if (graph.files > 0) {
+    console.log(
+      `graph: ${graph.files} linked-data file(s), ${graph.files - graph.skipped} new: ${graph.triples} triples in ${graph.shards} shard(s) (${(graph.bytes / 1048576).toFixed(1)} MB), ${graph.mentions} links to chunks, in ${(graph.ms / 1000).toFixed(1)} s`,
+    );
+  }
 }
 
 /** The resource at `urn` (when stored) and everything under it, read as the operator. */

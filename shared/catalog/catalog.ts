@@ -3,9 +3,11 @@ import { ValidationError } from '../errors.js';
 import { withMeta } from '../resources/meta.js';
 import { type Assistant, parseResource, type Tool, ToolSchema } from '../resources/schemas.js';
 import { keyOf } from '../urn.js';
+import apiReference from './assistants/api-reference.json' with { type: 'json' };
 import coordinator from './assistants/coordinator.json' with { type: 'json' };
 import editor from './assistants/editor.json' with { type: 'json' };
 import researcher from './assistants/researcher.json' with { type: 'json' };
+import graph from './tools/graph.json' with { type: 'json' };
 import read from './tools/read.json' with { type: 'json' };
 import search from './tools/search.json' with { type: 'json' };
 
@@ -65,8 +67,8 @@ export function toolFromFile(file: unknown): Tool {
 /** The default catalog's resources. @throws ValidationError when a file is malformed */
 export function defaultCatalog(): { assistants: Assistant[]; tools: Tool[] } {
   return {
-    assistants: [coordinator, editor, researcher].map(assistantFromFile),
-    tools: [read, search].map(toolFromFile),
+    assistants: [apiReference, coordinator, editor, researcher].map(assistantFromFile),
+    tools: [graph, read, search].map(toolFromFile),
   };
 }
 

@@ -7,6 +7,7 @@ import {
   type TaskPayload,
 } from '../domain/payloads.js';
 import { contentWords, cosine, HashingEmbedder } from '../search/similarity.js';
+import { graphAnswer, graphCallFor, isStructuralQuestion, latestGraphResult } from './offline-graph.js';
 import type {
   ChatModel,
   ContentBlock,
@@ -62,7 +63,22 @@ export class OfflineChatModel implements ChatModel {
     const tried = new Set(
       request.messages.flatMap((m) => m.content.flatMap((b) => ('toolUse' in b ? [b.toolUse.name] : []))),
     );
-    const candidates = tools.filter((t) => !tried.has(t.name) && firstStringParameter(t));
+    const structural = tools.some((t) => t.name === 'graph') && isStructuralQuestion(question);
+    if (structural) {
+      const graphCalls = new Set(
+        request.messages.flatMap((m) =>
+          m.content.flatMap((b) =>
+            'toolUse' in b && b.toolUse.name === 'graph' ? [b.toolUse.toolUseId] : [],
+          ),
+        ),
+      );
+      if (!tried.has('graph')) return [toolUse('graph', `${turn}`, graphCallFor(question))];
+      const answer = graphAnswer(question, latestGraphResult(request.messages, graphCalls));
+      if (answer) return [{ text: answer }];
+    }
+    const candidates = tools.filter(
+      (t) => !tried.has(t.name) && t.name !== 'graph' && firstStringParameter(t),
+    );
     if (results.length === 0 && candidates.length > 0) {
       const tool = await this.bestTool(question, candidates);
       const argument = firstStringParameter(tool) as string;
@@ -152,6 +168,16 @@ function leaf(part: string): TaskPayload {
       applicability: 'A single question answerable from the ingested documentation.',
       evaluation: 'The answer cites at least one documentation chunk.',
     };
+  if (isStructuralQuestion(part)) {
+    return {
+      title: clip(part, 80),
+      purpose: clip(`Answer the question: ${part}`, TASK_TEXT_LIMITS.purpose),
+      instructions: `Query the API structure graph for ${terms.join(', ')}: describe the type, list its properties, defaults, bases or implementations, and cite the sources.`,
+      applicability:
+        'A structural question about an API: properties, props, defaults, types, extends, implements, methods.',
+      evaluation: `The answer lists the properties, members or related types from the graph and mentions: ${terms.join(', ')}.`,
+    };
+  }
   return {
     title: part.length > 80 ? `${part.slice(0, 77)}...` : part,
     purpose: clip(`Answer the question: ${part}`, TASK_TEXT_LIMITS.purpose),

@@ -232,6 +232,24 @@ export const ChunkSchema = z.strictObject({
 });
 export type Chunk = z.infer<typeof ChunkSchema>;
 
+/**
+ * `doc.Graph`: linked data from one source document (seed roadmap-v2 step 16), stored once
+ * under that Document as N-Quads text. A large source is split into shards (one resource per
+ * shard, `name` = `graph-<shard>`), so a query loads only the shards it needs.
+ */
+export const GraphSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  /** Always `application/n-quads`. */
+  format: z.literal('application/n-quads'),
+  /** Shard name: a jsii submodule (`aws_s3`, `core`) or `all` for a file read whole. */
+  shard: z.string().min(1).max(200),
+  /** Quads in `quads`. */
+  triples: z.number().int().nonnegative(),
+  /** The N-Quads document. */
+  quads: z.string(),
+});
+export type Graph = z.infer<typeof GraphSchema>;
+
 /** Schema per resource type: `parseResource` picks by `meta.type`. */
 export const RESOURCE_SCHEMAS = {
   'common.Conversation': ConversationSchema,
@@ -244,6 +262,7 @@ export const RESOURCE_SCHEMAS = {
   'tool.Call': ToolCallResourceSchema,
   'doc.Document': DocumentSchema,
   'doc.Chunk': ChunkSchema,
+  'doc.Graph': GraphSchema,
 } as const;
 
 /** A known resource type name. */

@@ -300,16 +300,22 @@ export async function projectionsFor(
  */
 async function loadTools(
   indexStorage: StorageInterface,
+  resources: ResourceIndex,
 ): Promise<{ search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> }> {
   if (process.env.CLD_BUNDLE_TOOLS !== 'false') {
-    const [{ MiniSearchIndex }, { searchTool }, { readTool }] = await Promise.all([
-      import('../search/minisearch-index.js'),
-      import('../tools/search.js'),
-      import('../tools/read.js'),
-    ]);
+    const [{ MiniSearchIndex }, { searchTool }, { readTool }, { createGraphTool }, { GraphIndex }] =
+      await Promise.all([
+        import('../search/minisearch-index.js'),
+        import('../tools/search.js'),
+        import('../tools/read.js'),
+        import('../tools/graph.js'),
+        import('../graph/graph-index.js'),
+      ]);
+    // The graph index manifest is read at the first graph call, not at cold start.
+    const graphTool = createGraphTool(() => GraphIndex.open(indexStorage, resources));
     return {
       search: await MiniSearchIndex.open(indexStorage),
-      tools: new Map([searchTool, readTool].map((tool) => [tool.name, tool])),
+      tools: new Map([searchTool, readTool, graphTool].map((tool) => [tool.name, tool])),
     };
   }
   throw notUsed(BUNDLED_FUNCTION, 'tools');
@@ -368,7 +374,7 @@ export async function assembleDeps(options: {
   );
   const catalog = defaultCatalog();
   let tools: { search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> };
-  if (uses.tools) tools = await loadTools(options.indexStorage);
+  if (uses.tools) tools = await loadTools(options.indexStorage, resources);
   else tools = { search: new UnusedSearch(options.function), tools: new Map() };
   return {
     resources,

@@ -214,7 +214,7 @@ export function keyOfGeneration(stem: string, generation: number): string {
 }
 
 /** Highest generation number stored under `stem`, or undefined when there is none. */
-async function latestGeneration(storage: StorageInterface, stem: string): Promise<number | undefined> {
+export async function latestGeneration(storage: StorageInterface, stem: string): Promise<number | undefined> {
   const pattern = new RegExp(`^${escapeRegExp(stem)}\\.([1-9][0-9]*)\\.json$`);
   let latest: number | undefined;
   for (const key of await storage.findByPrefix(`${stem}.`)) {

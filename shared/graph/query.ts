@@ -1,0 +1,354 @@
+import { DataFactory, type Quad, type Term } from 'n3';
+import { NotFoundError, ValidationError } from '../errors.js';
+import type { Actor } from '../policy/port.js';
+import type { GraphIndex } from './graph-index.js';
+import { compactIri, namespaceOf, PREFIXES, V } from './vocabulary.js';
+
+/**
+ * Graph queries over the graph index: basic graph patterns (a few triple patterns joined on
+ * `?variables`, as a SPARQL basic graph pattern), `describe` of one entity, both bounded and
+ * paginated. Shards are loaded lazily: a pattern whose subject or object is a known entity
+ * loads that entity's shard, so a query touches only the modules it names.
+ */
+
+const { namedNode, literal, variable } = DataFactory;
+
+/** Most intermediate solutions a query may build before it is refused as too broad. */
+export const MAX_SOLUTIONS = 20_000;
+
+/** Most shards one query may load. */
+export const MAX_SHARDS_PER_QUERY = 8;
+
+/** Triples per direction `describe` returns at most (totals are reported). */
+export const DESCRIBE_LIMIT = 60;
+
+/** A parsed pattern term. */
+export type PatternTerm = Term;
+
+/**
+ * Parses one term of a pattern: `?name` (variable), `<iri>`, a prefixed name (`jsii:Class`,
+ * `rdfs:label`), a `cld:` URN, `"text"` with optional `@lang` or `^^datatype`, `true`/`false`, or
+ * a number. A bare word that is none of these is read as a plain literal.
+ * @throws ValidationError for a malformed term (unknown prefix, unterminated IRI or literal)
+ */
+export function parseTerm(text: string): PatternTerm {
+  const t = text.trim();
+  if (t.length === 0) throw new ValidationError('empty pattern term');
+  if (t.startsWith('?')) {
+    if (!/^\?[A-Za-z_][A-Za-z0-9_]*$/.test(t)) throw new ValidationError(`bad variable name: ${t}`);
+    return variable(t.slice(1));
+  }
+  if (t.startsWith('<')) {
+    if (!t.endsWith('>') || t.length < 3 || /[<>\s"{}|^`\\]/.test(t.slice(1, -1)))
+      throw new ValidationError(`bad IRI: ${t.slice(0, 100)}`);
+    return namedNode(t.slice(1, -1));
+  }
+  if (t.startsWith('"')) {
+    const match = /^"((?:[^"\\]|\\.)*)"(?:@([A-Za-z]+(?:-[A-Za-z0-9]+)*)|\^\^(.+))?$/.exec(t);
+    if (!match) throw new ValidationError(`bad literal: ${t.slice(0, 100)}`);
+    const value = (match[1] as string).replace(/\\(.)/g, '$1');
+    if (match[2]) return literal(value, match[2]);
+    if (match[3]) {
+      const datatype = parseTerm(match[3]);
+      if (datatype.termType !== 'NamedNode') throw new ValidationError(`bad datatype: ${match[3]}`);
+      return literal(value, datatype);
+    }
+    return literal(value);
+  }
+  if (t === 'true' || t === 'false') return literal(t, namedNode(`${PREFIXES.xsd}boolean`));
+  if (t === 'a') return V.type;
+  if (t.startsWith('cld:')) return namedNode(t);
+  const prefixed = /^([A-Za-z][A-Za-z0-9_-]*):(.*)$/.exec(t);
+  if (prefixed) {
+    const namespace = namespaceOf(prefixed[1] as string);
+    if (!namespace) {
+      throw new ValidationError(
+        `unknown prefix "${prefixed[1]}:" (known: ${Object.keys(PREFIXES).join(', ')}; or write <iri>)`,
+      );
+    }
+    return namedNode(`${namespace}${prefixed[2]}`);
+  }
+  return literal(t);
+}
+
+/** A solution: variable name → term. */
+export type Binding = Map<string, Term>;
+
+/** What a query returns. */
+export interface QueryResult {
+  /** Solutions, variables → compact terms (`type:aws-cdk-lib.aws_s3.Bucket`, `"text"`). */
+  bindings: Record<string, string>[];
+  /** Solutions in all (before pagination). */
+  total: number;
+  offset: number;
+  /** Offset of the next page, when there is one. */
+  next?: number;
+  /** The `doc.Graph` resources read, and chunks linked (`jsii:mentionedIn`) to bound entities. */
+  sources: string[];
+}
+
+/**
+ * Evaluates a basic graph pattern. Patterns are taken most-bound first; for each solution so far
+ * the next pattern is matched against the loaded shards, loading the shards of the entities it
+ * names first.
+ * @throws ValidationError when a pattern is malformed, nothing in it selects a shard (give a
+ *   `module` or bind a subject or object), or the query is too broad (over
+ *   {@link MAX_SOLUTIONS} intermediate solutions or {@link MAX_SHARDS_PER_QUERY} shards)
+ */
+export async function queryPatterns(
+  graph: GraphIndex,
+  actor: Actor,
+  patterns: readonly (readonly [string, string, string])[],
+  options: { module?: string | undefined; limit: number; offset: number },
+): Promise<QueryResult> {
+  const parsed = patterns.map((p, i) => {
+    try {
+      return p.map(parseTerm) as [Term, Term, Term];
+    } catch (error) {
+      throw new ValidationError(`pattern ${i + 1}: ${(error as Error).message}`, { cause: error });
+    }
+  });
+  const session = new QuerySession(graph, actor);
+  for (const key of graph.unshardedKeys()) await session.ensure(key);
+  if (options.module) {
+    const keys = graph.shardsNamed(options.module);
+    if (keys.length === 0) throw new NotFoundError(`no graph module named "${options.module}"`);
+    for (const key of keys) await session.ensure(key);
+  }
+  for (const [s, , o] of parsed) for (const term of [s, o]) await session.ensureFor(term);
+  await session.ensureForLabels(parsed);
+  if (session.loadedCount() === 0) {
+    throw new ValidationError(
+      'the patterns name no known entity: bind a subject or object to an entity (e.g. type:aws-cdk-lib.aws_s3.BucketProps) or a label, or give "module"',
+    );
+  }
+  let solutions: Binding[] = [new Map()];
+  const remaining = [...parsed];
+  while (remaining.length > 0) {
+    remaining.sort((a, b) => boundCount(b, solutions[0]) - boundCount(a, solutions[0]));
+    const pattern = remaining.shift() as [Term, Term, Term];
+    const next: Binding[] = [];
+    for (const binding of solutions) {
+      const [s, p, o] = pattern.map((term) => substitute(term, binding)) as [Term, Term, Term];
+      await session.ensureFor(s);
+      await session.ensureFor(o);
+      for (const quad of session.match(s, p, o)) {
+        const extended = extend(binding, pattern, quad);
+        if (extended) next.push(extended);
+        if (next.length > MAX_SOLUTIONS) {
+          throw new ValidationError(`query too broad: over ${MAX_SOLUTIONS} solutions; bind more terms`);
+        }
+      }
+    }
+    solutions = dedupe(next);
+    if (solutions.length === 0) break;
+  }
+  const page = solutions.slice(options.offset, options.offset + options.limit);
+  const bindings = page.map((b) => Object.fromEntries([...b].map(([k, v]) => [k, formatTerm(v)])));
+  const chunks = new Set<string>();
+  for (const binding of page)
+    for (const term of binding.values()) for (const c of session.mentions(term)) chunks.add(c);
+  for (const [s, , o] of parsed)
+    for (const term of [s, o]) for (const c of session.mentions(term)) chunks.add(c);
+  const result: QueryResult = {
+    bindings,
+    total: solutions.length,
+    offset: options.offset,
+    sources: [...session.usedUrns(), ...[...chunks].slice(0, 10)],
+  };
+  if (options.offset + options.limit < solutions.length) result.next = options.offset + options.limit;
+  return result;
+}
+
+/** What `describe` returns. */
+export interface DescribeResult {
+  entity: string;
+  /** `[predicate, object]` pairs, bounded by {@link DESCRIBE_LIMIT}. */
+  outgoing: [string, string][];
+  /** `[subject, predicate]` pairs pointing at the entity, bounded likewise. */
+  incoming: [string, string][];
+  totals: { outgoing: number; incoming: number };
+  /** Members (properties, methods, enum members) of a type, each with its own triples. */
+  members?: Record<string, Record<string, string>>;
+  sources: string[];
+}
+
+/**
+ * Describes one entity: its triples in both directions (bounded), and for a jsii type its
+ * members with their label, value type, optionality, default and summary. `entity` is an IRI,
+ * a prefixed name, a fully qualified name or a simple name (`BucketProps`).
+ * @throws NotFoundError for an unknown entity; ValidationError when a simple name is ambiguous
+ *   (the candidates are listed)
+ */
+export async function describeEntity(
+  graph: GraphIndex,
+  actor: Actor,
+  entity: string,
+): Promise<DescribeResult> {
+  const session = new QuerySession(graph, actor);
+  for (const key of graph.unshardedKeys()) await session.ensure(key);
+  let subject: Term;
+  if (/^[A-Za-z_$][\w$]*(\.[\w$-]+)*$/.test(entity) && !entity.includes(':')) {
+    const matches = graph.resolveName(entity);
+    if (matches.length === 0) {
+      subject = await findByLabel(session, entity);
+    } else if (matches.length > 1) {
+      const preferred = matches.filter((m) => !/\.Cfn|\.Cfn[A-Z]/.test(m.iri));
+      if (preferred.length !== 1) {
+        throw new ValidationError(
+          `"${entity}" names ${matches.length} entities: ${matches
+            .slice(0, 8)
+            .map((m) => compactIri(m.iri))
+            .join(', ')}; give the module (e.g. aws_s3.${entity})`,
+        );
+      }
+      subject = namedNode((preferred[0] as { iri: string }).iri);
+    } else subject = namedNode((matches[0] as { iri: string }).iri);
+  } else {
+    subject = parseTerm(entity);
+  }
+  if (subject.termType !== 'NamedNode' && subject.termType !== 'BlankNode')
+    throw new ValidationError(`describe needs an entity, not ${subject.termType}`);
+  await session.ensureFor(subject);
+  const outgoingQuads = session.match(subject, null, null);
+  const incomingQuads = session.match(null, null, subject);
+  if (outgoingQuads.length === 0 && incomingQuads.length === 0)
+    throw new NotFoundError(`no entity ${formatTerm(subject)} in the graph`);
+  const memberPredicates = new Set<string>([V.property.value, V.method.value, V.member.value]);
+  const members: Record<string, Record<string, string>> = {};
+  for (const q of outgoingQuads) {
+    if (!memberPredicates.has(q.predicate.value)) continue;
+    const facts: Record<string, string> = {};
+    for (const m of session.match(q.object, null, null)) {
+      if (m.predicate.equals(V.type)) continue;
+      facts[compactIri(m.predicate.value)] =
+        m.object.termType === 'Literal' ? m.object.value : formatTerm(m.object);
+    }
+    members[facts['rdfs:label'] ?? formatTerm(q.object)] = facts;
+  }
+  const result: DescribeResult = {
+    entity: formatTerm(subject),
+    outgoing: outgoingQuads
+      .filter((q) => !memberPredicates.has(q.predicate.value))
+      .slice(0, DESCRIBE_LIMIT)
+      .map((q) => [compactIri(q.predicate.value), formatTerm(q.object)]),
+    incoming: incomingQuads
+      .slice(0, DESCRIBE_LIMIT)
+      .map((q) => [formatTerm(q.subject), compactIri(q.predicate.value)]),
+    totals: { outgoing: outgoingQuads.length, incoming: incomingQuads.length },
+    sources: [...session.usedUrns(), ...session.mentions(subject).slice(0, 10)],
+  };
+  if (Object.keys(members).length > 0) result.members = members;
+  return result;
+}
+
+async function findByLabel(session: QuerySession, label: string): Promise<Term> {
+  const found = session.match(null, V.label, literal(label));
+  const first = found[0];
+  if (!first) throw new NotFoundError(`no entity named "${label}" in the graph`);
+  return first.subject;
+}
+
+/** Compact text of a term: prefixed name or `<iri>`, `"literal"` (with `@lang`), `_:blank`. */
+export function formatTerm(term: Term): string {
+  if (term.termType === 'NamedNode') return compactIri(term.value);
+  if (term.termType === 'BlankNode') return `_:${term.value}`;
+  if (term.termType === 'Literal') {
+    if (term.language) return `${JSON.stringify(term.value)}@${term.language}`;
+    const datatype = term.datatype.value;
+    if (datatype === `${PREFIXES.xsd}boolean`) return term.value;
+    if (datatype === `${PREFIXES.xsd}string`) return JSON.stringify(term.value);
+    return `${JSON.stringify(term.value)}^^${compactIri(datatype)}`;
+  }
+  return `?${term.value}`;
+}
+
+class QuerySession {
+  private readonly loaded = new Map<string, { urn: string; store: import('n3').Store }>();
+
+  constructor(
+    private readonly graph: GraphIndex,
+    private readonly actor: Actor,
+  ) {}
+
+  loadedCount(): number {
+    return this.loaded.size;
+  }
+
+  usedUrns(): string[] {
+    return [...new Set([...this.loaded.values()].map((s) => s.urn))];
+  }
+
+  async ensure(key: string): Promise<void> {
+    if (this.loaded.has(key)) return;
+    if (this.loaded.size >= MAX_SHARDS_PER_QUERY + this.graph.unshardedKeys().length) {
+      throw new ValidationError(`query too broad: it needs more than ${MAX_SHARDS_PER_QUERY} graph shards`);
+    }
+    this.loaded.set(key, await this.graph.load(this.actor, key));
+  }
+
+  async ensureFor(term: Term): Promise<void> {
+    if (term.termType !== 'NamedNode') return;
+    for (const key of this.graph.shardsFor(term.value)) await this.ensure(key);
+  }
+
+  /** Literal objects of `rdfs:label` patterns name entities: load their shards. */
+  async ensureForLabels(patterns: readonly [Term, Term, Term][]): Promise<void> {
+    for (const [, p, o] of patterns) {
+      if (!p.equals(V.label) || o.termType !== 'Literal') continue;
+      for (const match of this.graph.resolveName(o.value)) await this.ensure(match.shard);
+    }
+  }
+
+  match(s: Term | null, p: Term | null, o: Term | null): Quad[] {
+    const seen = new Set<string>();
+    const out: Quad[] = [];
+    const norm = (t: Term | null) => (t && t.termType !== 'Variable' ? t : null);
+    for (const { store } of this.loaded.values()) {
+      for (const q of store.getQuads(norm(s), norm(p), norm(o), null)) {
+        const id = `${q.subject.value}\u0000${q.predicate.value}\u0000${q.object.termType}${q.object.value}`;
+        if (seen.has(id)) continue;
+        seen.add(id);
+        out.push(q);
+      }
+    }
+    return out;
+  }
+
+  mentions(term: Term): string[] {
+    if (term.termType !== 'NamedNode') return [];
+    return this.match(term, V.mentionedIn, null).map((q) => q.object.value);
+  }
+}
+
+function boundCount(pattern: readonly Term[], binding: Binding | undefined): number {
+  return pattern.filter((t) => t.termType !== 'Variable' || binding?.has(t.value)).length;
+}
+
+function substitute(term: Term, binding: Binding): Term {
+  return term.termType === 'Variable' ? (binding.get(term.value) ?? term) : term;
+}
+
+function extend(binding: Binding, pattern: readonly Term[], quad: Quad): Binding | undefined {
+  const values = [quad.subject, quad.predicate, quad.object];
+  const next = new Map(binding);
+  for (let i = 0; i < 3; i++) {
+    const term = pattern[i] as Term;
+    if (term.termType !== 'Variable') continue;
+    const bound = next.get(term.value);
+    const value = values[i] as Term;
+    if (bound && !bound.equals(value)) return undefined;
+    next.set(term.value, value);
+  }
+  return next;
+}
+
+function dedupe(solutions: Binding[]): Binding[] {
+  const seen = new Set<string>();
+  return solutions.filter((b) => {
+    const id = [...b].map(([k, v]) => `${k}=${v.termType}:${v.value}`).join('\u0000');
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}

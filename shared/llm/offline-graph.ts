@@ -1,0 +1,190 @@
+import type { JsonValue } from './port.js';
+
+/**
+ * The offline model's use of the `graph` tool (issue 13): deterministic plumbing that turns a
+ * structural question ("what properties does BucketProps take", "which classes implement
+ * IGrantable", "what does Rule extend") into a graph call, and the graph's JSON result into an
+ * answer that lists what the graph holds, with the sources it returned. No canned facts: every
+ * name, type and default in the answer comes from the tool result.
+ */
+
+/** Words that start a question and are capitalised without naming an entity. */
+const NOT_ENTITIES = new Set([
+  'What',
+  'Which',
+  'Who',
+  'How',
+  'Does',
+  'Do',
+  'Is',
+  'Are',
+  'Can',
+  'List',
+  'Show',
+  'Tell',
+  'Give',
+  'The',
+  'A',
+  'An',
+  'In',
+  'For',
+  'Of',
+  'And',
+  'Or',
+  'I',
+  'AWS',
+  'CDK',
+  'S3',
+  'API',
+  'When',
+  'Where',
+  'Why',
+]);
+
+/** True when the question asks about structure (properties, defaults, bases, implementations, members). */
+export function isStructuralQuestion(question: string): boolean {
+  return (
+    entityNames(question).length > 0 &&
+    /\b(propert(y|ies)|props|defaults?|extends?|inherit\w*|base class|implement\w*|methods?|members?|fields?|attributes?|takes?)\b/i.test(
+      question,
+    )
+  );
+}
+
+/** Identifier-like names in a question (`BucketProps`, `IGrantable`, `aws_s3.Bucket`), most specific first. */
+export function entityNames(question: string): string[] {
+  const names = question.match(/`?\b(?:[a-z][a-z0-9_]*\.)?[A-Z][A-Za-z0-9]*\b`?/g) ?? [];
+  const cleaned = [...new Set(names.map((n) => n.replace(/`/g, '')))].filter((n) => !NOT_ENTITIES.has(n));
+  const score = (n: string) =>
+    (n.includes('.') ? 3 : 0) + (/[a-z][A-Z]|^I[A-Z]/.test(n) ? 2 : 0) + n.length / 100;
+  return cleaned.sort((a, b) => score(b) - score(a));
+}
+
+/** The graph call for a structural question: patterns for "implement", else `describe`. */
+export function graphCallFor(question: string): Record<string, JsonValue> {
+  const [name] = entityNames(question);
+  if (/\bimplement\w*\b/i.test(question) && name) {
+    const label = name.slice(name.lastIndexOf('.') + 1);
+    return {
+      patterns: [
+        ['?interface', 'rdfs:label', JSON.stringify(label)],
+        ['?class', 'jsii:conformsTo', '?interface'],
+        ['?class', 'a', 'jsii:Class'],
+      ],
+      limit: 100,
+    };
+  }
+  return { describe: name ?? question };
+}
+
+interface DescribeView {
+  entity?: string;
+  outgoing?: [string, string][];
+  incoming?: [string, string][];
+  members?: Record<string, Record<string, string>>;
+  bindings?: Record<string, string>[];
+  total?: number;
+  next?: number;
+  sources?: string[];
+}
+
+/**
+ * An answer from a graph result (`describe` or pattern bindings), listing every member or
+ * binding returned, then its sources. Undefined when the result is not a graph result.
+ */
+export function graphAnswer(question: string, result: unknown): string | undefined {
+  const view = result as DescribeView;
+  if (typeof view !== 'object' || view === null) return undefined;
+  const sources = (view.sources ?? []).filter((s) => typeof s === 'string' && s.startsWith('cld:'));
+  const lines: string[] = [];
+  if (view.entity && (view.outgoing || view.members)) {
+    const name = view.entity.slice(view.entity.lastIndexOf('.') + 1);
+    const facts = new Map<string, string[]>();
+    for (const [p, o] of view.outgoing ?? []) facts.set(p, [...(facts.get(p) ?? []), o]);
+    const kind = (facts.get('rdf:type')?.[0] ?? '').replace('jsii:', '').toLowerCase();
+    const summary = facts.get('rdfs:comment')?.[0];
+    lines.push(
+      `\`${name}\`${kind ? ` is a ${kind}` : ''} (${view.entity})${summary ? `: ${unquote(summary)}` : '.'}`,
+    );
+    const bases = facts.get('jsii:extends') ?? [];
+    if (bases.length > 0) lines.push(`It extends ${bases.map(code).join(', ')}.`);
+    const implemented = facts.get('jsii:implements') ?? [];
+    if (implemented.length > 0) lines.push(`It implements ${implemented.map(code).join(', ')}.`);
+    const members = Object.entries(view.members ?? {});
+    const properties = members.filter(([, m]) => m['jsii:valueType'] !== undefined);
+    const methods = members.filter(([, m]) => m['jsii:signature'] !== undefined);
+    const enumMembers = members.filter(
+      ([, m]) => m['jsii:valueType'] === undefined && m['jsii:signature'] === undefined,
+    );
+    if (properties.length > 0) {
+      lines.push('', `${properties.length} properties:`);
+      for (const [label, m] of properties) {
+        const optional = m['jsii:optional'] === 'true' ? 'optional' : 'required';
+        const fallback = m['jsii:default'] !== undefined ? `; default: ${m['jsii:default']}` : '';
+        const text = m['rdfs:comment'] ? ` — ${m['rdfs:comment']}` : '';
+        lines.push(`- \`${label}\` (${m['jsii:valueType']}, ${optional}${fallback})${text}`);
+      }
+    }
+    if (methods.length > 0 && /method|member/i.test(question)) {
+      lines.push('', `${methods.length} methods:`);
+      for (const [, m] of methods)
+        lines.push(`- \`${m['jsii:signature']}\`${m['rdfs:comment'] ? ` — ${m['rdfs:comment']}` : ''}`);
+    }
+    if (enumMembers.length > 0)
+      lines.push('', `Members: ${enumMembers.map(([label]) => code(label)).join(', ')}.`);
+  } else if (Array.isArray(view.bindings)) {
+    if (view.bindings.length === 0) return `The graph has no match for this question.${sourceList(sources)}`;
+    const variable =
+      Object.keys(view.bindings[0] ?? {}).find((k) => k === 'class') ??
+      Object.keys(view.bindings[0] ?? {})[0];
+    const values = view.bindings.map((b) => b[variable as string] as string);
+    lines.push(
+      `${view.total ?? values.length} match(es)${view.next !== undefined ? ` (first ${values.length} shown)` : ''}:`,
+    );
+    for (const value of values) lines.push(`- ${code(value)}`);
+  } else return undefined;
+  return `${lines.join('\n')}${sourceList(sources)}`;
+}
+
+function sourceList(sources: readonly string[]): string {
+  return sources.length > 0 ? `\n\nSources:\n${sources.map((s) => `- ${s}`).join('\n')}` : '';
+}
+
+function code(term: string): string {
+  const name = term.startsWith('type:') ? term.slice('type:'.length) : term;
+  return `\`${name}\``;
+}
+
+function unquote(literal: string): string {
+  try {
+    return literal.startsWith('"') ? (JSON.parse(literal.replace(/@[a-z-]+$/i, '')) as string) : literal;
+  } catch {
+    return literal;
+  }
+}
+
+/** The JSON of the newest successful `graph` tool result in a conversation, if any. */
+export function latestGraphResult(
+  messages: readonly { content: readonly unknown[] }[],
+  graphToolUseIds: ReadonlySet<string>,
+): unknown {
+  for (const message of [...messages].reverse()) {
+    for (const block of message.content as Record<string, unknown>[]) {
+      const result = block.toolResult as
+        | { toolUseId: string; status?: string; content: ({ json?: unknown } | { text?: string })[] }
+        | undefined;
+      if (!result || result.status === 'error' || !graphToolUseIds.has(result.toolUseId)) continue;
+      for (const part of result.content) {
+        if ('json' in part && part.json !== undefined) return part.json;
+        if ('text' in part && typeof part.text === 'string') {
+          try {
+            return JSON.parse(part.text);
+          } catch {
+            return undefined;
+          }
+        }
+      }
+    }
+  }
+  return undefined;
+}
