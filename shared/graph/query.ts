@@ -88,9 +88,10 @@ export interface QueryResult {
 }
 
 /**
- * Evaluates a basic graph pattern. Patterns are taken most-bound first; for each solution so far
- * the next pattern is matched against the loaded shards, loading the shards of the entities it
- * names first.
+ * Evaluates a basic graph pattern. Patterns are taken most selective first (joined variables,
+ * then constants); for each solution so far the next pattern is matched against the loaded
+ * shards, loading the shards of the entities it names first. A pattern with neither subject nor
+ * object bound matches within the shards loaded so far.
  * @throws ValidationError when a pattern is malformed, nothing in it selects a shard (give a
  *   `module` or bind a subject or object), or the query is too broad (over
  *   {@link MAX_SOLUTIONS} intermediate solutions or {@link MAX_SHARDS_PER_QUERY} shards)
@@ -125,7 +126,7 @@ export async function queryPatterns(
   let solutions: Binding[] = [new Map()];
   const remaining = [...parsed];
   while (remaining.length > 0) {
-    remaining.sort((a, b) => boundCount(b, solutions[0]) - boundCount(a, solutions[0]));
+    remaining.sort((a, b) => selectivity(b, solutions[0]) - selectivity(a, solutions[0]));
     const pattern = remaining.shift() as [Term, Term, Term];
     const next: Binding[] = [];
     for (const binding of solutions) {
@@ -321,8 +322,16 @@ class QuerySession {
   }
 }
 
-function boundCount(pattern: readonly Term[], binding: Binding | undefined): number {
-  return pattern.filter((t) => t.termType !== 'Variable' || binding?.has(t.value)).length;
+/**
+ * How selective a pattern is now: a variable bound by earlier patterns counts most (the join
+ * follows the data), then a constant subject, then a constant object, then the predicate.
+ */
+function selectivity(pattern: readonly Term[], binding: Binding | undefined): number {
+  const weights = [2, 0.5, 1];
+  return pattern.reduce((score, term, i) => {
+    if (term.termType === 'Variable') return score + (binding?.has(term.value) ? 3 : 0);
+    return score + (weights[i] as number);
+  }, 0);
 }
 
 function substitute(term: Term, binding: Binding): Term {

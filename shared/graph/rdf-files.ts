@@ -1,3 +1,4 @@
+import type { Quad as RdfJsQuad } from '@rdfjs/types';
 import { Parser as HtmlParser } from 'htmlparser2';
 import { JsonLdParser } from 'jsonld-streaming-parser';
 import { MicrodataRdfParser } from 'microdata-rdf-streaming-parser';
@@ -46,13 +47,16 @@ export async function parseRdf(
   baseIri: string,
 ): Promise<Quad[]> {
   try {
-    const quads =
+    const quads: RdfJsQuad[] =
       format === 'json-ld'
         ? await parseJsonLd(text, baseIri)
         : format === 'html'
           ? await parseHtml(text, baseIri)
           : new Parser({ format: N3_FORMATS[format], baseIRI: baseIri }).parse(text);
-    return quads.map((q) => DataFactory.quad(q.subject, q.predicate, q.object));
+    // n3 terms throughout, in the default graph (the source is the resource the quads go under)
+    return quads.map(
+      (q) => DataFactory.fromQuad(DataFactory.quad(q.subject, q.predicate, q.object)) as unknown as Quad,
+    );
   } catch (error) {
     const message = (error as Error).message ?? String(error);
     const line = /line (\d+)/i.exec(message)?.[1];
@@ -70,15 +74,14 @@ const offlineDocumentLoader = {
   },
 };
 
-function parseJsonLd(text: string, baseIri: string): Promise<Quad[]> {
+function parseJsonLd(text: string, baseIri: string): Promise<RdfJsQuad[]> {
   return new Promise((resolve, reject) => {
-    const quads: Quad[] = [];
+    const quads: RdfJsQuad[] = [];
     const parser = new JsonLdParser({
       baseIRI: baseIri,
       documentLoader: offlineDocumentLoader,
-      dataFactory: DataFactory,
     });
-    parser.on('data', (q: Quad) => quads.push(q));
+    parser.on('data', (q: RdfJsQuad) => quads.push(q));
     parser.on('error', reject);
     parser.on('end', () => resolve(quads));
     parser.write(text);
@@ -87,7 +90,7 @@ function parseJsonLd(text: string, baseIri: string): Promise<Quad[]> {
 }
 
 /** Quads of an HTML page: its JSON-LD script blocks, RDFa and microdata. */
-async function parseHtml(html: string, baseIri: string): Promise<Quad[]> {
+async function parseHtml(html: string, baseIri: string): Promise<RdfJsQuad[]> {
   const scripts: string[] = [];
   let inJsonLd = false;
   let buffer = '';
@@ -110,7 +113,7 @@ async function parseHtml(html: string, baseIri: string): Promise<Quad[]> {
   });
   extractor.write(html);
   extractor.end();
-  const quads: Quad[] = [];
+  const quads: RdfJsQuad[] = [];
   for (const [i, script] of scripts.entries()) {
     try {
       quads.push(...(await parseJsonLd(script, baseIri)));
@@ -141,10 +144,10 @@ async function parseHtml(html: string, baseIri: string): Promise<Quad[]> {
 }
 
 /** Collects a streaming RDF/JS parser's quads (a Node `Transform` stream). */
-function streamed(parser: NodeJS.ReadWriteStream, text: string): Promise<Quad[]> {
+function streamed(parser: NodeJS.ReadWriteStream, text: string): Promise<RdfJsQuad[]> {
   return new Promise((resolve, reject) => {
-    const quads: Quad[] = [];
-    parser.on('data', (q: Quad) => quads.push(q));
+    const quads: RdfJsQuad[] = [];
+    parser.on('data', (q: RdfJsQuad) => quads.push(q));
     parser.on('error', reject);
     parser.on('end', () => resolve(quads));
     parser.write(text);
