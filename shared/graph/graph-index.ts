@@ -63,11 +63,28 @@ export const GraphManifestSchema = z.strictObject({
   version: z.literal(1),
   sources: z.array(SourceSchema),
   /**
-   * Named entities of sharded sources: simple name (`BucketProps`) → `[iri, source index, shard
-   * name]` for each entity with that name.
+   * Where the directory of named entities is stored: `<names>/<bucket>.json`, one small object
+   * per {@link nameBucket} of simple names, so resolving a name reads one bucket, not the whole
+   * directory. Content-addressed (the digest of the directory), written before the manifest.
    */
-  directory: z.record(z.string(), z.array(z.tuple([z.string(), z.number().int(), z.string()]))),
+  names: z.string().optional(),
 });
+
+/** One bucket of the directory: simple name → `[iri, source index, shard name]` per entity. */
+export const NameBucketSchema = z.record(
+  z.string(),
+  z.array(z.tuple([z.string(), z.number().int(), z.string()])),
+);
+export type NameBucket = z.infer<typeof NameBucketSchema>;
+
+/** The directory bucket of a simple name: its first two characters, lower-cased (`bu` for BucketProps). */
+export function nameBucket(label: string): string {
+  return label
+    .slice(0, 2)
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '_')
+    .padEnd(2, '_');
+}
 export type GraphManifest = z.infer<typeof GraphManifestSchema>;
 export type GraphSource = z.infer<typeof SourceSchema>;
 
@@ -85,12 +102,13 @@ interface LoadedShard {
  */
 export class GraphIndex {
   private readonly shards = new Map<string, LoadedShard>();
-  private readonly byIri = new Map<string, string[]>();
+  private readonly buckets = new Map<string, Promise<NameBucket>>();
 
   private constructor(
     /** The manifest this index reads. */
     readonly manifest: GraphManifest,
     private readonly resources: ResourceIndex,
+    private readonly storage: StorageInterface | undefined,
   ) {}
 
   /**
@@ -103,14 +121,9 @@ export class GraphIndex {
     key: string = DEFAULT_GRAPH_INDEX_KEY,
   ): Promise<GraphIndex> {
     const generation = await latestGeneration(storage, key);
-    if (generation === undefined) return new GraphIndex(emptyManifest(), resources);
+    if (generation === undefined) return new GraphIndex(emptyManifest(), resources, storage);
     const raw = await storage.get(keyOfGeneration(key, generation));
-    return new GraphIndex(parseManifest(raw.toString('utf8')), resources);
-  }
-
-  /** An index over a manifest already in memory (ingest, tests). */
-  static fromManifest(manifest: GraphManifest, resources: ResourceIndex): GraphIndex {
-    return new GraphIndex(manifest, resources);
+    return new GraphIndex(parseManifest(raw.toString('utf8')), resources, storage);
   }
 
   /** True when nothing has been ingested into the graph. */
@@ -120,11 +133,12 @@ export class GraphIndex {
 
   /**
    * Entities whose simple name or fully qualified name is `name` (case-sensitive; `aws_s3.Bucket`
-   * and `aws-cdk-lib.aws_s3.Bucket` work too), as `[iri, shard key]`.
+   * and `aws-cdk-lib.aws_s3.Bucket` work too), as `[iri, shard key]`. Reads one directory bucket.
+   * @throws ValidationError when the stored bucket is malformed
    */
-  resolveName(name: string): { iri: string; shard: string }[] {
+  async resolveName(name: string): Promise<{ iri: string; shard: string }[]> {
     const simple = name.slice(name.lastIndexOf('.') + 1);
-    const entries = this.manifest.directory[simple] ?? [];
+    const entries = (await this.bucket(simple))[simple] ?? [];
     const matches = entries.filter(
       ([iri]) => name === simple || iri.endsWith(`:${name}`) || iri.endsWith(`.${name}`),
     );
@@ -135,24 +149,47 @@ export class GraphIndex {
    * Shard keys that hold triples about `iri`: the entity's own shard for sharded sources (members
    * `…/name` go with their type), every shard of unsharded sources.
    */
-  shardsFor(iri: string): string[] {
-    const cached = this.byIri.get(iri);
-    if (cached) return cached;
+  async shardsFor(iri: string): Promise<string[]> {
     const keys: string[] = [];
-    this.manifest.sources.forEach((source, index) => {
+    for (const [index, source] of this.manifest.sources.entries()) {
       if (source.kind === 'rdf') {
         for (const shard of source.shards) keys.push(shardKey(index, shard.name));
-        return;
+        continue;
       }
-      if (!source.entityPrefix || !iri.startsWith(source.entityPrefix)) return;
+      if (!source.entityPrefix || !iri.startsWith(source.entityPrefix)) continue;
       const fqn = iri.slice(source.entityPrefix.length).split('/')[0] as string;
       const simple = fqn.slice(fqn.lastIndexOf('.') + 1);
-      for (const [entity, , shard] of this.manifest.directory[simple] ?? []) {
-        if (entity === `${source.entityPrefix}${fqn}`) keys.push(shardKey(index, shard));
+      for (const [entity, from, shard] of (await this.bucket(simple))[simple] ?? []) {
+        if (from === index && entity === `${source.entityPrefix}${fqn}`) keys.push(shardKey(index, shard));
       }
-    });
-    this.byIri.set(iri, keys);
+    }
     return keys;
+  }
+
+  private bucket(label: string): Promise<NameBucket> {
+    const id = nameBucket(label);
+    let bucket = this.buckets.get(id);
+    if (!bucket) {
+      bucket = this.readBucket(id);
+      this.buckets.set(id, bucket);
+      bucket.catch(() => this.buckets.delete(id));
+    }
+    return bucket;
+  }
+
+  private async readBucket(id: string): Promise<NameBucket> {
+    const prefix = this.manifest.names;
+    if (!prefix || !this.storage) return {};
+    let raw: Buffer;
+    try {
+      raw = await this.storage.get(`${prefix}/${id}.json`);
+    } catch (error) {
+      if (error instanceof NotFoundError) return {};
+      throw error;
+    }
+    const parsed = NameBucketSchema.safeParse(JSON.parse(raw.toString('utf8')));
+    if (!parsed.success) throw new ValidationError(`malformed graph name bucket ${prefix}/${id}.json`);
+    return parsed.data;
   }
 
   /** Shard keys of a source's shard by name (`aws_s3`), across sources. */
@@ -216,7 +253,7 @@ function splitShardKey(key: string): [number, string] {
 
 /** An empty manifest. */
 export function emptyManifest(): GraphManifest {
-  return { version: 1, sources: [], directory: {} };
+  return { version: 1, sources: [] };
 }
 
 /** Parses a stored manifest. @throws ValidationError */

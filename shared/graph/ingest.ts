@@ -18,6 +18,8 @@ import {
   emptyManifest,
   type GraphManifest,
   type GraphSource,
+  type NameBucket,
+  nameBucket,
   parseManifest,
 } from './graph-index.js';
 import { assemblyToShards, parseAssembly } from './jsii.js';
@@ -139,6 +141,7 @@ export async function ingestGraph(
         files.find((f) => f.name === source.name) as GraphFile,
       );
   }
+  const directory: NameBucket = {};
   for (const source of parsed) {
     const entry = await writeSource(source, deps, now());
     report.triples += source.triples;
@@ -147,11 +150,13 @@ export async function ingestGraph(
     const index = manifest.sources.length;
     manifest.sources.push(entry);
     for (const { label, fqn, shard } of source.directory) {
-      const list = manifest.directory[label] ?? [];
+      const list = directory[label] ?? [];
       list.push([`${PREFIXES.type}${fqn}`, index, shard]);
-      manifest.directory[label] = list;
+      directory[label] = list;
     }
   }
+  if (Object.keys(directory).length > 0)
+    manifest.names = await saveNames(deps.indexStorage, key, manifest, directory);
   if (parsed.length > 0) report.index = await saveManifest(deps.indexStorage, key, manifest);
   report.ms = Math.round(performance.now() - started);
   return report;
@@ -255,6 +260,7 @@ function readFileSyncSafe(path: string, name: string): Buffer {
  */
 async function linkMentions(source: ParsedSource, deps: GraphIngestDeps, file: GraphFile): Promise<number> {
   const packageDir = dirname(file.name);
+  const shardByIri = new Map(source.directory.map((d) => [`${PREFIXES.type}${d.fqn}`, d.shard]));
   let links = 0;
   for (const [shard, quads] of source.shards) {
     const readme = `${packageDir}/${shard === 'core' ? 'core' : shard.replace(/_/g, '-')}/README.md`;
@@ -282,7 +288,7 @@ async function linkMentions(source: ParsedSource, deps: GraphIngestDeps, file: G
       }
     }
     for (const [iri, label] of labels) {
-      if (!iri.startsWith(PREFIXES.type) || shardOfIri(source, iri) !== shard) continue;
+      if (!iri.startsWith(PREFIXES.type) || shardByIri.get(iri) !== shard) continue;
       const hits = chunks.flatMap((chunk, i) => ((words[i] as Set<string>).has(label) ? [{ chunk, i }] : []));
       for (const { chunk } of hits.slice(0, MAX_MENTIONS)) {
         quads.push(
@@ -309,11 +315,6 @@ async function linkMentions(source: ParsedSource, deps: GraphIngestDeps, file: G
   }
   source.triples += links;
   return links;
-}
-
-function shardOfIri(source: ParsedSource, iri: string): string | undefined {
-  const fqn = iri.slice(PREFIXES.type.length);
-  return source.directory.find((d) => d.fqn === fqn)?.shard;
 }
 
 /** Writes the Document (when absent) and one `doc.Graph` per shard; returns the manifest entry. */
@@ -408,6 +409,48 @@ function shapeOf(shards: ReadonlyMap<string, Quad[]>): Pick<GraphSource, 'classe
       return { from, predicate, to, count };
     });
   return { classes, shape };
+}
+
+/**
+ * Writes the directory of named entities (the earlier generation's merged with the new one) as
+ * content-addressed buckets `<key>-names/<digest>/<bucket>.json`; returns the prefix.
+ */
+async function saveNames(
+  storage: StorageInterface,
+  key: string,
+  manifest: GraphManifest,
+  added: NameBucket,
+): Promise<string> {
+  const merged: NameBucket = {};
+  if (manifest.names) {
+    const previous = await storage.findByPrefix(`${manifest.names}/`);
+    for (const file of previous) {
+      const bucket = JSON.parse((await storage.get(file)).toString('utf8')) as NameBucket;
+      for (const [label, entries] of Object.entries(bucket))
+        merged[label] = [...(merged[label] ?? []), ...entries];
+    }
+  }
+  for (const [label, entries] of Object.entries(added))
+    merged[label] = [...(merged[label] ?? []), ...entries];
+  const buckets = new Map<string, NameBucket>();
+  for (const label of Object.keys(merged).sort()) {
+    const id = nameBucket(label);
+    const bucket = buckets.get(id) ?? {};
+    bucket[label] = merged[label] as NameBucket[string];
+    buckets.set(id, bucket);
+  }
+  const digest = createHash('sha256')
+    .update(JSON.stringify([...buckets]))
+    .digest('hex')
+    .slice(0, 16);
+  const prefix = `${key}-names/${digest}`;
+  const limit = pLimit(WRITE_CONCURRENCY);
+  await Promise.all(
+    [...buckets].map(([id, bucket]) =>
+      limit(() => storage.put(`${prefix}/${id}.json`, JSON.stringify(bucket))),
+    ),
+  );
+  return prefix;
 }
 
 async function saveManifest(

@@ -184,7 +184,14 @@ export function assemblyToShards(
     }
     list.push(q);
   };
-  /** Adds a triple to the subject's shard, and to the object type's shard when that differs. */
+  /** `rdf:type` and `rdfs:label` of each subject: copied with its cross-shard triples. */
+  const identity = new Map<string, Quad[]>();
+  const copied = new Set<string>();
+  /**
+   * Adds a triple to the subject's shard. When the object is a type of another shard, the triple
+   * is copied there too, with the subject's `rdf:type` and `rdfs:label`, so a query bound on the
+   * object can filter and name its subjects without loading their shards.
+   */
   const emit = (
     shard: string,
     s: Quad['subject'],
@@ -195,8 +202,19 @@ export function assemblyToShards(
     const q = quad(s, p, o);
     triples++;
     add(shard, q);
+    if (p.equals(V.type) || p.equals(V.label)) {
+      const list = identity.get(s.value) ?? [];
+      list.push(q);
+      identity.set(s.value, list);
+    }
     const other = objectFqn ? types.get(objectFqn) : undefined;
-    if (other && shardOf(other) !== shard) add(shardOf(other), q);
+    if (!other || shardOf(other) === shard) return;
+    const target = shardOf(other);
+    add(target, q);
+    const key = `${target}\u0000${s.value}`;
+    if (copied.has(key)) return;
+    copied.add(key);
+    for (const known of identity.get(s.value) ?? []) add(target, known);
   };
   const conforms = conformance(types);
   for (const type of types.values()) {

@@ -16,6 +16,9 @@ const { namedNode, literal, variable } = DataFactory;
 /** Most intermediate solutions a query may build before it is refused as too broad. */
 export const MAX_SOLUTIONS = 20_000;
 
+/** Predicates whose triples are copied with a subject's cross-shard triples. */
+const IDENTITY = new Set<string>([V.type.value, V.label.value]);
+
 /** Most shards one query may load. */
 export const MAX_SHARDS_PER_QUERY = 8;
 
@@ -131,7 +134,9 @@ export async function queryPatterns(
     const next: Binding[] = [];
     for (const binding of solutions) {
       const [s, p, o] = pattern.map((term) => substitute(term, binding)) as [Term, Term, Term];
-      await session.ensureFor(s);
+      // a subject's rdf:type and rdfs:label travel with its cross-shard triples (jsii.ts)
+      const known = IDENTITY.has(p.value) && session.match(s, p, null).length > 0;
+      if (!known) await session.ensureFor(s);
       await session.ensureFor(o);
       for (const quad of session.match(s, p, o)) {
         const extended = extend(binding, pattern, quad);
@@ -190,7 +195,7 @@ export async function describeEntity(
   for (const key of graph.unshardedKeys()) await session.ensure(key);
   let subject: Term;
   if (/^[A-Za-z_$][\w$]*(\.[\w$-]+)*$/.test(entity) && !entity.includes(':')) {
-    const matches = graph.resolveName(entity);
+    const matches = await graph.resolveName(entity);
     if (matches.length === 0) {
       subject = await findByLabel(session, entity);
     } else if (matches.length > 1) {
@@ -237,10 +242,27 @@ export async function describeEntity(
       .slice(0, DESCRIBE_LIMIT)
       .map((q) => [formatTerm(q.subject), compactIri(q.predicate.value)]),
     totals: { outgoing: outgoingQuads.length, incoming: incomingQuads.length },
-    sources: [...session.usedUrns(), ...session.mentions(subject).slice(0, 10)],
+    sources: [...session.usedUrns(), ...citedChunks(session, subject, outgoingQuads, memberPredicates)],
   };
   if (Object.keys(members).length > 0) result.members = members;
   return result;
+}
+
+/** Chunks that name the entity or its members, the most often named first (at most 10). */
+function citedChunks(
+  session: QuerySession,
+  subject: Term,
+  outgoing: readonly Quad[],
+  members: ReadonlySet<string>,
+): string[] {
+  const counts = new Map<string, number>();
+  const terms = [subject, ...outgoing.filter((q) => members.has(q.predicate.value)).map((q) => q.object)];
+  for (const term of terms)
+    for (const chunk of session.mentions(term)) counts.set(chunk, (counts.get(chunk) ?? 0) + 1);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 10)
+    .map(([chunk]) => chunk);
 }
 
 async function findByLabel(session: QuerySession, label: string): Promise<Term> {
@@ -290,14 +312,14 @@ class QuerySession {
 
   async ensureFor(term: Term): Promise<void> {
     if (term.termType !== 'NamedNode') return;
-    for (const key of this.graph.shardsFor(term.value)) await this.ensure(key);
+    for (const key of await this.graph.shardsFor(term.value)) await this.ensure(key);
   }
 
   /** Literal objects of `rdfs:label` patterns name entities: load their shards. */
   async ensureForLabels(patterns: readonly [Term, Term, Term][]): Promise<void> {
     for (const [, p, o] of patterns) {
       if (!p.equals(V.label) || o.termType !== 'Literal') continue;
-      for (const match of this.graph.resolveName(o.value)) await this.ensure(match.shard);
+      for (const match of await this.graph.resolveName(o.value)) await this.ensure(match.shard);
     }
   }
 

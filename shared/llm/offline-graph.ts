@@ -143,7 +143,7 @@ export function graphAnswer(question: string, result: unknown): string | undefin
     );
     for (const value of values) lines.push(`- ${code(value)}`);
   } else return undefined;
-  return `${lines.join('\n')}${sourceList(sources)}`;
+  return `${lines.map((line) => line.replace(/\s*\n\s*/g, ' ')).join('\n')}${sourceList(sources)}`;
 }
 
 function sourceList(sources: readonly string[]): string {

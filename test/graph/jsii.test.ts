@@ -51,6 +51,10 @@ describe('jsii assembly → triples', () => {
     ]);
     // a query bound on IGrantable loads only aws_iam, and still finds the s3 class
     expect(objects(graph.shards.get('aws_iam') ?? [], bucket, V.conformsTo.value)).toContain(grantable);
+    // with the subject's kind and name, so the query can filter without loading aws_s3
+    expect(objects(graph.shards.get('aws_iam') ?? [], bucket, V.type.value)).toEqual([V.Class.value]);
+    expect(objects(graph.shards.get('aws_iam') ?? [], bucket, V.label.value)).toEqual(['Bucket']);
+    expect(objects(graph.shards.get('aws_iam') ?? [], bucket, V.extends.value)).toEqual([]);
     expect(objects(graph.shards.get('aws_s3') ?? [], bucket, V.extends.value)).toEqual([
       typeIri('demo-lib.aws_s3.BucketBase').value,
     ]);
