@@ -72,7 +72,7 @@ describe('composeFromEnv by CLD_FUNCTION', () => {
   it.each(['http', 'slack', 'teams'])('%s: storage and catalog only', async (fn) => {
     const deps = await compose({ CLD_FUNCTION: fn });
 
-    expect(deps.catalog.tools.map((tool) => tool.function.name).sort()).toEqual(['read', 'search']);
+    expect(deps.catalog.tools.map((tool) => tool.function.name).sort()).toEqual(['graph', 'read', 'search']);
     const unused = [
       deps.model.converse(REQUEST),
       deps.search.search('bucket'),
@@ -88,7 +88,7 @@ describe('composeFromEnv by CLD_FUNCTION', () => {
     const deps = await compose({ CLD_FUNCTION: 'tool' });
 
     expect(await deps.search.search('bucket policy')).toEqual([]);
-    expect([...deps.tools.keys()].sort()).toEqual(['read', 'search']);
+    expect([...deps.tools.keys()].sort()).toEqual(['graph', 'read', 'search']);
     await expect(deps.model.converse(REQUEST)).rejects.toThrow('tool does not use the chat model');
   });
 
@@ -112,7 +112,7 @@ describe('composeFromEnv by CLD_FUNCTION', () => {
 
     expect(deps.model.name).toBe('offline');
     expect(await deps.search.search('bucket')).toEqual([]);
-    expect(deps.tools.size).toBe(2);
+    expect(deps.tools.size).toBe(3);
   });
 
   it('fails the cold start when CLD_TOKENIZER_RANKS names a file that does not exist', async () => {
@@ -237,7 +237,7 @@ describe('composeFromEnv in a function bundle', () => {
         CLD_TOKENIZER_RANKS: writeTokenizerRanks(dataDir),
         POWERTOOLS_LOG_LEVEL: 'SILENT',
       });
-      expect([...own.tools.keys()].sort()).toEqual(['read', 'search']);
+      expect([...own.tools.keys()].sort()).toEqual(['graph', 'read', 'search']);
       await expect(own.model.converse(REQUEST)).rejects.toThrow('tool does not use the chat model');
     } finally {
       vi.unstubAllEnvs();
