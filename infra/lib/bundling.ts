@@ -77,6 +77,11 @@ export const BUNDLE_SETTINGS = {
   mainFields: ['module', 'main'],
   external: [...EXTERNAL_MODULES, ...NEVER_BUNDLED_MODULES],
   banner: ESM_REQUIRE_BANNER,
+  /**
+   * `readable-stream` (n3's dependency) is the userland copy of Node's `stream`; the Lambda
+   * runtime has the original, so the bundles use `node:stream` instead of shipping ~95 KB.
+   */
+  alias: { 'readable-stream': 'node:stream' },
 } as const;
 
 /** Files of a function's policy bundle, as absolute source paths. */
@@ -204,6 +209,9 @@ export function nodejsBundling(name: string, wasm: boolean): BundlingOptions {
     externalModules: [...BUNDLE_SETTINGS.external],
     define: bundleDefines(name),
     banner: BUNDLE_SETTINGS.banner,
+    esbuildArgs: Object.fromEntries(
+      Object.entries(BUNDLE_SETTINGS.alias).map(([from, to]) => [`--alias:${from}`, to]),
+    ),
     commandHooks,
   };
 }
@@ -238,6 +246,7 @@ export function esbuildOptions(
     mainFields: [...BUNDLE_SETTINGS.mainFields],
     external: [...BUNDLE_SETTINGS.external],
     define: bundleDefines(name),
+    alias: { ...BUNDLE_SETTINGS.alias },
     banner: { js: BUNDLE_SETTINGS.banner },
     logLevel: 'warning',
   };
