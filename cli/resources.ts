@@ -37,7 +37,12 @@ export async function runIngest(deps: Deps, paths: string[]): Promise<void> {
   }
   const indexStorage = index.location?.storage;
   if (!indexStorage) return;
-  const graph = await ingestGraph(paths, { resources: deps.resources, indexStorage, actor: SYSTEM_ACTOR, cwd: process.cwd() });
+  const graph = await ingestGraph(paths, {
+    resources: deps.resources,
+    indexStorage,
+    actor: SYSTEM_ACTOR,
+    cwd: process.cwd(),
+  });
   if (graph.files > 0) {
     console.log(
       `graph: ${graph.files} linked-data file(s), ${graph.files - graph.skipped} new: ${graph.triples} triples in ${graph.shards} shard(s) (${(graph.bytes / 1048576).toFixed(1)} MB), ${graph.mentions} links to chunks, in ${(graph.ms / 1000).toFixed(1)} s`,
