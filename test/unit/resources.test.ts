@@ -275,6 +275,7 @@ describe('parseResource', () => {
         'common.Tool',
         'doc.Chunk',
         'doc.Document',
+        'doc.Graph',
         'plan.Plan',
         'plan.Task',
         'plan.Verdict',
