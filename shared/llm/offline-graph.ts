@@ -45,7 +45,7 @@ const NOT_ENTITIES = new Set([
 export function isStructuralQuestion(question: string): boolean {
   return (
     entityNames(question).length > 0 &&
-    /\b(propert(y|ies)|props|defaults?|extends?|inherit\w*|base class|implement\w*|methods?|members?|fields?|attributes?|takes?)\b/i.test(
+    /\b(propert(y|ies)|props|defaults?|extends?|inherit\w*|base class|implement\w*|methods?|members?|values|fields?|attributes?|takes?)\b/i.test(
       question,
     )
   );
@@ -104,19 +104,20 @@ export function graphAnswer(question: string, result: unknown): string | undefin
     const kind = (facts.get('rdf:type')?.[0] ?? '').replace('jsii:', '').toLowerCase();
     const summary = facts.get('rdfs:comment')?.[0];
     lines.push(
-      `\`${name}\`${kind ? ` is a ${kind}` : ''} (${view.entity})${summary ? `: ${unquote(summary)}` : '.'}`,
+      `\`${name}\`${kind ? ` is ${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind}` : ''} (${view.entity})${summary ? `: ${unquote(summary)}` : '.'}`,
     );
     const bases = facts.get('jsii:extends') ?? [];
     if (bases.length > 0) lines.push(`It extends ${bases.map(code).join(', ')}.`);
     const implemented = facts.get('jsii:implements') ?? [];
     if (implemented.length > 0) lines.push(`It implements ${implemented.map(code).join(', ')}.`);
     const members = Object.entries(view.members ?? {});
+    const asksMethods = /\bmethods?\b/i.test(question);
     const properties = members.filter(([, m]) => m['jsii:valueType'] !== undefined);
     const methods = members.filter(([, m]) => m['jsii:signature'] !== undefined);
     const enumMembers = members.filter(
       ([, m]) => m['jsii:valueType'] === undefined && m['jsii:signature'] === undefined,
     );
-    if (properties.length > 0) {
+    if (properties.length > 0 && !asksMethods) {
       lines.push('', `${properties.length} properties:`);
       for (const [label, m] of properties) {
         const optional = m['jsii:optional'] === 'true' ? 'optional' : 'required';
@@ -125,7 +126,8 @@ export function graphAnswer(question: string, result: unknown): string | undefin
         lines.push(`- \`${label}\` (${m['jsii:valueType']}, ${optional}${fallback})${text}`);
       }
     }
-    if (methods.length > 0 && /method|member/i.test(question)) {
+    if (properties.length > 0 && asksMethods) lines.push(`It has ${properties.length} properties.`);
+    if (methods.length > 0 && asksMethods) {
       lines.push('', `${methods.length} methods:`);
       for (const [, m] of methods)
         lines.push(`- \`${m['jsii:signature']}\`${m['rdfs:comment'] ? ` — ${m['rdfs:comment']}` : ''}`);
@@ -184,6 +186,48 @@ export function latestGraphResult(
           }
         }
       }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The next graph call of the inner loop, or undefined when the graph has had its say: the first
+ * call for the question, then, when the graph answered that a name is ambiguous, one more call
+ * naming the candidate whose module the question mentions (else the first candidate).
+ */
+export function nextGraphCall(
+  question: string,
+  messages: readonly { content: readonly unknown[] }[],
+  graphToolUseIds: ReadonlySet<string>,
+): Record<string, JsonValue> | undefined {
+  if (graphToolUseIds.size === 0) return graphCallFor(question);
+  if (graphToolUseIds.size > 1) return undefined;
+  const error = latestGraphError(messages, graphToolUseIds);
+  const candidates = error?.match(/type:[\w.-]+/g) ?? [];
+  if (!/names \d+ entities/.test(error ?? '') || candidates.length === 0) return undefined;
+  const words = new Set(question.toLowerCase().match(/[a-z0-9]+/g) ?? []);
+  const mentioned = candidates.find((c) => {
+    const module = /\.([a-z0-9_]+)\.[A-Z]/.exec(c)?.[1] ?? '';
+    return module.split('_').some((part) => part !== 'aws' && words.has(part));
+  });
+  return { describe: mentioned ?? (candidates[0] as string) };
+}
+
+function latestGraphError(
+  messages: readonly { content: readonly unknown[] }[],
+  graphToolUseIds: ReadonlySet<string>,
+): string | undefined {
+  for (const message of [...messages].reverse()) {
+    for (const block of message.content as Record<string, unknown>[]) {
+      const result = block.toolResult as
+        | { toolUseId: string; status?: string; content: ({ json?: unknown } | { text?: string })[] }
+        | undefined;
+      if (!result || !graphToolUseIds.has(result.toolUseId)) continue;
+      if (result.status !== 'error') return undefined;
+      return result.content
+        .map((part) => ('text' in part ? part.text : JSON.stringify((part as { json?: unknown }).json)))
+        .join(' ');
     }
   }
   return undefined;

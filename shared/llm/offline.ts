@@ -7,7 +7,7 @@ import {
   type TaskPayload,
 } from '../domain/payloads.js';
 import { contentWords, cosine, HashingEmbedder } from '../search/similarity.js';
-import { graphAnswer, graphCallFor, isStructuralQuestion, latestGraphResult } from './offline-graph.js';
+import { graphAnswer, isStructuralQuestion, latestGraphResult, nextGraphCall } from './offline-graph.js';
 import type {
   ChatModel,
   ContentBlock,
@@ -72,7 +72,8 @@ export class OfflineChatModel implements ChatModel {
           ),
         ),
       );
-      if (!tried.has('graph')) return [toolUse('graph', `${turn}`, graphCallFor(question))];
+      const next = nextGraphCall(question, request.messages, graphCalls);
+      if (next) return [toolUse('graph', `${turn}`, next)];
       const answer = graphAnswer(question, latestGraphResult(request.messages, graphCalls));
       if (answer) return [{ text: answer }];
     }
