@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'CONFIG'
   | 'TOOL_ERROR'
   | 'DELIVERY_FAILED'
+  | 'STALLED'
   | 'CHANNEL_ERROR'
   | 'IDEMPOTENCY_CONFLICT';
 
@@ -135,6 +136,17 @@ export class ChannelError extends CldError {
 export class DeliveryFailedError extends CldError {
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('DELIVERY_FAILED', message, options);
+  }
+}
+
+/**
+ * A conversation made no progress (no resource created) for the stall time, and re-driving its
+ * pending work a bounded number of times did not help (shared/domain/sweep.ts): the open turns
+ * are answered with this error. `details`: `{ redrives, waitingFor }`.
+ */
+export class StalledError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('STALLED', message, options);
   }
 }
 

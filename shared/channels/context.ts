@@ -18,7 +18,10 @@ import { type ChannelSecrets, channelSecrets } from './secrets.js';
  */
 
 /** What the HTTP, Slack and Teams handlers use of the Deps. */
-export type ChannelDeps = Pick<Deps, 'resources' | 'catalog' | 'logger' | 'now'>;
+export type ChannelDeps = Pick<
+  Deps,
+  'resources' | 'catalog' | 'logger' | 'now' | 'limits' | 'openConversations'
+>;
 
 /** Channel adapters and configuration. */
 export interface Channels {

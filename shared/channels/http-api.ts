@@ -122,7 +122,7 @@ export function createHttpApi(options: {
         messageName: `message-${key ?? randomUUID()}`,
         ...(fingerprint ? { requestHash: fingerprint } : {}),
         now: deps.now(),
-      });
+      }, { openConversations: deps.openConversations });
       if (fingerprint) assertSameRequest(started.stored, fingerprint, body.message);
       return accepted(reqCtx.event as APIGatewayProxyEventV2, options.channels().config, id, started);
     },
@@ -148,7 +148,7 @@ export function createHttpApi(options: {
         messageName: `message-${key ?? randomUUID()}`,
         ...(fingerprint ? { requestHash: fingerprint } : {}),
         now: deps.now(),
-      });
+      }, { openConversations: deps.openConversations });
       if (fingerprint) assertSameRequest(started.stored, fingerprint, body.message);
       return accepted(reqCtx.event as APIGatewayProxyEventV2, options.channels().config, id, started);
     },

@@ -69,7 +69,11 @@ export function createSlackRouter(options: {
       deps.logger.debug('slack event ignored', { eventId: callback.data.event_id, reason: decision.reason });
       return ack();
     }
-    const started = await startConversation(deps.resources, { ...decision.input, now: deps.now() });
+    const started = await startConversation(
+      deps.resources,
+      { ...decision.input, now: deps.now() },
+      { openConversations: deps.openConversations },
+    );
     deps.logger.info('slack message stored', {
       eventId: callback.data.event_id,
       retry,
@@ -89,7 +93,11 @@ export function createSlackRouter(options: {
     const input = slashCommandInput(parsed.data, options.channels().config.CLD_SLACK_RESPONSE_URL_ORIGIN);
     if (!input.content)
       return { response_type: 'ephemeral', text: `Usage: ${parsed.data.command} <your question>` };
-    const started = await startConversation(deps.resources, { ...input, now: deps.now() });
+    const started = await startConversation(
+      deps.resources,
+      { ...input, now: deps.now() },
+      { openConversations: deps.openConversations },
+    );
     deps.logger.info('slack command stored', {
       conversation: started.conversation,
       message: started.message,

@@ -103,7 +103,11 @@ export function createTeamsRouter(options: {
     const webhook = await channels.secrets.teamsWebhookUrl();
     const input = teamsConversationInput(parsed.data, webhook);
     if (!input.content) return { type: 'message', text: 'Ask me a question after the mention.' };
-    const started = await startConversation(deps.resources, { ...input, now: deps.now() });
+    const started = await startConversation(
+      deps.resources,
+      { ...input, now: deps.now() },
+      { openConversations: deps.openConversations },
+    );
     deps.logger.info('teams message stored', {
       conversation: started.conversation,
       message: started.message,

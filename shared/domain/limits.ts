@@ -38,6 +38,22 @@ export const LimitsSchema = z.strictObject({
     .int()
     .min(1)
     .default(30 * 60_000),
+  /**
+   * Stall detection: a conversation with an unanswered message and no resource created for this
+   * long (ms) is `stalled` (shared/domain/progress.ts) and re-driven by the sweeper. Default 10 min:
+   * above the longest step (a model call of 3 × 120 s, the model steps' 420 s timeout), so a step
+   * that is merely slow is not re-driven.
+   */
+  stallAfterMs: z
+    .number()
+    .int()
+    .min(1_000)
+    .default(10 * 60_000),
+  /**
+   * Redrives of a stalled conversation without progress in between before the sweeper answers
+   * its open messages with a `STALLED` error (shared/domain/sweep.ts).
+   */
+  maxRedrives: z.number().int().min(0).max(20).default(3),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
 

@@ -1,10 +1,10 @@
-import type { S3ObjectCreatedEvent } from './envelope.js';
+import type { ResourceEvent } from './envelope.js';
 
 /**
  * Event bus port: where storage notifications go. In AWS, S3 itself publishes to EventBridge
  * and nothing in the code calls this; locally the notifying storage publishes to the
- * {@link LocalBus}.
+ * {@link LocalBus}, and the local sweeper re-emits events there.
  */
 export interface EventBus {
-  publish(event: S3ObjectCreatedEvent): void;
+  publish(event: ResourceEvent): void;
 }

@@ -40,7 +40,7 @@ export interface ResourcePutEvent {
   /** Event id (EventBridge `id`); duplicates of one delivery share it. */
   id: string;
   detailType: 'RESOURCE_PUT';
-  /** `aws.s3` */
+  /** `aws.s3`, or `cld` for the sweeper's re-emitted events */
   source: string;
   /** ISO 8601 */
   time: string;
@@ -52,13 +52,49 @@ export interface ResourcePutEvent {
   type: string;
 }
 
+/** Source of the events the sweeper puts on the bus (shared/events/redrive.ts). */
+export const REDRIVE_SOURCE = 'cld';
+
+/** Detail type of the sweeper's events: the seeds' `RESOURCE_PUT`. */
+export const REDRIVE_DETAIL_TYPE = 'RESOURCE_PUT';
+
 /**
- * Validates an S3 "Object Created" event and normalises it to `RESOURCE_PUT`. Keys are used as
- * sent; a URL-encoded key (as S3 sends to SNS/SQS targets) is decoded when the raw key is not a
- * resource key.
- * @throws ValidationError for a malformed event or a key that is not `<urn>.json`.
+ * A `RESOURCE_PUT` the sweeper re-emits for a stored resource whose effect is missing
+ * (shared/domain/sweep.ts), as EventBridge delivers an event put with `PutEvents` (`Source`
+ * `cld`, `DetailType` `RESOURCE_PUT`): the detail names the bucket and the key as S3's events do
+ * (so the routing table's patterns match both) and the URN.
+ */
+export const RedriveEventSchema = z.looseObject({
+  version: z.string(),
+  id: z.string().min(1),
+  'detail-type': z.literal(REDRIVE_DETAIL_TYPE),
+  source: z.literal(REDRIVE_SOURCE),
+  account: z.string(),
+  time: z.string(),
+  region: z.string(),
+  resources: z.array(z.string()),
+  detail: z.looseObject({
+    bucket: z.looseObject({ name: z.string().min(1) }),
+    object: z.looseObject({ key: z.string().min(1) }),
+    urn: z.string().min(1),
+    /** Why it was emitted: `redrive` (a stalled conversation) or `resume` (a restarted runtime). */
+    reason: z.string().optional(),
+  }),
+});
+export type RedriveEvent = z.infer<typeof RedriveEventSchema>;
+
+/** An event the steps take: S3's "Object Created" or the sweeper's `RESOURCE_PUT`. */
+export type ResourceEvent = S3ObjectCreatedEvent | RedriveEvent;
+
+/**
+ * Validates an S3 "Object Created" event, or the sweeper's `RESOURCE_PUT` (source `cld`), and
+ * normalises it to `RESOURCE_PUT`. Keys are used as sent; a URL-encoded key (as S3 sends to
+ * SNS/SQS targets) is decoded when the raw key is not a resource key.
+ * @throws ValidationError for a malformed event, a key that is not a resource key, or a
+ *   sweeper event whose URN is not the one its key stores
  */
 export function toResourcePut(event: unknown): ResourcePutEvent {
+  if ((event as { source?: unknown } | null)?.source === REDRIVE_SOURCE) return fromRedrive(event);
   const parsed = S3ObjectCreatedEventSchema.safeParse(event);
   if (!parsed.success)
     throw new ValidationError(`not an S3 Object Created event: ${z.prettifyError(parsed.error)}`);
@@ -81,6 +117,28 @@ export function toResourcePut(event: unknown): ResourcePutEvent {
     time: parsed.data.time,
     bucket: detail.bucket.name,
     key,
+    urn,
+    type: typeOf(urn),
+  };
+}
+
+function fromRedrive(event: unknown): ResourcePutEvent {
+  const parsed = RedriveEventSchema.safeParse(event);
+  if (!parsed.success)
+    throw new ValidationError(`not a cld RESOURCE_PUT event: ${z.prettifyError(parsed.error)}`);
+  const { detail } = parsed.data;
+  const urn = urnOfKey(detail.object.key);
+  if (urn === undefined)
+    throw new ValidationError(`object key is not a resource key: ${detail.object.key.slice(0, 200)}`);
+  if (urn !== detail.urn)
+    throw new ValidationError(`RESOURCE_PUT names ${detail.urn.slice(0, 200)}, but its key stores ${urn}`);
+  return {
+    id: parsed.data.id,
+    detailType: 'RESOURCE_PUT',
+    source: parsed.data.source,
+    time: parsed.data.time,
+    bucket: detail.bucket.name,
+    key: detail.object.key,
     urn,
     type: typeOf(urn),
   };

@@ -1,6 +1,6 @@
 import { toErrorInfo } from '../errors.js';
 import type { EventBus } from './bus.js';
-import type { S3ObjectCreatedEvent } from './envelope.js';
+import type { ResourceEvent } from './envelope.js';
 import { matchesPattern } from './pattern.js';
 import { type Route, routeAccepts, type StepName } from './routing.js';
 import {
@@ -28,7 +28,7 @@ export interface Delivery {
  * A step function as the bus invokes it: the Lambda handler's event in, nothing out. The bus
  * always passes the delivery (optional only so that a target can be called directly).
  */
-export type StepInvoker = (event: S3ObjectCreatedEvent, delivery?: Delivery) => Promise<void>;
+export type StepInvoker = (event: ResourceEvent, delivery?: Delivery) => Promise<void>;
 
 /**
  * Stands for a killed runtime process (fault injection): the invocation ends with no response,
@@ -47,7 +47,7 @@ export class ProcessExitError extends Error {
 export interface DeadLetter {
   route: string;
   target: StepName;
-  event: S3ObjectCreatedEvent;
+  event: ResourceEvent;
   attempts: number;
   error: { code: string; message: string };
 }
@@ -107,7 +107,7 @@ export interface LocalBusOptions {
   backoffMs?: (attempt: number) => number;
   faults?: DeliveryFaults;
   /** Called for each delivery, before the invocation (progress display). */
-  onDelivery?: (target: StepName, event: S3ObjectCreatedEvent) => void;
+  onDelivery?: (target: StepName, event: ResourceEvent) => void;
   onDeadLetter?: (letter: DeadLetter) => void;
   /**
    * The on-failure destination's consumer: called once per dead letter, tracked like an
@@ -119,7 +119,7 @@ export interface LocalBusOptions {
 
 interface Job {
   route: Route;
-  event: S3ObjectCreatedEvent;
+  event: ResourceEvent;
   attempt: number;
   /** Delivery sequence number (kept across retries). */
   id: number;
@@ -179,11 +179,11 @@ export class LocalBus implements EventBus {
     };
   }
 
-  publish(event: S3ObjectCreatedEvent): void {
+  publish(event: ResourceEvent): void {
     this.stats.published++;
     // One deeply frozen copy shared by every delivery: no handler can change what another sees
     // (isolation as a copy per delivery gave it), at one copy per event instead of per delivery.
-    let shared: S3ObjectCreatedEvent | undefined;
+    let shared: ResourceEvent | undefined;
     const frozen = () => {
       shared ??= deepFreeze(structuredClone(event));
       return shared;

@@ -1,5 +1,6 @@
 import { globMatch } from '../policy/glob.js';
 import { parseUrn } from '../urn.js';
+import { REDRIVE_DETAIL_TYPE, REDRIVE_SOURCE } from './envelope.js';
 import type { EventPattern } from './pattern.js';
 
 /**
@@ -30,10 +31,15 @@ export interface Route {
 
 const CONVERSATION = 'cld:common.Conversation.';
 
+/**
+ * A resource created under `keyWildcard` in `bucket`: S3's "Object Created" event, or the same
+ * resource re-emitted by the sweeper (source `cld`, detail type `RESOURCE_PUT`,
+ * shared/events/envelope.ts), whose detail names the bucket and key the same way.
+ */
 function objectCreated(bucket: string, keyWildcard: string): EventPattern {
   return {
-    source: ['aws.s3'],
-    'detail-type': ['Object Created'],
+    source: ['aws.s3', REDRIVE_SOURCE],
+    'detail-type': ['Object Created', REDRIVE_DETAIL_TYPE],
     detail: { bucket: { name: [bucket] }, object: { key: [{ wildcard: keyWildcard }] } },
   };
 }

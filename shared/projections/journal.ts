@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, truncate } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ValidationError } from '../errors.js';
 
@@ -7,8 +7,9 @@ import { ValidationError } from '../errors.js';
  * idempotency layer (the embedded default). Appends are written one `appendFile` at a time, the
  * records queued meanwhile together in the next one, so records land whole and in call order;
  * each append resolves once `appendFile` has written it. A crash in the middle of an append leaves at most one partial last line, which
- * {@link JsonlJournal.readAll} ignores (that record was never acknowledged); a malformed line
- * anywhere else is corruption and fails loudly.
+ * {@link JsonlJournal.readAll} ignores (that record was never acknowledged) and the first append
+ * of the next process cuts off (so the torn record never joins the next one into a malformed
+ * line); a malformed line anywhere else is corruption and fails loudly.
  *
  * One process owns a journal at a time (the CLI's process in local mode): appends of two
  * processes are each whole (O_APPEND), but neither sees the other's records in memory.
@@ -71,6 +72,7 @@ export class JsonlJournal {
       try {
         if (!this.ready) {
           await mkdir(dirname(this.path), { recursive: true });
+          await this.cutTornTail();
           this.ready = true;
         }
         await appendFile(this.path, batch.lines.join(''), 'utf8');
@@ -80,5 +82,18 @@ export class JsonlJournal {
       }
     }
     this.writing = false;
+  }
+
+  /** Truncates the file after its last newline: drops a record a crash left half-written. */
+  private async cutTornTail(): Promise<void> {
+    let text: Buffer;
+    try {
+      text = await readFile(this.path);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'ENOENT') return;
+      throw error;
+    }
+    if (text.length === 0 || text[text.length - 1] === 0x0a) return;
+    await truncate(this.path, text.lastIndexOf(0x0a) + 1);
   }
 }

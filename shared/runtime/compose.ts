@@ -12,6 +12,7 @@ import type { ChatModel, ConverseResponse } from '../llm/port.js';
 import type { Actor, Policy } from '../policy/port.js';
 import { builtinPolicy, selectPolicy } from '../policy/select.js';
 import { LocalProjectionStore } from '../projections/local.js';
+import { LocalOpenConversationStore, type OpenConversationStore } from '../projections/open-conversations.js';
 import type { ProjectionStore } from '../projections/port.js';
 import { UnconfiguredPersistenceLayer, UnconfiguredProjectionStore } from '../projections/unconfigured.js';
 import { type ResourceCacheOptions, ResourceIndex } from '../resources/resource-index.js';
@@ -141,6 +142,7 @@ export const FUNCTION_USES: Readonly<Record<string, Readonly<FunctionUses>>> = {
   slack: { model: false, tools: false, table: false },
   teams: { model: false, tools: false, table: false },
   deadletter: { model: false, tools: false, table: true },
+  sweeper: { model: false, tools: false, table: true },
 };
 
 /** What function `name` uses ({@link FUNCTION_USES}; {@link EVERYTHING} for others and undefined). */
@@ -272,21 +274,37 @@ export function modelFor(env: Env): ChatModel {
 export async function projectionsFor(
   env: Env,
   uses: Readonly<FunctionUses> = EVERYTHING,
-): Promise<{ projections: ProjectionStore; idempotency: BasePersistenceLayer }> {
+): Promise<{
+  projections: ProjectionStore;
+  idempotency: BasePersistenceLayer;
+  openConversations?: OpenConversationStore;
+}> {
   if (process.env.CLD_BUNDLE_TABLE !== 'false' && uses.table) {
     if (env.CLD_BUCKET && env.CLD_TABLE) {
-      const [{ createDynamoDBClient, DynamoDBProjectionStore }, { dynamoDBIdempotencyLayer }] =
-        await Promise.all([import('../projections/dynamodb.js'), import('../projections/idempotency.js')]);
+      const [
+        { createDynamoDBClient, DynamoDBProjectionStore },
+        { dynamoDBIdempotencyLayer },
+        { DynamoDBOpenConversationStore },
+      ] = await Promise.all([
+        import('../projections/dynamodb.js'),
+        import('../projections/idempotency.js'),
+        import('../projections/open-conversations-dynamodb.js'),
+      ]);
       const client = createDynamoDBClient({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
       return {
         projections: new DynamoDBProjectionStore({ client, tableName: env.CLD_TABLE }),
         idempotency: dynamoDBIdempotencyLayer({ client, tableName: env.CLD_TABLE }),
+        openConversations: new DynamoDBOpenConversationStore({ client, tableName: env.CLD_TABLE }),
       };
     }
     if (!env.CLD_BUCKET) {
       const { LocalPersistenceLayer } = await import('../projections/idempotency.js');
       const dir = join(env.CLD_DATA_DIR, 'projections');
-      return { projections: new LocalProjectionStore(dir), idempotency: new LocalPersistenceLayer(dir) };
+      return {
+        projections: new LocalProjectionStore(dir),
+        idempotency: new LocalPersistenceLayer(dir),
+        openConversations: new LocalOpenConversationStore(dir),
+      };
     }
   } else if (uses.table) {
     throw notUsed(BUNDLED_FUNCTION, 'the projections');
@@ -356,6 +374,8 @@ export async function assembleDeps(options: {
   projections?: ProjectionStore;
   /** Idempotency persistence for side effects that leave the system; default: in-memory local. */
   idempotency?: BasePersistenceLayer;
+  /** The open-conversations projection the steps touch; default: none. */
+  openConversations?: OpenConversationStore;
   now?: () => Date;
   /** Policy gate of every get/list/put; default: the built-in evaluator over every rule. */
   policy?: Policy;
@@ -386,6 +406,7 @@ export async function assembleDeps(options: {
     limits: options.limits,
     projections: options.projections ?? new LocalProjectionStore(),
     idempotency: options.idempotency ?? (await defaultIdempotency()),
+    ...(options.openConversations ? { openConversations: options.openConversations } : {}),
     logger: options.logger,
     now: options.now ?? (() => new Date()),
   };

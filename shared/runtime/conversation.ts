@@ -2,6 +2,7 @@ import { NAMES } from '../domain/common.js';
 import { ValidationError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
+import type { OpenConversationStore } from '../projections/open-conversations.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Conversation, Message } from '../resources/schemas.js';
 import { childUrn } from '../urn.js';
@@ -45,12 +46,16 @@ export function userActor(user: string, conversation: string): Actor {
 /**
  * Stores a Conversation and the user's Message (DESIGN.md "Flow": a channel puts Conversation +
  * user Message, which emits the `RESOURCE_PUT` that starts planning). Idempotent: the same
- * names give the same URNs and a repeated call writes nothing new.
+ * names give the same URNs and a repeated call writes nothing new. With `openConversations`, the
+ * conversation is opened there (shared/projections/open-conversations.ts) *before* the Message is
+ * written, so a process that dies right after the write leaves it where resume and the sweeper
+ * look; an item opened for a Message never written is closed by them.
  * @throws ValidationError for empty content, PolicyDeniedError
  */
 export async function startConversation(
   resources: ResourceIndex,
   input: StartConversationInput,
+  options: { openConversations?: OpenConversationStore | undefined } = {},
 ): Promise<StartedConversation> {
   const now = input.now ?? new Date();
   const meta = withMeta(
@@ -60,6 +65,7 @@ export async function startConversation(
   const actor = userActor(input.user, meta.id);
   const conversation: Conversation = { meta, actor: input.user, channel: input.channel };
   await resources.put(actor, conversation);
+  await options.openConversations?.touch(meta.id, now);
   const message: Message = {
     meta: withMeta({ type: 'common.Message', name: input.messageName ?? 'message-1', parent: meta.id }, now),
     role: 'user',

@@ -2,6 +2,7 @@ import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/pe
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Limits } from '../domain/limits.js';
 import type { ChatModel, Embedder } from '../llm/port.js';
+import type { OpenConversationStore } from '../projections/open-conversations.js';
 import type { ProjectionStore } from '../projections/port.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Assistant, Tool } from '../resources/schemas.js';
@@ -36,6 +37,12 @@ export interface Deps {
    * (shared/projections/idempotency.ts), keyed by the reply's URN.
    */
   idempotency: BasePersistenceLayer;
+  /**
+   * The open-conversations projection (shared/projections/open-conversations.ts): the step
+   * middleware touches it after every invocation that did something, and the sweeper reads it.
+   * Absent in functions that do not use the projections table.
+   */
+  openConversations?: OpenConversationStore;
   logger: Logger;
   now: () => Date;
 }

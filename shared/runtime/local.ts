@@ -8,7 +8,7 @@ import { handler as replyHandler } from '../../functions/reply/handler.js';
 import { handler as toolHandler } from '../../functions/tool/handler.js';
 import { deadLetterStep } from '../domain/dead-letter.js';
 import type { Limits } from '../domain/limits.js';
-import { type S3ObjectCreatedEvent, toResourcePut } from '../events/envelope.js';
+import { type ResourceEvent, toResourcePut } from '../events/envelope.js';
 import { type DeadLetter, type DeliveryFaults, LocalBus, type StepInvoker } from '../events/local-bus.js';
 import { routingTable, type StepName } from '../events/routing.js';
 import type { SchedulingPolicy } from '../events/scheduler.js';
@@ -17,6 +17,7 @@ import type { ChatModel } from '../llm/port.js';
 import { LocalPersistenceLayer } from '../projections/idempotency.js';
 import { LocalProjectionStore } from '../projections/local.js';
 import type { DEFAULT_RESOURCE_CACHE, ResourceCacheOptions } from '../resources/resource-index.js';
+import { LocalOpenConversationStore } from '../projections/open-conversations.js';
 import type { FaultInjector } from '../storage/faulty.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import { NotifyingStorage } from '../storage/notifying.js';
@@ -50,7 +51,7 @@ export interface LocalRuntimeOptions {
   scheduling?: SchedulingPolicy;
   /** Powertools log level (default SILENT: the CLI prints its own output). */
   logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
-  onDelivery?: (target: StepName, event: S3ObjectCreatedEvent) => void;
+  onDelivery?: (target: StepName, event: ResourceEvent) => void;
   onDeadLetter?: (letter: DeadLetter) => void;
   now?: () => Date;
   /** Backoff before retry n, in ms (default 50·2^(n-1)). */
@@ -75,6 +76,8 @@ export interface LocalRuntime {
   storage: StorageInterface;
   /** The projection store itself (no fault injection); `deps.projections` may wrap it. */
   projections: LocalProjectionStore;
+  /** The open-conversations projection (`deps.openConversations`), journaled under `projections/`. */
+  openConversations: LocalOpenConversationStore;
 }
 
 /** A Lambda context for a local invocation. */
@@ -115,6 +118,7 @@ const HANDLERS: Record<StepName, (event: unknown, context: Context) => Promise<u
 export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
   const storage = options.storage ?? new FilesystemStorage(join(options.dataDir, 'resources'));
   const projections = new LocalProjectionStore(join(options.dataDir, 'projections'));
+  const openConversations = new LocalOpenConversationStore(join(options.dataDir, 'projections'));
   const injector = options.injector;
   const invoker =
     (step: StepName): StepInvoker =>
@@ -154,6 +158,7 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
     limits: parseLimits(undefined, options.limits),
     projections: injector ? injector.wrapProjections(projections) : projections,
     idempotency: new LocalPersistenceLayer(join(options.dataDir, 'projections')),
+    openConversations,
     logger: new Logger({ serviceName: 'cld', logLevel: options.logLevel ?? 'SILENT' }),
     resourceCache: options.resourceCache ?? LOCAL_RESOURCE_CACHE,
     ...(options.now ? { now: options.now } : {}),
@@ -161,11 +166,11 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
   // What the deployed stack's catalog seed does at deploy (functions never seed at cold start).
   await seedCatalog(deps.resources);
   provideDeps(deps);
-  return { deps, bus, storage, projections };
+  return { deps, bus, storage, projections, openConversations };
 }
 
 /** The URN an S3 event is about (its key without `.json`), or the raw key when it is malformed. */
-function urnOfEvent(event: S3ObjectCreatedEvent): string {
+function urnOfEvent(event: ResourceEvent): string {
   try {
     return toResourcePut(event).urn;
   } catch {

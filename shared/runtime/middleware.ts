@@ -21,6 +21,9 @@ export type Step = (event: ResourcePutEvent, deps: Deps) => Promise<StepOutcome>
 
 const ROUTES = routingTable('*');
 
+/** Steps that advance a conversation's task tree: they record its progress (the reply step does not). */
+const TASK_TREE_STEPS: ReadonlySet<StepName> = new Set(['plan', 'assistant', 'tool']);
+
 /** Parses and normalises the event (replacing `request.event`); malformed input → ValidationError. */
 function parseResourcePut(): MiddlewareObj {
   return {
@@ -100,6 +103,9 @@ export function createStepHandler(step: StepName, run: Step, getDeps: () => Prom
       active.logger.appendKeys({ urn: resourcePut.urn, conversation: rootOf(resourcePut.urn), step });
       try {
         const outcome = await run(resourcePut, active);
+        // Progress for the sweeper (shared/domain/sweep.ts): after the step's writes, never before.
+        if (TASK_TREE_STEPS.has(step) && outcome.action !== 'ignored')
+          await active.openConversations?.touch(rootOf(resourcePut.urn), active.now());
         active.logger.info('step done', { ...outcome });
         return outcome;
       } finally {

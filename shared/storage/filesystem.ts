@@ -114,6 +114,25 @@ export class FilesystemStorage implements StorageInterface {
     }
   }
 
+  /**
+   * Removes the temporary files of creates that never finished (a process killed between the
+   * write of the data and its link): `.tmp/` holds nothing else, and an object is visible only
+   * once linked. Call it when no create is running (at start, before the runtime takes work).
+   * @returns how many files were removed
+   */
+  async cleanTemp(): Promise<number> {
+    const dir = join(this.root, TMP_DIR);
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch (error) {
+      if (isCode(error, 'ENOENT')) return 0;
+      throw error;
+    }
+    await Promise.all(names.map((name) => rm(join(dir, name), { force: true, recursive: true })));
+    return names.length;
+  }
+
   async delete(key: string): Promise<void> {
     assertValidKey(key);
     await rm(this.pathOf(key), { force: true });

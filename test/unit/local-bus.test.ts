@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ValidationError } from '../../shared/errors.js';
-import { type S3ObjectCreatedEvent, s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
+import { type ResourceEvent, type S3ObjectCreatedEvent, s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
 import {
   type DeadLetter,
   LocalBus,
@@ -231,7 +231,7 @@ describe('LocalBus', () => {
   });
 
   it('delivers each event twice with copies = 2, isolated: one frozen copy no delivery can change', async () => {
-    const deliveries: S3ObjectCreatedEvent[] = [];
+    const deliveries: ResourceEvent[] = [];
     const { targets } = recordingTargets(async (event) => {
       deliveries.push(event);
     });
