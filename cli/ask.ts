@@ -6,6 +6,7 @@ import type { AnyResource, Message } from '../shared/resources/schemas.js';
 import { type Env, modelFor } from '../shared/runtime/compose.js';
 import { addUserMessage, type StartedConversation } from '../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
+import { resumeLocal } from '../shared/runtime/local-recovery.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { isWithin } from '../shared/urn.js';
 import { CliFailure } from './errors.js';
@@ -49,15 +50,21 @@ export async function askCommand(args: string[], dataDir: string, env: Env): Pro
   } else if ((runtime.deps.search as MiniSearchIndex).size === 0) {
     throw new ValidationError('nothing has been ingested yet: pass --docs <folder>');
   }
+  // What an earlier, interrupted run left pending (an interrupted message of this conversation too).
+  await resumeLocal(runtime, { dataDir, print: (line) => console.log(line) });
 
   const askStarted = Date.now();
   const routedBefore = runtime.bus.stats.routed;
-  const asked = await addUserMessage(runtime.deps.resources, {
-    user: `cli:${userInfo().username}`,
-    channel: { kind: 'cli' },
-    content,
-    conversationName: values.conversation ?? crypto.randomUUID(),
-  });
+  const asked = await addUserMessage(
+    runtime.deps.resources,
+    {
+      user: `cli:${userInfo().username}`,
+      channel: { kind: 'cli' },
+      content,
+      conversationName: values.conversation ?? crypto.randomUUID(),
+    },
+    { openConversations: runtime.openConversations },
+  );
   const stopOnInterrupt = () => {
     if (process.stdout.isTTY) logUpdate.done();
     console.error(`cld: interrupted; what was stored so far stays under ${asked.conversation}`);

@@ -7,6 +7,7 @@ import { askCommand } from './ask.js';
 import { CliFailure, UsageError } from './errors.js';
 import { replayCommand } from './replay.js';
 import { runIngest } from './resources.js';
+import { resumeCommand } from './resume.js';
 import { serveCommand } from './serve.js';
 import { showCommand } from './show.js';
 
@@ -28,6 +29,7 @@ const USAGE = `usage:
                                           file, at most 16,000 characters; --conversation adds
                                           it to that conversation as its next message
   cld show <urn>                          a chunk's source file and text, or a stored subtree
+  cld resume [<conversation-urn>]         re-drive what an interrupted run left pending
   cld replay <conversation-urn> [--rebuild]
                                           recompute projections from storage, print differences
   cld serve [--port 8787] [--data-dir <dir>] [--docs <dir>]...
@@ -66,6 +68,8 @@ async function main(argv: string[]): Promise<number> {
       return serveCommand(rest, env, (message) => new UsageError(message));
     case 'replay':
       return replayCommand(rest, dataDir, env);
+    case 'resume':
+      return resumeCommand(rest, dataDir, env);
     case undefined:
     case 'help':
     case '--help':

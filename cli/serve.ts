@@ -17,6 +17,12 @@ import { ValidationError } from '../shared/errors.js';
 import type { SchedulingPolicy } from '../shared/events/scheduler.js';
 import { type Env, modelFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.js';
+import {
+  type LocalSweeper,
+  type ResumeReport,
+  resumeLocal,
+  startLocalSweeper,
+} from '../shared/runtime/local-recovery.js';
 import { ingest } from '../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 
@@ -25,7 +31,9 @@ import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
  * endpoints on 127.0.0.1, served by the same Lambda handlers as in AWS through a local stand-in
  * for API Gateway (shared/channels/local-gateway.ts), with the embedded default runtime behind
  * them. Bearer tokens come from `CLD_API_TOKENS` (`{"<token>": "<user id>"}`); without it one
- * token is generated for user `local` and printed. Stops cleanly on SIGINT/SIGTERM.
+ * token is generated for user `local` and printed. At start it resumes the conversations an
+ * earlier run left unfinished (shared/runtime/local-recovery.ts) and runs the sweeper while it
+ * serves. Stops cleanly on SIGINT/SIGTERM.
  */
 
 /** Default port of `serve`. */
@@ -61,6 +69,10 @@ export interface Served {
   gateway: LocalGateway;
   /** The generated development token, when `CLD_API_TOKENS` was not set. */
   generatedToken?: { token: string; user: string };
+  /** What the resume at start did (conversations left unfinished by an earlier run). */
+  resumed: ResumeReport;
+  /** The sweeper re-driving stalled conversations (shared/runtime/local-recovery.ts). */
+  sweeper: LocalSweeper;
   /** Closes the server and waits (at most {@link STOP_GRACE_MS}) for running work. */
   stop(): Promise<void>;
 }
@@ -103,6 +115,13 @@ export async function startServe(options: ServeOptions): Promise<Served> {
       `ingested ${report.files} files: ${report.documents} new (${report.chunks} chunks), ${report.skipped} unchanged`,
     );
   }
+  // Work an earlier run left unfinished (a crash, a kill) is re-driven before new work comes in.
+  const resumed = await resumeLocal(runtime, { dataDir: options.dataDir, print });
+  if (resumed.outcomes.length > 0)
+    print(
+      `resumed ${resumed.outcomes.filter((o) => o.action === 'redriven').length} unfinished conversation(s), closed ${resumed.outcomes.filter((o) => o.action === 'closed').length}`,
+    );
+  const sweeper = startLocalSweeper(runtime, { print });
   const gateway = await startLocalGateway({
     port: options.port,
     tokens,
@@ -119,7 +138,10 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     runtime,
     gateway,
     ...(generatedToken ? { generatedToken } : {}),
+    resumed,
+    sweeper,
     async stop() {
+      await sweeper.stop();
       await gateway.close();
       await Promise.race([
         runtime.bus.idle(),

@@ -6,7 +6,7 @@ import { createLocalRuntime } from '../shared/runtime/local.js';
 import { parentOf, parseUrn } from '../shared/urn.js';
 import { UsageError } from './errors.js';
 import { subtree } from './resources.js';
-import { causalOrder, renderTree } from './tree.js';
+import { causalOrder, renderTree, statusLines } from './tree.js';
 
 /**
  * `cld show <urn>`: a chunk (`doc.Chunk`) as its source file, position and heading, then its
@@ -30,6 +30,8 @@ export async function showCommand(args: string[], dataDir: string, env: Env): Pr
   const resources = await subtree(runtime, urn);
   if (resources.length === 0) throw new ValidationError(`nothing stored at ${urn}`);
   console.log(renderTree(resources, urn).join('\n'));
+  if (parseUrn(urn).elements.length === 1 && resources[0]?.meta.type === 'common.Conversation')
+    console.log(statusLines(resources, urn, runtime.deps.limits.stallAfterMs).join('\n'));
   const answers = causalOrder(resources).filter(
     (r): r is Message => r.meta.type === 'common.Message' && (r as Message).inReplyTo !== undefined,
   );

@@ -1,3 +1,4 @@
+import { conversationProgress } from '../shared/domain/progress.js';
 import type {
   AnyResource,
   Chunk,
@@ -187,4 +188,27 @@ function describe(resource: AnyResource, index: Index): string {
     default:
       return `${resource.meta.type} ${resource.meta.name}`;
   }
+}
+
+/**
+ * Status lines of a conversation (`show`): its status (the most severe of its messages') and, per
+ * message, its status and, when unanswered, what it waits for and when it last made progress.
+ * @param resources the Conversation and its subtree
+ * @param stallAfterMs an unanswered message without progress for this long (ms) is `stalled`
+ */
+export function statusLines(
+  resources: readonly AnyResource[],
+  conversation: string,
+  stallAfterMs: number,
+  now: Date = new Date(),
+): string[] {
+  const progress = conversationProgress(conversation, resources, { now, stallAfterMs });
+  const lines = [`status: ${progress.status}`];
+  for (const [i, turn] of progress.turns.entries()) {
+    const waiting = turn.waitingFor.length
+      ? ` — waiting for ${turn.waitingFor.join('; ')} (last progress ${turn.lastProgress ?? 'never'})`
+      : '';
+    lines.push(`  message ${i + 1}: ${turn.status}${waiting}`);
+  }
+  return lines;
 }

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { NAMES, outputUrn } from '../domain/common.js';
+import { type ProgressOptions, type TurnStatus, turnProgress, worstStatus } from '../domain/progress.js';
 import { NotFoundError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
@@ -141,8 +142,16 @@ export interface TurnView {
   urn: string;
   content: string;
   createdAt?: string;
-  /** `pending` (not planned yet), `running`, `done`, `failed` (answered with an error). */
-  status: 'pending' | 'running' | 'done' | 'failed';
+  /**
+   * `pending` (not planned yet), `running`, `stalled` (unanswered and no resource created for the
+   * stall time, `limits.stallAfterMs`), `done`, `failed` (answered with an error: a failed task,
+   * a used-up budget, a dead letter, a stall the sweeper gave up on).
+   */
+  status: TurnStatus;
+  /** What an unanswered message waits for (shared/domain/progress.ts), e.g. `the result of tool search for "…"`. */
+  waitingFor?: string[];
+  /** When the message last made progress: the newest resource of its subtree (ISO 8601). */
+  lastProgress?: string;
   plan?: { tasks: number; model: string; error?: ErrorInfo };
   tasks: TaskView[];
   answer?: AnswerView;
@@ -154,8 +163,12 @@ export interface ConversationView {
   urn: string;
   channel: Conversation['channel']['kind'];
   createdAt?: string;
-  /** Status of the latest user message. */
-  status: TurnView['status'];
+  /**
+   * The most severe status of its messages (shared/domain/progress.ts `STATUS_SEVERITY`: an open
+   * message outranks answered ones, `stalled` outranks all): `done` only when every message is
+   * answered, `failed` when every message is answered and one failed.
+   */
+  status: TurnStatus;
   messages: TurnView[];
   /** The latest final answer, when there is one. */
   answer?: AnswerView;
@@ -171,21 +184,21 @@ export async function conversationView(
   user: string,
   conversation: Conversation,
   publicId: string,
+  options: ProgressOptions = { now: new Date() },
 ): Promise<ConversationView> {
   const urn = conversation.meta.id;
   const { byParent, byUrn } = indexed(await resources.list(userActor(user, urn), urn));
   const userMessages = (byParent.get(urn) ?? [])
     .filter((r): r is Message => r.meta.type === 'common.Message' && (r as Message).role === 'user')
     .sort(byCreation);
-  const messages = userMessages.map((message) => turnView(message, byParent, byUrn));
-  const latest = messages.at(-1);
+  const messages = userMessages.map((message) => turnView(message, byParent, byUrn, options));
   const answered = messages.filter((m) => m.answer).at(-1)?.answer;
   return {
     id: publicId,
     urn,
     channel: conversation.channel.kind,
     ...(conversation.meta.createdAt ? { createdAt: conversation.meta.createdAt } : {}),
-    status: latest?.status ?? 'pending',
+    status: messages.length ? worstStatus(messages.map((m) => m.status)) : 'pending',
     messages,
     ...(answered ? { answer: answered } : {}),
   };
@@ -209,7 +222,7 @@ export async function turnOf(resources: ResourceIndex, user: string, messageUrn:
     ...(await resources.list(actor, messageUrn)),
     ...(answer ? [answer] : []),
   ]);
-  return turnView(message, byParent, byUrn);
+  return turnView(message, byParent, byUrn, { now: new Date() });
 }
 
 function indexed(resources: readonly AnyResource[]) {
@@ -227,23 +240,20 @@ function turnView(
   message: Message,
   byParent: ReadonlyMap<string, AnyResource[]>,
   byUrn: ReadonlyMap<string, AnyResource>,
+  options: ProgressOptions,
 ): TurnView {
   const urn = message.meta.id;
   const plan = byUrn.get(childUrn(urn, 'plan.Plan', NAMES.plan)) as Plan | undefined;
   const answer = byUrn.get(childUrn(rootOf(urn), 'common.Message', NAMES.answer(urn))) as Message | undefined;
   const tasks = tasksUnder(urn, byParent, byUrn);
-  const status: TurnView['status'] = answer
-    ? answer.error
-      ? 'failed'
-      : 'done'
-    : plan
-      ? 'running'
-      : 'pending';
+  const progress = turnProgress(message, { byParent, byUrn }, options);
   return {
     urn,
     content: message.content,
     ...(message.meta.createdAt ? { createdAt: message.meta.createdAt } : {}),
-    status,
+    status: progress.status,
+    ...(progress.waitingFor.length ? { waitingFor: progress.waitingFor } : {}),
+    ...(progress.lastProgress ? { lastProgress: progress.lastProgress } : {}),
     ...(plan
       ? {
           plan: { tasks: plan.tasks.length, model: plan.model, ...(plan.error ? { error: plan.error } : {}) },

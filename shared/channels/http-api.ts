@@ -162,7 +162,12 @@ export function createHttpApi(options: {
       const { id } = reqCtx.valid.req.path;
       const user = reqCtx.get('user') as string;
       const conversation = await ownConversation(deps.resources, user, httpConversationUrn(user, id));
-      return Response.json(await conversationView(deps.resources, user, conversation, id));
+      return Response.json(
+        await conversationView(deps.resources, user, conversation, id, {
+          now: deps.now(),
+          stallAfterMs: deps.limits.stallAfterMs,
+        }),
+      );
     },
     { validation: { req: { path: PathId } } },
   );

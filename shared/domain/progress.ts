@@ -129,7 +129,13 @@ export function turnProgress(message: Message, tree: ResourceTree, options: Prog
     | undefined;
   const lastProgress = newest([message, ...subtree(urn, tree), ...(answer ? [answer] : [])]);
   if (answer)
-    return { message: urn, status: answer.error ? 'failed' : 'done', waitingFor: [], redrive: [], lastProgress };
+    return {
+      message: urn,
+      status: answer.error ? 'failed' : 'done',
+      waitingFor: [],
+      redrive: [],
+      lastProgress,
+    };
   const plan = tree.byUrn.get(childUrn(urn, 'plan.Plan', NAMES.plan)) as Plan | undefined;
   const pending: Pending = { waitingFor: [], redrive: [] };
   if (!plan) {

@@ -1,4 +1,8 @@
-import { EventBridgeClient, type EventBridgeClientConfig, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import {
+  EventBridgeClient,
+  type EventBridgeClientConfig,
+  PutEventsCommand,
+} from '@aws-sdk/client-eventbridge';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { DeliveryFailedError } from '../errors.js';
 import { keyOf } from '../urn.js';

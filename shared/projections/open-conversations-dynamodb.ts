@@ -59,7 +59,10 @@ export class DynamoDBOpenConversationStore implements OpenConversationStore {
           ...(idleSince ? { ':cutoff': idleSince.toISOString() } : {}),
         },
         ...(idleSince
-          ? { FilterExpression: '#progress <= :cutoff', ExpressionAttributeNames: { '#progress': 'progress' } }
+          ? {
+              FilterExpression: '#progress <= :cutoff',
+              ExpressionAttributeNames: { '#progress': 'progress' },
+            }
           : {}),
       },
     )) {
@@ -75,7 +78,8 @@ export class DynamoDBOpenConversationStore implements OpenConversationStore {
         new UpdateCommand({
           TableName: this.table,
           Key: { pk: OPEN_PARTITION, sk: conversation },
-          UpdateExpression: seen === undefined ? 'SET #redrives = :n REMOVE #seen' : 'SET #redrives = :n, #seen = :seen',
+          UpdateExpression:
+            seen === undefined ? 'SET #redrives = :n REMOVE #seen' : 'SET #redrives = :n, #seen = :seen',
           ConditionExpression: 'attribute_exists(pk)',
           ExpressionAttributeNames: { '#redrives': 'redrives', '#seen': 'seen' },
           ExpressionAttributeValues: { ':n': redrives, ...(seen === undefined ? {} : { ':seen': seen }) },

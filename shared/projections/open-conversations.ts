@@ -134,16 +134,19 @@ export class LocalOpenConversationStore implements OpenConversationStore {
     records.forEach((record, i) => {
       const parsed = EntrySchema.safeParse(record);
       if (!parsed.success)
-        throw new ValidationError(
-          `${this.journal?.path} line ${i + 1}: ${z.prettifyError(parsed.error)}`,
-        );
+        throw new ValidationError(`${this.journal?.path} line ${i + 1}: ${z.prettifyError(parsed.error)}`);
       const entry = parsed.data;
       const item = items.get(entry.conversation);
       if ('closed' in entry) {
         if (item && item.progress <= entry.closed) items.delete(entry.conversation);
       } else if ('progress' in entry) {
         if (!item || item.progress < entry.progress)
-          items.set(entry.conversation, { redrives: 0, ...item, progress: entry.progress, conversation: entry.conversation });
+          items.set(entry.conversation, {
+            redrives: 0,
+            ...item,
+            progress: entry.progress,
+            conversation: entry.conversation,
+          });
       } else if (item) {
         item.redrives = entry.redrives;
         if (entry.seen === undefined) delete item.seen;

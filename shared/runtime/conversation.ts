@@ -1,8 +1,8 @@
 import { NAMES } from '../domain/common.js';
 import { ValidationError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
-import { withMeta } from '../resources/meta.js';
 import type { OpenConversationStore } from '../projections/open-conversations.js';
+import { withMeta } from '../resources/meta.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Conversation, Message } from '../resources/schemas.js';
 import { childUrn } from '../urn.js';
@@ -88,7 +88,8 @@ export const MAX_MESSAGES_PER_CONVERSATION = 1_000;
 /**
  * Adds the user's message to a conversation (created when new) under the first free name of
  * `message-1`, `message-2`, …: each name is tried with a create-only put, so two callers adding
- * to one conversation at once get two messages, each planned and answered on its own.
+ * to one conversation at once get two messages, each planned and answered on its own. With
+ * `openConversations`, the conversation is opened there first (as {@link startConversation}).
  * @returns the URNs as {@link startConversation} does, with the message name used
  * @throws ValidationError when the conversation already holds
  *   {@link MAX_MESSAGES_PER_CONVERSATION} messages; PolicyDeniedError
@@ -96,11 +97,12 @@ export const MAX_MESSAGES_PER_CONVERSATION = 1_000;
 export async function addUserMessage(
   resources: ResourceIndex,
   input: Omit<StartConversationInput, 'messageName'>,
+  options: { openConversations?: OpenConversationStore | undefined } = {},
 ): Promise<StartedConversation & { messageName: string }> {
   const now = input.now ?? new Date();
   for (let n = 1; n <= MAX_MESSAGES_PER_CONVERSATION; n++) {
     const messageName = `message-${n}`;
-    const started = await startConversation(resources, { ...input, messageName, now });
+    const started = await startConversation(resources, { ...input, messageName, now }, options);
     if (started.created) return { ...started, messageName };
   }
   throw new ValidationError(

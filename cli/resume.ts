@@ -1,0 +1,74 @@
+import { parseArgs } from 'node:util';
+import { conversationProgress } from '../shared/domain/progress.js';
+import { sweeperActor } from '../shared/domain/sweep.js';
+import { InvalidUrnError } from '../shared/errors.js';
+import { type Env, modelFor } from '../shared/runtime/compose.js';
+import { createLocalRuntime } from '../shared/runtime/local.js';
+import { resumeLocal } from '../shared/runtime/local-recovery.js';
+import { parseUrn } from '../shared/urn.js';
+
+/**
+ * `cld resume [<conversation-urn>]` (issue 12): picks up what an interrupted run left pending —
+ * removes temporary files of interrupted writes, repairs the projections and re-emits
+ * `RESOURCE_PUT` for every resource of an unfinished message whose effect is missing
+ * (shared/domain/sweep.ts) — for every open conversation, or the one named; then runs the work to
+ * the end and prints each conversation's status. Exit code 0 when every resumed message is
+ * answered (an answer with an error included), 1 when one is still open, 2 on bad input.
+ */
+export async function resumeCommand(args: string[], dataDir: string, env: Env): Promise<number> {
+  let positionals: string[];
+  try {
+    positionals = parseArgs({ args, allowPositionals: true, options: {} }).positionals;
+  } catch (error) {
+    return badInput((error as Error).message);
+  }
+  if (positionals.length > 1) return badInput('resume takes at most one conversation URN');
+  const conversation = positionals[0];
+  if (conversation !== undefined) {
+    try {
+      const parsed = parseUrn(conversation);
+      if (parsed.elements.length !== 1 || parsed.elements[0]?.type !== 'common.Conversation')
+        return badInput(`${conversation} is not a conversation URN (cld:common.Conversation.<hash>)`);
+    } catch (error) {
+      if (error instanceof InvalidUrnError) return badInput(error.message);
+      throw error;
+    }
+  }
+  const started = Date.now();
+  const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
+  const report = await resumeLocal(runtime, {
+    dataDir,
+    ...(conversation ? { conversations: [conversation] } : {}),
+    print: (line) => console.log(line),
+  });
+  if (report.outcomes.length === 0) {
+    console.log('nothing to resume: no open conversation');
+    return 0;
+  }
+  await runtime.bus.idle();
+  let open = 0;
+  for (const outcome of report.outcomes) {
+    if (outcome.action === 'missing') continue;
+    const { resources } = runtime.deps;
+    const actor = sweeperActor(outcome.conversation);
+    const root = await resources.find(actor, 'common.Conversation', outcome.conversation);
+    const below = await resources.list(actor, outcome.conversation);
+    const progress = conversationProgress(outcome.conversation, root ? [root, ...below] : below, {
+      now: new Date(),
+    });
+    const unanswered = progress.turns.filter((t) => t.status !== 'done' && t.status !== 'failed');
+    open += unanswered.length;
+    console.log(
+      `${outcome.conversation}: ${progress.status}${unanswered.length ? ` (waiting for ${unanswered.flatMap((t) => t.waitingFor).join('; ')})` : ''}`,
+    );
+  }
+  console.log(
+    `resumed ${report.outcomes.length} conversation(s) in ${((Date.now() - started) / 1000).toFixed(1)} s; ${open} message(s) still open`,
+  );
+  return open === 0 ? 0 : 1;
+}
+
+function badInput(message: string): number {
+  console.error(`cld: ${message}\nusage: cld resume [<conversation-urn>]`);
+  return 2;
+}
