@@ -80,3 +80,5 @@ test_glob_divergences_are_marked if {
 	divergent := [g | some g in data.globs; object.get(g, "topdown", g.match) != g.match]
 	count(divergent) == 2
 }
+
+test_sweeper_cases if table_holds("sweeper")

@@ -146,6 +146,27 @@ export function consumeQueueStatements(queues: readonly IQueue[]): PolicyStateme
   ];
 }
 
+/** The event source the sweeper's events carry (shared/events/envelope.ts `REDRIVE_SOURCE`). */
+export const PUT_EVENTS_SOURCE = 'cld';
+
+/**
+ * `events:PutEvents` on the account's default event bus only (where S3 sends its events and the
+ * routing table's rules are), for events of source `cld` only (condition `events:source`, which
+ * PutEvents supports): the sweeper cannot put events of another source, such as `aws.s3`, nor on
+ * another bus.
+ */
+export function putEventsStatements(scope: IConstruct): PolicyStatement[] {
+  const stack = Stack.of(scope);
+  return [
+    new PolicyStatement({
+      sid: 'PutRedriveEvents',
+      actions: ['events:PutEvents'],
+      resources: [`arn:${Aws.PARTITION}:events:${stack.region}:${stack.account}:event-bus/default`],
+      conditions: { StringEquals: { 'events:source': PUT_EVENTS_SOURCE } },
+    }),
+  ];
+}
+
 /** What a configured model id refers to. */
 export type ModelTarget =
   | { kind: 'offline' }

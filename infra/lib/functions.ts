@@ -1,6 +1,7 @@
 import { catalogObjects } from '../../shared/catalog/catalog.js';
 import { DELIVERY_LOCK_MS } from '../../shared/channels/idempotency.js';
 import { IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
+import { OPEN_PARTITION } from '../../shared/projections/open-conversations.js';
 import type { ChannelSecretName } from './secrets.js';
 
 /**
@@ -176,6 +177,16 @@ export interface FunctionSpec {
   environment?: Readonly<Record<string, string>>;
   /** `eventbridge` functions: what becomes of their dead letters (required for them, synth fails otherwise). */
   deadLetters?: DeadLetterDisposition;
+  /**
+   * An `eventbridge` function invoked by a scheduled rule (every `rateMinutes` minutes, on the
+   * default bus) instead of by routes of the routing table.
+   */
+  schedule?: { rateMinutes: number };
+  /**
+   * Puts events on the default bus: gets `events:PutEvents` on the default bus only, for events of
+   * source `cld` only (condition `events:source`), with `CLD_EVENT_BUS` naming the bus.
+   */
+  putEvents?: boolean;
 }
 
 /**
@@ -195,6 +206,15 @@ export const IDEMPOTENCY_ACTIONS: readonly TableAction[] = ['GetItem', 'PutItem'
 
 /** Partitions of conversation projections: `pk` is the conversation URN (shared/projections/port.ts). */
 const CONVERSATION_PARTITIONS = [KEYS.conversations] as const;
+
+/**
+ * The steps that advance the task tree also touch their conversation's item in the open-conversations
+ * partition (shared/projections/open-conversations.ts; `UpdateItem`, already granted for the counters).
+ */
+const STEP_PARTITIONS = [KEYS.conversations, OPEN_PARTITION] as const;
+
+/** Minutes between two runs of the sweeper (its scheduled rule). */
+export const SWEEP_RATE_MINUTES = 5;
 
 /**
  * Timeout of one delivery call of the reply function (`CLD_DELIVERY_TIMEOUT_MS`), in ms. Slack's
@@ -248,7 +268,7 @@ export const FUNCTIONS = {
       list: [LIST_PREFIXES.conversations],
     },
     table: COUNTERS_AND_BUDGETS,
-    tablePartitions: CONVERSATION_PARTITIONS,
+    tablePartitions: STEP_PARTITIONS,
     deadLetters: 'fail-task',
   },
   assistant: {
@@ -268,7 +288,7 @@ export const FUNCTIONS = {
       list: [LIST_PREFIXES.conversations],
     },
     table: COUNTERS_AND_BUDGETS,
-    tablePartitions: CONVERSATION_PARTITIONS,
+    tablePartitions: STEP_PARTITIONS,
     deadLetters: 'fail-task',
   },
   tool: {
@@ -339,6 +359,36 @@ export const FUNCTIONS = {
     // Counts a dead-lettered output for its parent and reads the counter (shared/projections/counters.ts).
     table: COUNTERS_AND_BUDGETS,
     tablePartitions: CONVERSATION_PARTITIONS,
+  },
+  sweeper: {
+    entry: 'functions/sweeper/handler.ts',
+    description: 'cld sweeper: re-drives stalled conversations (PutEvents), fails those that stay stalled',
+    trigger: 'eventbridge',
+    schedule: { rateMinutes: SWEEP_RATE_MINUTES },
+    memoryMb: 512,
+    // Lists, repairs and re-drives the stalled conversations of one sweep (a few S3, DynamoDB and
+    // PutEvents calls each), well within one rate period so that two runs do not overlap.
+    timeoutSeconds: 120,
+    // One run per schedule: no fan-out.
+    boundedConcurrency: false,
+    // It starts chains (its events invoke the steps); nothing invokes it but its schedule.
+    allowRecursiveLoop: false,
+    model: false,
+    storage: {
+      // Reads a stalled conversation's subtree (as the plan actor); creates only the answer of a
+      // message it gives up on (policies/rules.json "sweeper").
+      read: [KEYS.conversations, ...CATALOG_READS],
+      create: [KEYS.conversations],
+      list: [LIST_PREFIXES.conversations],
+    },
+    // The open-conversations partition (Query, UpdateItem, DeleteItem) and the repair of a
+    // conversation's counters and budget (Query lists them; a missing member is applied as the
+    // steps apply it: PutItem of the member item, UpdateItem of the counter).
+    table: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query'],
+    tablePartitions: STEP_PARTITIONS,
+    putEvents: true,
+    // A failed sweep has no task to fail; the next scheduled run sweeps again.
+    deadLetters: 'retain',
   },
   http: {
     entry: 'functions/http/handler.ts',

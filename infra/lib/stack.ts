@@ -1,6 +1,6 @@
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
-import { Rule } from 'aws-cdk-lib/aws-events';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import {
@@ -86,7 +86,8 @@ export function toCdkEventPattern(pattern: RoutePattern): Record<string, unknown
  *   which fails the affected task and sets aside, in its own queue, what it cannot handle.
  * - One EventBridge rule on the default bus per route of the routing table, with exactly the
  *   route's pattern, targeting the route's function (bounded retries, maximum event age, the
- *   function's dead-letter queue for events EventBridge cannot deliver).
+ *   function's dead-letter queue for events EventBridge cannot deliver); one scheduled rule per
+ *   function with a `schedule` (the sweeper, which re-drives stalled conversations).
  * - The HTTP API of the channels, one route per entry of `API_ROUTES` ({@link ChannelsApi}).
  * - Outputs: bucket, table, API and webhook URLs, secret ARNs, each function's log group,
  *   each `eventbridge` function's dead-letter queue and the consumer's queue of unprocessed letters.
@@ -103,6 +104,7 @@ export class CldStack extends Stack {
   readonly accessLogsBucket: Bucket;
   readonly table: TableV2;
   readonly functions: ReadonlyMap<string, StepFunction>;
+  private readonly functionSpecs: ReadonlyMap<string, FunctionSpec>;
   /** The dead-letter consumer (the table's `sqs` function), when the table has one. */
   readonly deadLetterConsumer: StepFunction | undefined;
   readonly rules: ReadonlyMap<string, Rule>;
@@ -190,6 +192,7 @@ export class CldStack extends Stack {
       functions.set(name, step);
     }
     this.functions = functions;
+    this.functionSpecs = new Map(table);
     this.deadLetterConsumer = consumer;
     const consumed = new Map(
       table
@@ -197,7 +200,10 @@ export class CldStack extends Stack {
         .map(([name]) => [name, functions.get(name)?.deadLetterQueue as Queue]),
     );
     if (consumer && consumed.size > 0) consumer.consumeDeadLetterQueues(consumed);
-    this.rules = this.addRoutes(props.routes ?? routingTable, this.bucket, config);
+    this.rules = new Map([
+      ...this.addRoutes(props.routes ?? routingTable, this.bucket, config),
+      ...this.addSchedules(config),
+    ]);
     this.httpApi = new ChannelsApi(this, 'HttpApi', {
       config,
       routes: props.apiRoutes ?? API_ROUTES,
@@ -290,6 +296,37 @@ export class CldStack extends Stack {
         }),
       );
       rules.set(route.id, rule);
+    }
+    return rules;
+  }
+
+  /**
+   * One scheduled rule per function with a `schedule` (the sweeper): `rate(<n> minutes)` on the
+   * default bus, target the function with the same retries, maximum event age and dead-letter
+   * queue as the routes' targets.
+   */
+  private addSchedules(config: StackConfig): ReadonlyMap<string, Rule> {
+    const rules = new Map<string, Rule>();
+    for (const [name, step] of this.functions) {
+      const spec = this.functionSpecs.get(name);
+      if (!spec?.schedule) continue;
+      if (!step.deadLetterQueue)
+        throw new ConfigError(
+          `function ${name} has a schedule but trigger "${step.trigger}" (needs "eventbridge")`,
+        );
+      const id = `${pascal(name)}Schedule`;
+      const rule = new Rule(this, `${id}Rule`, {
+        description: `Runs the ${name} function every ${spec.schedule.rateMinutes} minutes`,
+        schedule: Schedule.rate(Duration.minutes(spec.schedule.rateMinutes)),
+      });
+      rule.addTarget(
+        new LambdaFunction(step.function, {
+          deadLetterQueue: step.deadLetterQueue,
+          retryAttempts: config.retryAttempts,
+          maxEventAge: Duration.seconds(config.maxEventAgeSeconds),
+        }),
+      );
+      rules.set(id, rule);
     }
     return rules;
   }

@@ -18,6 +18,7 @@ import {
   bedrockStatements,
   consumeQueueStatements,
   objectPatternFinding,
+  putEventsStatements,
   secretStatements,
   storageStatements,
   tableStatements,
@@ -189,6 +190,10 @@ export class StepFunction extends Construct {
     for (const statement of secretStatements(secretVariables.map(([, secret]) => props.secrets[secret])))
       this.role.addToPolicy(statement);
     for (const [variable, secret] of secretVariables) environment[variable] = props.secrets[secret].secretArn;
+    if (spec.putEvents) {
+      for (const statement of putEventsStatements(this)) this.role.addToPolicy(statement);
+      environment.CLD_EVENT_BUS = 'default';
+    }
     if (spec.model && config.modelId !== OFFLINE_MODEL) {
       for (const statement of bedrockStatements(this, config.modelId)) this.role.addToPolicy(statement);
       environment.CLD_MODEL_ID = config.modelId;

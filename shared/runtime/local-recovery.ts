@@ -50,8 +50,8 @@ export interface ResumeReport {
  */
 export async function resumeLocal(runtime: LocalRuntime, options: ResumeOptions): Promise<ResumeReport> {
   const print = options.print ?? (() => undefined);
-  const cleaned =
-    (await runtime.storage.cleanTemp()) + (await new FilesystemStorage(options.dataDir).cleanTemp());
+  const resources = runtime.storage instanceof FilesystemStorage ? await runtime.storage.cleanTemp() : 0;
+  const cleaned = resources + (await new FilesystemStorage(options.dataDir).cleanTemp());
   if (cleaned > 0) print(`resume: removed ${cleaned} temporary file(s) of interrupted writes`);
   const outcomes = await sweep(localSweepDeps(runtime), {
     mode: 'resume',

@@ -50,7 +50,7 @@ describe('the function table', () => {
   it('has one dead-letter consumer, and the task-tree steps hand it their letters', () => {
     expect(NAMES.filter((name) => FUNCTIONS[name].trigger === 'sqs')).toEqual(['deadletter']);
     expect([...CONSUMED].sort()).toEqual(['assistant', 'plan', 'tool']);
-    expect(RETAINED).toEqual(['reply']);
+    expect(RETAINED).toEqual(['reply', 'sweeper']);
   });
 });
 

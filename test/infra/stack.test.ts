@@ -1,7 +1,14 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { policyBundle } from '../../infra/lib/bundling.js';
-import { catalogKeys, FUNCTIONS, type FunctionSpec, KEYS, LIST_PREFIXES } from '../../infra/lib/functions.js';
+import {
+  catalogKeys,
+  FUNCTIONS,
+  type FunctionSpec,
+  KEYS,
+  LIST_PREFIXES,
+  SWEEP_RATE_MINUTES,
+} from '../../infra/lib/functions.js';
 import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from '../../infra/lib/secrets.js';
 import { POLICY_BUNDLE_WARNING } from '../../infra/lib/step-function.js';
 import { catalogObjects } from '../../shared/catalog/catalog.js';
@@ -9,6 +16,7 @@ import { ConfigError } from '../../shared/errors.js';
 import { routingTable } from '../../shared/events/routing.js';
 import { IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
 import { parseResource } from '../../shared/resources/schemas.js';
+import { OPEN_PARTITION } from '../../shared/projections/open-conversations.js';
 import { functionUses } from '../../shared/runtime/compose.js';
 import { keyOf } from '../../shared/urn.js';
 import {
@@ -84,9 +92,11 @@ beforeAll(() => {
 describe('EventBridge rules from the routing table', () => {
   const routes = routingTable(BUCKET_TOKEN);
 
-  it('has exactly one rule per route, on the default bus', () => {
+  it('has exactly one rule per route and one per scheduled function, on the default bus', () => {
     const rules = resourcesOfType(dev.json, 'AWS::Events::Rule');
-    expect(rules).toHaveLength(routes.length);
+    const scheduled = NAMES.filter((name) => (FUNCTIONS[name] as FunctionSpec).schedule);
+    expect(scheduled).toEqual(['sweeper']);
+    expect(rules).toHaveLength(routes.length + scheduled.length);
     for (const id of rules) expect(dev.json.Resources[id]?.Properties?.EventBusName).toBeUndefined();
   });
 
@@ -133,6 +143,57 @@ describe('EventBridge rules from the routing table', () => {
     expect(() => synthesize({ stack: { routes: wrong } })).toThrow(
       new RegExp(`route Wrong targets "${name}", a function with trigger "http-api"`),
     );
+  });
+});
+
+describe('the sweeper (issue 12)', () => {
+  it('runs every 5 minutes from a scheduled rule, with retries, event age and its DLQ', () => {
+    const ruleId = logicalId(dev.json, 'AWS::Events::Rule', 'SweeperScheduleRule');
+    const rule = dev.json.Resources[ruleId]?.Properties as Record<string, unknown>;
+    expect(rule.ScheduleExpression).toBe(`rate(${SWEEP_RATE_MINUTES} minutes)`);
+    expect(rule.EventPattern).toBeUndefined();
+    expect(rule.Targets).toEqual([
+      {
+        Id: 'Target0',
+        Arn: { 'Fn::GetAtt': [ids('sweeper').fn, 'Arn'] },
+        RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 3600 },
+        DeadLetterConfig: { Arn: { 'Fn::GetAtt': [dlqOf('sweeper'), 'Arn'] } },
+      },
+    ]);
+  });
+
+  it('may put events of source cld on the default bus only, with CLD_EVENT_BUS, and no other function may', () => {
+    const bus = 'arn:aws:events:eu-west-1:111122223333:event-bus/default';
+    for (const name of NAMES) {
+      const statements = statementsOf(name);
+      const expected = name === 'sweeper';
+      expect(isAllowed(statements, 'events:PutEvents', bus, { 'events:source': 'cld' }), name).toBe(expected);
+      const props = dev.json.Resources[ids(name).fn]?.Properties as Record<string, unknown>;
+      const env = (props.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(env.CLD_EVENT_BUS, name).toBe(expected ? 'default' : undefined);
+    }
+    const sweeper = statementsOf('sweeper');
+    // Not as S3, not on another bus, nothing but PutEvents.
+    expect(isAllowed(sweeper, 'events:PutEvents', bus, { 'events:source': 'aws.s3' })).toBe(false);
+    expect(
+      isAllowed(sweeper, 'events:PutEvents', 'arn:aws:events:eu-west-1:111122223333:event-bus/other', {
+        'events:source': 'cld',
+      }),
+    ).toBe(false);
+    expect(isAllowed(sweeper, 'events:PutRule', bus)).toBe(false);
+  });
+
+  it('lets the task-tree steps and the sweeper touch the open-conversations partition, and nothing else', () => {
+    const tableArn = `<${tableId}.Arn>`;
+    const open = { 'dynamodb:LeadingKeys': OPEN_PARTITION };
+    for (const name of NAMES) {
+      const expected = name === 'plan' || name === 'assistant' || name === 'sweeper';
+      expect(isAllowed(statementsOf(name), 'dynamodb:UpdateItem', tableArn, open), name).toBe(expected);
+    }
+    expect(isAllowed(statementsOf('sweeper'), 'dynamodb:Query', tableArn, open)).toBe(true);
+    expect(isAllowed(statementsOf('sweeper'), 'dynamodb:DeleteItem', tableArn, open)).toBe(true);
+    expect(isAllowed(statementsOf('plan'), 'dynamodb:DeleteItem', tableArn, open)).toBe(false);
+    expect(isAllowed(statementsOf('sweeper'), 'dynamodb:Scan', tableArn, open)).toBe(false);
   });
 });
 
@@ -388,6 +449,8 @@ describe('least privilege', () => {
     // Store the Conversation and user Message; never list a conversation.
     slack: { create: true, list: false, search: false, documents: false },
     teams: { create: true, list: false, search: false, documents: false },
+    // Reads a stalled conversation, writes the answer of a message it gives up on.
+    sweeper: { create: true, list: true, search: false, documents: false },
   };
 
   it('states the expectations of every function of the table', () => {
@@ -497,6 +560,11 @@ describe('least privilege', () => {
       actions: ['GetItem', 'PutItem', 'UpdateItem'],
       pk: 'cld:common.Conversation.0123456789abcdef',
     },
+    // The open-conversations partition and the repair of a conversation's projections.
+    sweeper: {
+      actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query'],
+      pk: 'cld:common.Conversation.0123456789abcdef',
+    },
   };
 
   it.each(NAMES)('%s gets exactly its table actions, on the table and its partitions only', (name) => {
@@ -562,6 +630,7 @@ describe('least privilege', () => {
     slack: ['slackSigningSecret'],
     teams: ['teamsSecurityToken', 'teamsWebhookUrl'],
     deadletter: [],
+    sweeper: [],
   };
 
   it.each(

@@ -108,8 +108,9 @@ const matrix: Attempt[] = [];
 
 function actorsOf(conversation: Conversation): NamedActor[] {
   const actors: NamedActor[] = [
-    // The dead-letter function fails a request as the plan actor (a failed Plan, the answer).
-    { label: 'plan', functions: ['plan', 'deadletter'], actor: planActor(conversation.message) },
+    // The dead-letter function fails a request as the plan actor (a failed Plan, the answer); the
+    // sweeper reads a conversation and answers a stalled message as the plan actor too.
+    { label: 'plan', functions: ['plan', 'deadletter', 'sweeper'], actor: planActor(conversation.message) },
     {
       label: `user ${conversation.user}`,
       functions: ['http', 'slack', 'teams'],
