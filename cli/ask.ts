@@ -6,7 +6,7 @@ import type { AnyResource, Message } from '../shared/resources/schemas.js';
 import { type Env, modelFor } from '../shared/runtime/compose.js';
 import { addUserMessage, type StartedConversation } from '../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
-import { resumeLocal } from '../shared/runtime/local-recovery.js';
+import { resumeLocal, settleLocal } from '../shared/runtime/local-recovery.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { isWithin } from '../shared/urn.js';
 import { CliFailure } from './errors.js';
@@ -85,7 +85,8 @@ export async function askCommand(args: string[], dataDir: string, env: Env): Pro
     return resources;
   };
   const timer = setInterval(() => void render().catch(() => undefined), tty ? 150 : 250);
-  await runtime.bus.idle();
+  // Idle with a message unanswered means work was lost (an earlier run's events): re-drive it.
+  await settleLocal(runtime, { conversations: [asked.conversation] });
   clearInterval(timer);
   const resources = await render();
   if (tty) logUpdate.done();

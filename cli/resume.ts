@@ -4,7 +4,7 @@ import { sweeperActor } from '../shared/domain/sweep.js';
 import { InvalidUrnError } from '../shared/errors.js';
 import { type Env, modelFor } from '../shared/runtime/compose.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
-import { resumeLocal } from '../shared/runtime/local-recovery.js';
+import { resumeLocal, settleLocal } from '../shared/runtime/local-recovery.js';
 import { parseUrn } from '../shared/urn.js';
 
 /**
@@ -45,7 +45,10 @@ export async function resumeCommand(args: string[], dataDir: string, env: Env): 
     console.log('nothing to resume: no open conversation');
     return 0;
   }
-  await runtime.bus.idle();
+  await settleLocal(runtime, {
+    conversations: report.outcomes.map((o) => o.conversation),
+    print: (line) => console.log(line),
+  });
   let open = 0;
   for (const outcome of report.outcomes) {
     if (outcome.action === 'missing') continue;

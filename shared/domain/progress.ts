@@ -15,7 +15,7 @@ import { NAMES, outputUrn } from './common.js';
  *
  * | state | waits for | re-emitted (step that acts) |
  * |---|---|---|
- * | no `plan.Plan` | the plan | the user Message (plan) |
+ * | no `plan.Plan` | the plan | the user Message (plan), and the Tasks already stored under it as below |
  * | a leaf Task without output, with a `tool.Call` without its result | the tool result | the `tool.Call` (tool) |
  * | a leaf Task without output, every call answered | the next model turn | the Task (assistant: charges the last turn, persists its calls, or calls the model) |
  * | a Task with an output, under a Task without output | its parent's count (and verdict) | the output (assistant: counts it; a complete round is supervised) |
@@ -23,7 +23,8 @@ import { NAMES, outputUrn } from './common.js';
  * | every root Task has an output (or the Plan failed), no answer | the answer | the user Message (plan: completes the answer from the counters) |
  *
  * Tasks with subtasks are never re-emitted themselves (the assistant step ignores them); their
- * children are walked instead, corrective subtasks included.
+ * children are walked instead, corrective subtasks included (also those stored before their
+ * verdict: the supervisor's repeat finds them stored and emits nothing for them).
  */
 
 /** Status of one turn (a user Message). */
@@ -141,6 +142,14 @@ export function turnProgress(message: Message, tree: ResourceTree, options: Prog
   if (!plan) {
     pending.waitingFor.push('the plan');
     pending.redrive.push(urn);
+    // Tasks stored before an interruption, whose Plan is not: the plan step's repeat finds them
+    // stored (no new event), so they are re-driven here; a task does not need the Plan to run.
+    const roots = (tree.byParent.get(urn) ?? []).filter((r): r is Task => r.meta.type === 'plan.Task');
+    for (const root of roots) {
+      const output = tree.byUrn.get(outputUrn(root.meta.id));
+      if (output) pending.redrive.push(output.meta.id);
+      else pendingOfTask(root, tree, pending);
+    }
   } else {
     const roots = plan.tasks.map((task) => tree.byUrn.get(task) as Task | undefined);
     let open = 0;

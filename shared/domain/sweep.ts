@@ -52,6 +52,11 @@ export interface SweepOptions {
   conversations?: readonly string[];
   /** Conversations handled at once (default 4). */
   concurrency?: number;
+  /**
+   * Stall time of this sweep (ms; default `limits.stallAfterMs`). The local sweeper passes 0 when
+   * its bus is idle: with nothing in flight, an unanswered message cannot progress by itself.
+   */
+  stallAfterMs?: number;
   /** Called after each conversation (progress output). */
   onProgress?: (outcome: SweepOutcome, done: number, total: number) => void;
 }
@@ -100,7 +105,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     items.map((item) =>
       limit(async () => {
         try {
-          const outcome = await sweepConversation(deps, item, options.mode);
+          const outcome = await sweepConversation(deps, item, options.mode, options.stallAfterMs);
           outcomes.push(outcome);
           options.onProgress?.(outcome, outcomes.length, items.length);
         } catch (error) {
@@ -125,7 +130,7 @@ async function candidates(deps: SweepDeps, options: SweepOptions, now: Date): Pr
     );
   }
   if (options.mode === 'resume') return deps.open.list();
-  return deps.open.list(new Date(now.getTime() - deps.limits.stallAfterMs));
+  return deps.open.list(new Date(now.getTime() - (options.stallAfterMs ?? deps.limits.stallAfterMs)));
 }
 
 /** One conversation: repair, then close, wait, re-drive or fail it. */
@@ -133,6 +138,7 @@ export async function sweepConversation(
   deps: SweepDeps,
   item: OpenConversation,
   mode: SweepOptions['mode'],
+  stallAfterMs: number = deps.limits.stallAfterMs,
 ): Promise<SweepOutcome> {
   const { conversation } = item;
   const actor = sweeperActor(conversation);
@@ -144,10 +150,7 @@ export async function sweepConversation(
   }
   const resources: AnyResource[] = [root, ...(await deps.resources.list(actor, conversation))];
   const repaired = await repairProjections(deps.projections, conversation, resources);
-  const progress = conversationProgress(conversation, resources, {
-    now: deps.now(),
-    stallAfterMs: deps.limits.stallAfterMs,
-  });
+  const progress = conversationProgress(conversation, resources, { now: deps.now(), stallAfterMs });
   const open = progress.turns.filter((turn) => turn.status !== 'done' && turn.status !== 'failed');
   const waitingFor = open.flatMap((turn) => turn.waitingFor);
   if (open.length === 0) {
@@ -218,10 +221,9 @@ async function failStalled(
   open: readonly TurnProgress[],
   redrives: number,
 ): Promise<void> {
-  const minutes = Math.round(deps.limits.stallAfterMs / 60_000);
   for (const turn of open) {
     const error = new StalledError(
-      `no progress for ${minutes < 1 ? `${deps.limits.stallAfterMs} ms` : `${minutes} min`} after ${redrives} redrive(s); still waiting for: ${turn.waitingFor.join('; ') || 'nothing known'}`,
+      `no progress since ${turn.lastProgress ?? 'it was stored'} after ${redrives} redrive(s); still waiting for: ${turn.waitingFor.join('; ') || 'nothing known'}`,
       { details: { redrives, waitingFor: turn.waitingFor } },
     );
     const answer = answerMessage(

@@ -79,6 +79,35 @@ export function describeOutcome(outcome: SweepOutcome): string {
   }
 }
 
+/**
+ * Runs a local runtime's work to the end: waits for the bus to be idle, then — nothing being in
+ * flight — sweeps the open conversations (or those given) as stalled, and repeats while a sweep
+ * re-drives something. Bounded: each conversation is answered as stalled after
+ * `limits.maxRedrives` redrives without progress. What `ask` and `cld resume` wait for.
+ * @returns every sweep outcome, in order
+ */
+export async function settleLocal(
+  runtime: LocalRuntime,
+  options: { conversations?: readonly string[]; print?: (line: string) => void } = {},
+): Promise<SweepOutcome[]> {
+  const deps = localSweepDeps(runtime);
+  const all: SweepOutcome[] = [];
+  for (let pass = 0; pass <= runtime.deps.limits.maxRedrives + 1; pass++) {
+    await runtime.bus.idle();
+    const outcomes = await sweep(deps, {
+      mode: 'sweep',
+      stallAfterMs: 0,
+      ...(options.conversations ? { conversations: options.conversations } : {}),
+    });
+    all.push(...outcomes);
+    const acted = outcomes.filter((o) => o.action === 'redriven' || o.action === 'failed');
+    for (const outcome of acted) options.print?.(`settle: ${describeOutcome(outcome)}`);
+    if (acted.length === 0) break;
+  }
+  await runtime.bus.idle();
+  return all;
+}
+
 /** A running local sweeper. */
 export interface LocalSweeper {
   /** Runs one sweep now (also what the timer runs). */
@@ -87,22 +116,33 @@ export interface LocalSweeper {
   stop(): Promise<void>;
 }
 
+/** Resolves true when the bus has nothing queued, running or waiting for a retry right now. */
+async function busIdle(runtime: LocalRuntime): Promise<boolean> {
+  return Promise.race([
+    runtime.bus.idle().then(() => true),
+    new Promise<boolean>((resolve) => setImmediate(() => resolve(false))),
+  ]);
+}
+
 /**
- * Starts the sweeper of a local runtime: every `intervalMs` (default: half the stall time, at most
- * a minute), a sweep of the conversations idle for longer than `limits.stallAfterMs`. Runs never
- * overlap; a failed run is printed and the next one runs as planned.
+ * Starts the sweeper of a local runtime: every `intervalMs` (default 5 s), a sweep of the
+ * conversations idle for longer than `limits.stallAfterMs` — or of every open one while the bus is
+ * idle: in one process, nothing in flight means an unanswered message cannot progress by itself
+ * (events lost with an earlier process, a step that returned without writing). Redrives count
+ * as in AWS: `limits.maxRedrives` without progress, then the message is answered as stalled.
+ * Runs never overlap; a failed run is printed and the next one runs as planned.
  */
 export function startLocalSweeper(
   runtime: LocalRuntime,
   options: { intervalMs?: number; print?: (line: string) => void } = {},
 ): LocalSweeper {
   const print = options.print ?? (() => undefined);
-  const intervalMs =
-    options.intervalMs ?? Math.min(60_000, Math.max(1_000, Math.floor(runtime.deps.limits.stallAfterMs / 2)));
+  const intervalMs = options.intervalMs ?? 5_000;
   const deps = localSweepDeps(runtime);
   let running: Promise<SweepOutcome[]> | undefined;
   const sweepNow = (): Promise<SweepOutcome[]> => {
-    running ??= sweep(deps, { mode: 'sweep' })
+    running ??= busIdle(runtime)
+      .then((idle) => sweep(deps, { mode: 'sweep', ...(idle ? { stallAfterMs: 0 } : {}) }))
       .then((outcomes) => {
         for (const outcome of outcomes)
           if (outcome.action === 'redriven' || outcome.action === 'failed')
