@@ -16,7 +16,7 @@ import {
   PROJECT_ROOT,
   writeTokenizerRanks,
 } from './bundling.js';
-import type { FunctionSpec } from './functions.js';
+import { FUNCTION_TABLE, type FunctionSpec } from './functions.js';
 
 /**
  * Building and measuring function bundles outside CDK, with the stack's esbuild options
@@ -269,6 +269,20 @@ export function importOnce(
  * @returns undefined for a trigger it has no event for
  */
 export function probeEvent(name: string, trigger: string, now: Date = new Date()): unknown {
+  if (trigger === 'eventbridge' && FUNCTION_TABLE[name]?.schedule) {
+    // A scheduled rule's event (the sweeper): with nothing open, one sweep that re-drives nothing.
+    return {
+      version: '0',
+      id: 'probe',
+      'detail-type': 'Scheduled Event',
+      source: 'aws.events',
+      account: '111122223333',
+      time: now.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      region: 'eu-west-1',
+      resources: ['arn:aws:events:eu-west-1:111122223333:rule/probe'],
+      detail: {},
+    };
+  }
   if (trigger === 'eventbridge') {
     const conversation = withMeta({ type: 'common.Conversation', name: 'bundle-probe' });
     const message = withMeta({ type: 'common.Message', name: 'message-1', parent: conversation.id });

@@ -72,18 +72,21 @@ export function summarise(outcomes: readonly SweepOutcome[]): SweepSummary {
 }
 
 /**
- * Builds the handler: Deps and the publisher loaded once, the Powertools logger given the Lambda
- * context, the event validated, then one sweep.
+ * Builds the handler: Deps loaded once (the publisher at the first redrive), the Powertools logger
+ * given the Lambda context, the event validated, then one sweep.
  * @throws ValidationError for an event that is not a Scheduled Event; ConfigError for a function
  *   composed without the open-conversations projection (no `CLD_TABLE`)
  */
 export function createSweeperHandler(options: SweeperHandlerOptions) {
   let deps: Deps | undefined;
-  let publisher: RedrivePublisher | undefined;
+  // Built at the first redrive: a sweep with nothing stalled needs no EventBridge client.
+  const load = options.publisher ?? (() => publisherFromEnv());
+  const publisher: RedrivePublisher = {
+    publish: async (urns, reason) => (await load()).publish(urns, reason),
+  };
   return middy<unknown, SweepSummary>()
     .before(async (request) => {
       deps = await options.getDeps();
-      publisher ??= await (options.publisher ?? (() => publisherFromEnv()))();
       await injectLambdaContext(deps.logger).before?.(request);
     })
     .handler(async (event: unknown) => {
@@ -98,7 +101,7 @@ export function createSweeperHandler(options: SweeperHandlerOptions) {
           resources: active.resources,
           projections: active.projections,
           open: active.openConversations,
-          publisher: publisher as RedrivePublisher,
+          publisher,
           limits: active.limits,
           logger: active.logger,
           now: active.now,
