@@ -23,7 +23,7 @@ const serve = await runServeKills({
   kills: Number(values.kills),
   perStart: Number(values['per-start']),
   seed,
-  killAfterMs: [20, 1_500],
+  killAfterMs: [0, 1_500],
   recoverTimeoutMs: 180_000,
   print: (line) => console.error(line),
 });

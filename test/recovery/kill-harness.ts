@@ -166,7 +166,7 @@ export interface ServeKillOptions {
   /** Conversations posted (concurrently) after each start. */
   perStart: number;
   seed: number;
-  /** The kill comes this long (ms, uniform) after the posts start. */
+  /** The kill comes this long (ms, uniform) after the first post of a start was acknowledged. */
   killAfterMs: [number, number];
   /** How long the final run may take to answer everything (ms). */
   recoverTimeoutMs?: number;
@@ -194,8 +194,9 @@ export interface KillResult {
 
 /**
  * Starts `serve` on a fresh data directory `kills + 1` times; after each start posts `perStart`
- * conversations at once and kills the process with SIGKILL at a random point while they run; the
- * last start is not killed and is polled until every acknowledged conversation is answered.
+ * conversations at once and, a random time after the first is acknowledged, kills the process
+ * with SIGKILL while they run; the last start is not killed and is polled until every
+ * acknowledged conversation is answered.
  */
 export async function runServeKills(options: ServeKillOptions): Promise<KillResult> {
   const print = options.print ?? (() => undefined);
@@ -208,9 +209,19 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
     const served = await startServeChild(dataDir);
     const [low, high] = options.killAfterMs;
     const delay = low + Math.floor(next() * (high - low));
+    let acknowledge: () => void = () => undefined;
+    const firstAck = new Promise<void>((resolve) => {
+      acknowledge = resolve;
+    });
     const posts = Array.from({ length: options.perStart }, (_, i) =>
-      post(served.url, `${QUESTION} (${kill}.${i})`).then((id) => id && acknowledged.push(id)),
+      post(served.url, `${QUESTION} (${kill}.${i})`).then((id) => {
+        if (!id) return;
+        acknowledged.push(id);
+        acknowledge();
+      }),
     );
+    // The kill comes while conversations run: a random time after the first one was acknowledged.
+    await Promise.race([firstAck, Promise.all(posts)]);
     await new Promise((resolve) => setTimeout(resolve, delay));
     served.child.kill('SIGKILL');
     await served.exited;

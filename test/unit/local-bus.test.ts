@@ -1,6 +1,10 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ValidationError } from '../../shared/errors.js';
-import { type ResourceEvent, type S3ObjectCreatedEvent, s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
+import {
+  type ResourceEvent,
+  type S3ObjectCreatedEvent,
+  s3ObjectCreatedEvent,
+} from '../../shared/events/envelope.js';
 import {
   type DeadLetter,
   LocalBus,
