@@ -114,15 +114,19 @@ export function createHttpApi(options: {
       const key = idempotencyKey(reqCtx.event as APIGatewayProxyEventV2);
       const id = key ? uuidFor(user, key) : randomUUID();
       const fingerprint = key ? requestFingerprint(body) : undefined;
-      const started = await startConversation(deps.resources, {
-        user,
-        channel: { kind: 'http' },
-        content: body.message,
-        conversationName: httpConversationName(user, id),
-        messageName: `message-${key ?? randomUUID()}`,
-        ...(fingerprint ? { requestHash: fingerprint } : {}),
-        now: deps.now(),
-      }, { openConversations: deps.openConversations });
+      const started = await startConversation(
+        deps.resources,
+        {
+          user,
+          channel: { kind: 'http' },
+          content: body.message,
+          conversationName: httpConversationName(user, id),
+          messageName: `message-${key ?? randomUUID()}`,
+          ...(fingerprint ? { requestHash: fingerprint } : {}),
+          now: deps.now(),
+        },
+        { openConversations: deps.openConversations },
+      );
       if (fingerprint) assertSameRequest(started.stored, fingerprint, body.message);
       return accepted(reqCtx.event as APIGatewayProxyEventV2, options.channels().config, id, started);
     },
@@ -140,15 +144,19 @@ export function createHttpApi(options: {
       const conversation = await ownConversation(deps.resources, user, httpConversationUrn(user, id));
       const key = idempotencyKey(reqCtx.event as APIGatewayProxyEventV2);
       const fingerprint = key ? requestFingerprint(body) : undefined;
-      const started = await startConversation(deps.resources, {
-        user,
-        channel: conversation.channel,
-        content: body.message,
-        conversationName: conversation.meta.name,
-        messageName: `message-${key ?? randomUUID()}`,
-        ...(fingerprint ? { requestHash: fingerprint } : {}),
-        now: deps.now(),
-      }, { openConversations: deps.openConversations });
+      const started = await startConversation(
+        deps.resources,
+        {
+          user,
+          channel: conversation.channel,
+          content: body.message,
+          conversationName: conversation.meta.name,
+          messageName: `message-${key ?? randomUUID()}`,
+          ...(fingerprint ? { requestHash: fingerprint } : {}),
+          now: deps.now(),
+        },
+        { openConversations: deps.openConversations },
+      );
       if (fingerprint) assertSameRequest(started.stored, fingerprint, body.message);
       return accepted(reqCtx.event as APIGatewayProxyEventV2, options.channels().config, id, started);
     },
