@@ -15,8 +15,8 @@ import { catalogObjects } from '../../shared/catalog/catalog.js';
 import { ConfigError } from '../../shared/errors.js';
 import { routingTable } from '../../shared/events/routing.js';
 import { IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
-import { parseResource } from '../../shared/resources/schemas.js';
 import { OPEN_PARTITION } from '../../shared/projections/open-conversations.js';
+import { parseResource } from '../../shared/resources/schemas.js';
 import { functionUses } from '../../shared/runtime/compose.js';
 import { keyOf } from '../../shared/urn.js';
 import {
