@@ -50,12 +50,12 @@ describe('the reply routes of the routing table', () => {
     expect(toReply(urn)).toBe(expected);
   });
 
-  it('gives each reply route an S3 Object Created pattern on the bucket (what the stack turns into a rule)', () => {
+  it("gives each reply route an S3 Object Created pattern on the bucket, matching the sweeper's RESOURCE_PUT too", () => {
     expect(replyRoutes.map((r) => r.id)).toEqual(['ReplyOnConversationMessage', 'ReplyOnTaskOutput']);
     for (const route of replyRoutes) {
       expect(route.pattern).toMatchObject({
-        source: ['aws.s3'],
-        'detail-type': ['Object Created'],
+        source: ['aws.s3', 'cld'],
+        'detail-type': ['Object Created', 'RESOURCE_PUT'],
         detail: { bucket: { name: ['cld-test'] } },
       });
       const key = (route.pattern.detail as { object: { key: [{ wildcard: string }] } }).object.key[0]
