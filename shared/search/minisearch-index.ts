@@ -81,6 +81,12 @@ export class MiniSearchIndex implements ChunkSearch {
     return this.engine.has(urn);
   }
 
+  /** The indexed text of the item with this URN, or undefined when it is not indexed. */
+  textOf(urn: string): string | undefined {
+    const stored = this.engine.getStoredFields(urn);
+    return typeof stored?.text === 'string' ? stored.text : undefined;
+  }
+
   /**
    * Adds items; items whose URN is already indexed (or repeated within `items`) are skipped,
    * so adding the same items twice is a no-op.

@@ -1,0 +1,420 @@
+/**
+ * `npm run eval`: the evaluation of issue 11. Ingests node_modules/aws-cdk-lib (with ingest's
+ * default exclusions) into a cached data directory, asks every question of test/eval/questions.json
+ * through the real `ask` path (local runtime, offline model unless CLD_MODEL_ID is set), and
+ * reports per question part and in total:
+ * - search hit@1/@3/@8: the first `search` call of the part's task returned, within its first k
+ *   hits, a chunk of an expected module containing the term;
+ * - cited: the part's answer cites a chunk of an expected module;
+ * - term: the part's answer text contains the term;
+ * - corrective rounds asked by the supervisor, and whether the corrected answer has the term;
+ * - the same hit@k for a plain BM25 baseline (MiniSearch defaults over the module READMEs split
+ *   at headings), side by side;
+ * with the held-out questions reported apart.
+ *
+ * Options: `--data-dir <dir>` (default `.cld-eval`; the ingested corpus is cached under it, keyed by
+ * the search and ingest sources, so a change to them re-ingests), `--only q01,m02`, `--json <file>`,
+ * `--verbose` (answers too).
+ */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import MiniSearch from 'minisearch';
+import type {
+  AnyResource,
+  Message,
+  Task,
+  ToolCallResource,
+  Verdict,
+} from '../../shared/resources/schemas.js';
+import { modelFor, parseEnv, SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
+import { startConversation } from '../../shared/runtime/conversation.js';
+import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
+import { headingsOf, ingest } from '../../shared/search/ingest.js';
+import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
+import { childUrn, parentOf } from '../../shared/urn.js';
+import {
+  containsTerm,
+  type EvalPart,
+  type EvalQuestion,
+  firstRelevantRank,
+  isCodeOnly,
+  loadEvalSet,
+  messageOf,
+  moduleOfPath,
+} from './eval-set.js';
+
+const CORPUS = 'node_modules/aws-cdk-lib';
+const KS = [1, 3, 8] as const;
+
+/** What was measured for one part of a question. */
+interface PartResult {
+  id: string;
+  heldOut: boolean;
+  text: string;
+  term: string;
+  codeOnly: boolean;
+  /** Rank of the first relevant hit of the system's search (1-based), or undefined. */
+  rank: number | undefined;
+  /** The same for the BM25 baseline. */
+  baselineRank: number | undefined;
+  cited: boolean;
+  termInAnswer: boolean;
+  /** Corrective rounds the supervisor asked for on this part's task. */
+  corrections: number;
+  /** Term in the answer of the first attempt (before any correction). */
+  termBeforeCorrection: boolean;
+  ms: number;
+  answer: string;
+  query: string | undefined;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      'data-dir': { type: 'string', default: '.cld-eval' },
+      only: { type: 'string' },
+      json: { type: 'string' },
+      verbose: { type: 'boolean', default: false },
+    },
+  });
+  const only = values.only ? new Set(values.only.split(',')) : undefined;
+  const questions = loadEvalSet().filter((q) => !only || only.has(q.id));
+  const env = parseEnv(process.env);
+  const dataDir = resolve(values['data-dir'] as string, cacheKey());
+  const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
+  const started = performance.now();
+  const report = await ingest([CORPUS], {
+    resources: runtime.deps.resources,
+    index: runtime.deps.search as MiniSearchIndex,
+    actor: SYSTEM_ACTOR,
+    cwd: process.cwd(),
+  });
+  await runtime.bus.idle();
+  console.log(
+    `model: ${runtime.deps.model.name}   data: ${dataDir}\n` +
+      `corpus: ${report.files} files (${report.documents} ingested now, ${report.skipped} cached), ` +
+      `${(runtime.deps.search as MiniSearchIndex).size} chunks, ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
+  const documents = documentPaths();
+  const baseline = buildBaseline();
+  const readmes = (module: string) => {
+    try {
+      return readFileSync(join(CORPUS, module, 'README.md'), 'utf8');
+    } catch {
+      return '';
+    }
+  };
+
+  const runId = Date.now().toString(36);
+  const results: PartResult[] = [];
+  try {
+    for (const question of questions) {
+      const parts = await askOne(runtime, question, runId, documents);
+      for (const [i, part] of question.parts.entries()) {
+        const measured = parts[i] as Omit<PartResult, 'baselineRank' | 'codeOnly'>;
+        results.push({
+          ...measured,
+          baselineRank: firstRelevantRank(baseline(part.text), part),
+          codeOnly: isCodeOnly(part.modules.map(readmes), part.term),
+        });
+      }
+    }
+  } finally {
+    removeConversations(dataDir);
+  }
+  console.log(`\n${table(results, values.verbose === true)}`);
+  console.log(`\n${summary(results)}`);
+  if (values.json) writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
+}
+
+/** Cache key of the ingested corpus: the code that decides chunks and index, and the corpus version. */
+function cacheKey(): string {
+  const hash = createHash('sha256');
+  for (const file of [
+    'shared/search/ingest.ts',
+    'shared/search/minisearch-index.ts',
+    'shared/search/terms.ts',
+  ]) {
+    try {
+      hash.update(readFileSync(file));
+    } catch {
+      hash.update(`missing ${file}`);
+    }
+  }
+  hash.update(readFileSync(join(CORPUS, 'package.json')));
+  return `corpus-${hash.digest('hex').slice(0, 12)}`;
+}
+
+/** Document URN → path, for every Markdown or text file of the corpus (ingest's URN scheme). */
+function documentPaths(): Map<string, string> {
+  const paths = new Map<string, string>();
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) walk(path);
+      else if (/\.(md|markdown|txt)$/i.test(entry.name))
+        paths.set(childUrn(undefined, 'doc.Document', path), path);
+    }
+  };
+  walk(CORPUS);
+  return paths;
+}
+
+/** Asks one question and measures each of its parts. */
+async function askOne(
+  runtime: LocalRuntime,
+  question: EvalQuestion,
+  runId: string,
+  documents: ReadonlyMap<string, string>,
+): Promise<Omit<PartResult, 'baselineRank' | 'codeOnly'>[]> {
+  const { resources } = runtime.deps;
+  const started = performance.now();
+  const conversation = await startConversation(resources, {
+    user: 'cli:eval',
+    channel: { kind: 'cli' },
+    content: messageOf(question),
+    conversationName: `eval-${runId}-${question.id}`,
+  });
+  await runtime.bus.idle();
+  const ms = Math.round(performance.now() - started);
+  const below = await resources.list(SYSTEM_ACTOR, conversation.conversation);
+  const byUrn = new Map(below.map((r) => [r.meta.id, r]));
+  const tasks = below.filter((r): r is Task => r.meta.type === 'plan.Task');
+  const roots = tasks.filter((t) => t.depth === 1);
+  const partTasks: (Task | undefined)[] =
+    roots.length === 1 && (roots[0] as Task).subtasks.length > 0
+      ? (roots[0] as Task).subtasks.map((urn) => byUrn.get(urn) as Task | undefined)
+      : roots;
+  const outputOf = (task: Task) =>
+    byUrn.get(childUrn(task.meta.id, 'common.Message', 'output')) as Message | undefined;
+  return question.parts.map((part, i) => {
+    const planned = question.parts.length === partTasks.length ? partTasks[i] : undefined;
+    const empty = {
+      id: question.parts.length > 1 ? `${question.id}.${i + 1}` : question.id,
+      heldOut: question.heldOut === true,
+      text: part.text,
+      term: part.term,
+      rank: undefined,
+      cited: false,
+      termInAnswer: false,
+      corrections: 0,
+      termBeforeCorrection: false,
+      ms,
+      answer: '',
+      query: undefined,
+    };
+    if (!planned) return empty;
+    const { rank, query } = searchRank(below, planned, part, documents, runtime);
+    const final = latestCorrection(tasks, planned);
+    const output = outputOf(final);
+    const first = outputOf(planned);
+    const answer = withoutSources(output?.content ?? '');
+    const cited = (output?.citations ?? []).some((urn) => {
+      const path = documents.get(parentOf(urn) ?? '');
+      const module = path ? moduleOfPath(path) : undefined;
+      return module !== undefined && part.modules.includes(module);
+    });
+    return {
+      ...empty,
+      rank,
+      query,
+      cited,
+      termInAnswer: containsTerm(answer, part.term),
+      corrections: correctionsOf(tasks, planned),
+      termBeforeCorrection: containsTerm(withoutSources(first?.content ?? ''), part.term),
+      answer,
+    };
+  });
+}
+
+/** Rank of the first relevant hit of the task's first search call. */
+function searchRank(
+  below: readonly AnyResource[],
+  task: Task,
+  part: EvalPart,
+  documents: ReadonlyMap<string, string>,
+  runtime: LocalRuntime,
+): { rank: number | undefined; query: string | undefined } {
+  const calls = below
+    .filter((r): r is ToolCallResource => r.meta.type === 'tool.Call' && parentOf(r.meta.id) === task.meta.id)
+    .filter((c) => c.call.name === 'search')
+    .sort((a, b) => a.meta.name.localeCompare(b.meta.name));
+  const call = calls[0];
+  if (!call) return { rank: undefined, query: undefined };
+  const result = below.find(
+    (r): r is Message =>
+      r.meta.type === 'common.Message' &&
+      parentOf(r.meta.id) === task.meta.id &&
+      (r as Message).role === 'tool' &&
+      r.meta.name === `result-${call.meta.name}`,
+  );
+  const query = (call.call.input as { query?: string } | undefined)?.query;
+  if (!result) return { rank: undefined, query };
+  let hits: { urn: string; text: string }[] = [];
+  try {
+    hits = (JSON.parse(result.content) as { results?: { urn: string; text: string }[] }).results ?? [];
+  } catch {
+    hits = [];
+  }
+  const index = runtime.deps.search as MiniSearchIndex;
+  const rank = firstRelevantRank(
+    hits.map((hit) => {
+      const path = documents.get(parentOf(hit.urn) ?? '');
+      return { module: path ? moduleOfPath(path) : undefined, text: index.textOf(hit.urn) ?? hit.text };
+    }),
+    part,
+  );
+  return { rank, query };
+}
+
+/** The last corrective task that redoes `task` (following `corrects` chains), or `task`. */
+function latestCorrection(tasks: readonly Task[], task: Task): Task {
+  let current = task;
+  for (;;) {
+    const next = tasks.filter((t) => t.corrects === current.meta.id).sort((a, b) => b.round - a.round)[0];
+    if (!next) return current;
+    current = next;
+  }
+}
+
+function correctionsOf(tasks: readonly Task[], task: Task): number {
+  let count = 0;
+  let current = task;
+  for (;;) {
+    const next = tasks.find((t) => t.corrects === current.meta.id);
+    if (!next) return count;
+    count += 1;
+    current = next;
+  }
+}
+
+function withoutSources(content: string): string {
+  const index = content.search(/\n\s*Sources:\s*\n/);
+  return (index === -1 ? content : content.slice(0, index)).trim();
+}
+
+/** The baseline: MiniSearch with its defaults over the module READMEs split at headings. */
+function buildBaseline(): (query: string) => { module: string; text: string }[] {
+  const engine = new MiniSearch<{ id: number; module: string; text: string }>({
+    fields: ['text'],
+    storeFields: ['module', 'text'],
+  });
+  let id = 0;
+  for (const module of readdirSync(CORPUS)) {
+    let text: string;
+    try {
+      text = readFileSync(join(CORPUS, module, 'README.md'), 'utf8');
+    } catch {
+      continue;
+    }
+    const offsets = [0, ...headingsOf(text).map((h) => h.offset), text.length];
+    for (let i = 0; i + 1 < offsets.length; i += 1) {
+      const section = text.slice(offsets[i], offsets[i + 1]).trim();
+      if (section) engine.add({ id: id++, module, text: section });
+    }
+  }
+  return (query) =>
+    engine
+      .search(query)
+      .slice(0, 8)
+      .map((hit) => ({ module: hit.module as string, text: hit.text as string }));
+}
+
+/** Removes the conversations the run stored (the cached corpus stays). */
+function removeConversations(dataDir: string): void {
+  const root = join(dataDir, 'resources');
+  const walk = (dir: string, depth: number) => {
+    let entries: import('node:fs').Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      if (entry.name.includes('common.Conversation.'))
+        rmSync(join(dir, entry.name), { recursive: true, force: true });
+      else if (entry.isDirectory() && depth < 2) walk(join(dir, entry.name), depth + 1);
+    }
+  };
+  walk(root, 0);
+  rmSync(join(dataDir, 'projections'), { recursive: true, force: true });
+}
+
+const pct = (n: number, of: number) => (of === 0 ? '–' : `${Math.round((100 * n) / of)} %`);
+const hitAt = (rank: number | undefined, k: number) => rank !== undefined && rank <= k;
+const mark = (ok: boolean) => (ok ? '✓' : '·');
+
+function table(results: readonly PartResult[], verbose: boolean): string {
+  const rows = results.map((r) => {
+    const line = `| ${r.id}${r.heldOut ? '*' : ''} | ${r.term}${r.codeOnly ? ' (code)' : ''} | ${r.rank ?? '–'} | ${r.baselineRank ?? '–'} | ${mark(r.cited)} | ${mark(r.termInAnswer)} | ${r.corrections} | ${r.ms} |`;
+    return verbose
+      ? `${line}\n|  | query: ${r.query ?? '–'} — ${r.answer.replace(/\s+/g, ' ').slice(0, 300)} |||||||`
+      : line;
+  });
+  return [
+    '| part | term | rank | BM25 rank | cited | term in answer | corrections | ms |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
+function totals(results: readonly PartResult[]): Record<string, string> {
+  const n = results.length;
+  const count = (f: (r: PartResult) => boolean) => results.filter(f).length;
+  const row: Record<string, string> = { parts: String(n) };
+  for (const k of KS)
+    row[`hit@${k}`] = pct(
+      count((r) => hitAt(r.rank, k)),
+      n,
+    );
+  for (const k of KS)
+    row[`BM25 hit@${k}`] = pct(
+      count((r) => hitAt(r.baselineRank, k)),
+      n,
+    );
+  row.cited = pct(
+    count((r) => r.cited),
+    n,
+  );
+  row['term in answer'] = pct(
+    count((r) => r.termInAnswer),
+    n,
+  );
+  const corrected = results.filter((r) => r.corrections > 0);
+  row['corrective rounds'] = String(results.reduce((s, r) => s + r.corrections, 0));
+  row['corrected: term before → after'] =
+    `${count((r) => r.corrections > 0 && r.termBeforeCorrection)} → ${count((r) => r.corrections > 0 && r.termInAnswer)} of ${corrected.length}`;
+  row['median ms'] = String(median(results.map((r) => r.ms)));
+  return row;
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length ? (sorted[Math.floor(sorted.length / 2)] as number) : 0;
+}
+
+function summary(results: readonly PartResult[]): string {
+  const groups: [string, PartResult[]][] = [
+    ['tuning', results.filter((r) => !r.heldOut)],
+    ['held out', results.filter((r) => r.heldOut)],
+    ['multi-part', results.filter((r) => r.id.includes('.'))],
+    ['code only', results.filter((r) => r.codeOnly)],
+    ['all', [...results]],
+  ];
+  const rows = groups.map(([name, rs]) => ({ name, ...totals(rs) }));
+  const keys = Object.keys(rows[0] ?? {}).filter((k) => k !== 'name');
+  return [
+    `| set | ${keys.join(' | ')} |`,
+    `|---|${keys.map(() => '---').join('|')}|`,
+    ...rows.map(
+      (row) => `| ${row.name} | ${keys.map((k) => (row as Record<string, string>)[k]).join(' | ')} |`,
+    ),
+  ].join('\n');
+}
+
+main().catch((error: unknown) => {
+  console.error(`eval: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exitCode = 1;
+});
