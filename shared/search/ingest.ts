@@ -2,26 +2,50 @@ import { createHash } from 'node:crypto';
 import type { Dirent, Stats } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, join, relative, resolve, sep } from 'node:path';
-import { MarkdownTextSplitter, RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
+import { RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
 import { countTokens } from '../context/tokens.js';
 import { ValidationError } from '../errors.js';
+import { globMatch } from '../policy/glob.js';
 import type { Actor } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Chunk, Document } from '../resources/schemas.js';
 import { childUrn } from '../urn.js';
+import { splitMarkdown } from './chunking.js';
+import { type Heading, headingsOf } from './headings.js';
 import type { MiniSearchIndex } from './minisearch-index.js';
 import type { IndexedItem } from './port.js';
 
-/**
- * Chunk size in characters. ~1,200 characters is ~300 cl100k tokens of English prose (more for
- * code), small enough that 8 hits fit a context window comfortably and large enough to keep a
- * README section with its example together.
- */
-export const CHUNK_SIZE = 1200;
+export { type Heading, headingsOf };
 
-/** Characters shared by consecutive chunks, so a sentence cut at a boundary is whole in one of them. */
+/**
+ * Chunk size in characters. ~1,500 characters is ~400 cl100k tokens of English prose (more for
+ * code), small enough that 8 hits fit a context window comfortably and large enough to keep a
+ * README paragraph with the example it introduces.
+ */
+export const CHUNK_SIZE = 1500;
+
+/** Characters shared by consecutive chunks of plain text, so a sentence cut at a boundary is whole in one of them. */
 export const CHUNK_OVERLAP = 150;
+
+/**
+ * Files ingest leaves out of a folder by default (globs over the path relative to the folder
+ * given; a pattern starting with `**\/` also matches at the top; case-insensitive): licences and
+ * notices, third-party attributions, change logs and contribution guides, and bundled packages
+ * under `node_modules`. Files named explicitly are never excluded.
+ */
+export const DEFAULT_EXCLUDES: readonly string[] = [
+  '**/node_modules/**',
+  '**/LICENSE*',
+  '**/LICENCE*',
+  '**/NOTICE*',
+  '**/THIRD-PARTY*',
+  '**/THIRD_PARTY*',
+  '**/CHANGELOG*',
+  '**/HISTORY*',
+  '**/CONTRIBUTING*',
+  '**/CODE_OF_CONDUCT*',
+];
 
 /** Files read, split and written at the same time. */
 export const INGEST_CONCURRENCY = 8;
@@ -63,6 +87,8 @@ export interface IngestReport {
   bytes: number;
   /** Wall time of the run, in milliseconds. */
   ms: number;
+  /** Files under the given folders left out by `exclude` (or not matched by `include`), per pattern. */
+  excluded: { pattern: string; files: number }[];
   /** Storage key of the index generation written, when the index was saved. */
   index?: string;
 }
@@ -85,6 +111,13 @@ export interface IngestDeps {
   now?: () => Date;
   /** Called once per file as it finishes. */
   onProgress?: (progress: IngestProgress) => void;
+  /**
+   * Globs of files to leave out of folders (path relative to the folder given, `/`-separated;
+   * see {@link DEFAULT_EXCLUDES}, the default). `[]` keeps everything.
+   */
+  exclude?: readonly string[];
+  /** When given, only files of folders matching one of these globs are ingested (same rules as `exclude`). */
+  include?: readonly string[];
 }
 
 /** A file found under the given paths. */
@@ -117,13 +150,16 @@ interface FileOutcome {
  * path relative to `cwd`) with their `doc.Chunk` children, and adds the chunks to the index.
  *
  * - `paths` are files or folders, relative to `cwd` or absolute. Folders are walked
- *   recursively for `.md`, `.markdown` and `.txt` files without following symbolic links (no
- *   folder is skipped by name: corpora live under `node_modules`). Files are processed in
- *   sorted name order, {@link INGEST_CONCURRENCY} at a time; the resources and the index
- *   contents do not depend on timing.
- * - Markdown is split with langchain's `MarkdownTextSplitter` (headings, code fences, rules,
- *   paragraphs, lines, words), text with `RecursiveCharacterTextSplitter`;
- *   {@link CHUNK_SIZE} characters with {@link CHUNK_OVERLAP} overlap. A chunk is named
+ *   recursively for `.md`, `.markdown` and `.txt` files without following symbolic links;
+ *   files matching `deps.exclude` ({@link DEFAULT_EXCLUDES}: licences, notices, third-party
+ *   files, bundled `node_modules` below the folder given) or not matching `deps.include` are
+ *   left out and counted in `report.excluded` (a corpus may itself live under `node_modules`:
+ *   only the path below the folder given is matched). Files are processed in sorted name
+ *   order, {@link INGEST_CONCURRENCY} at a time; the resources and the index contents do not
+ *   depend on timing.
+ * - Markdown is split by {@link splitMarkdown} (chunks within one heading section, code kept
+ *   with the paragraph that introduces it), text with `RecursiveCharacterTextSplitter`
+ *   ({@link CHUNK_OVERLAP} overlap); at most {@link CHUNK_SIZE} characters. A chunk is named
  *   `chunk-<i>`, carries the heading trail in force where it starts (`# A` > `## B`) and its
  *   cl100k token count in `meta.tokens`.
  * - The Document is put after all its chunks, so an existing Document means complete chunks:
@@ -140,7 +176,10 @@ interface FileOutcome {
 export async function ingest(paths: readonly string[], deps: IngestDeps): Promise<IngestReport> {
   const started = performance.now();
   const now = deps.now ?? (() => new Date());
-  const files = await collectFiles(paths, deps.cwd);
+  const { files, excluded } = await collectFiles(paths, deps.cwd, {
+    exclude: deps.exclude ?? DEFAULT_EXCLUDES,
+    ...(deps.include ? { include: deps.include } : {}),
+  });
 
   const read = await mapConcurrently(files, INGEST_CONCURRENCY, (file) => readSource(file, deps));
   const changed = read.filter((file) => file.existing && file.existing.contentHash !== file.contentHash);
@@ -168,7 +207,15 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
     return outcome;
   });
 
-  const report: IngestReport = { files: files.length, skipped: 0, documents: 0, chunks: 0, bytes: 0, ms: 0 };
+  const report: IngestReport = {
+    files: files.length,
+    skipped: 0,
+    documents: 0,
+    chunks: 0,
+    bytes: 0,
+    ms: 0,
+    excluded,
+  };
   let added = 0;
   for (const outcome of outcomes) {
     added += deps.index.add(outcome.items);
@@ -185,8 +232,37 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
   return report;
 }
 
+/** Include/exclude globs of {@link collectFiles}. */
+interface FileFilter {
+  exclude: readonly string[];
+  include?: readonly string[];
+}
+
+/**
+ * True when `path` (relative, `/`-separated) matches `pattern`, case-insensitively; a pattern
+ * starting with `**\/` also matches at the top (`**\/LICENSE*` matches `LICENSE`).
+ */
+export function matchesGlob(pattern: string, path: string): boolean {
+  const value = path.toLowerCase();
+  const glob = pattern.toLowerCase();
+  return globMatch(glob, value) || (glob.startsWith('**/') && globMatch(glob.slice(3), value));
+}
+
+/** The pattern that leaves `relative` out (first exclude, or the include list), or undefined to keep it. */
+function exclusionOf(relative: string, filter: FileFilter): string | undefined {
+  const excluded = filter.exclude.find((pattern) => matchesGlob(pattern, relative));
+  if (excluded !== undefined) return excluded;
+  if (filter.include && !filter.include.some((pattern) => matchesGlob(pattern, relative)))
+    return `not included (${filter.include.join(', ')})`;
+  return undefined;
+}
+
 /** Resolves the given paths into the sorted, de-duplicated list of files to ingest. */
-async function collectFiles(paths: readonly string[], cwd: string): Promise<SourceFile[]> {
+async function collectFiles(
+  paths: readonly string[],
+  cwd: string,
+  filter: FileFilter,
+): Promise<{ files: SourceFile[]; excluded: { pattern: string; files: number }[] }> {
   if (paths.length === 0) throw new ValidationError('ingest needs at least one file or folder');
   const roots = await Promise.all(
     paths.map(async (path) => {
@@ -199,10 +275,15 @@ async function collectFiles(paths: readonly string[], cwd: string): Promise<Sour
     throw new ValidationError(`ingest path does not exist: ${missing.join(', ')}`, { details: { missing } });
   }
   const found = new Set<string>();
+  const excluded = new Map<string, number>();
   for (const root of roots) {
     const stats = root.stats as Stats;
     if (stats.isDirectory()) {
-      for (const file of await walk(root.absolute)) found.add(file);
+      for (const file of await walk(root.absolute)) {
+        const pattern = exclusionOf(relative(root.absolute, file).split(sep).join('/'), filter);
+        if (pattern === undefined) found.add(file);
+        else excluded.set(pattern, (excluded.get(pattern) ?? 0) + 1);
+      }
     } else if (stats.isFile()) {
       if (!isSupported(root.absolute)) {
         throw new ValidationError(`ingest path ${root.path} is not a ${INGEST_EXTENSIONS.join(', ')} file`);
@@ -223,7 +304,10 @@ async function collectFiles(paths: readonly string[], cwd: string): Promise<Sour
       `ingest path names over ${MAX_NAME_LENGTH} characters: ${tooLong.map((file) => file.name).join(', ')}`,
     );
   }
-  return files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return {
+    files: files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    excluded: [...excluded].map(([pattern, count]) => ({ pattern, files: count })),
+  };
 }
 
 /** Supported files under `folder`, recursively; symbolic links are neither followed nor listed. */
@@ -284,7 +368,7 @@ async function write(file: ReadFile, deps: IngestDeps, now: () => Date): Promise
       ...(heading !== undefined ? { heading } : {}),
     };
     const { resource } = await deps.resources.put(deps.actor, chunk);
-    items.push(toItem(resource, title));
+    items.push(toItem(resource, title, file.name));
   }
   const document: Document = {
     meta: withMeta({ type: 'doc.Document', name: file.name, purpose: title }, now()),
@@ -306,90 +390,27 @@ async function reindexExisting(file: ReadFile, existing: Document, deps: IngestD
   }
   const stored = missing.length > 0 ? await deps.resources.getMany(deps.actor, missing) : [];
   const items = stored.flatMap((resource) =>
-    resource.meta.type === 'doc.Chunk' ? [toItem(resource as Chunk, existing.meta.purpose)] : [],
+    resource.meta.type === 'doc.Chunk'
+      ? [toItem(resource as Chunk, existing.meta.purpose, existing.path)]
+      : [],
   );
   return { skipped: true, bytes: file.bytes, chunks: existing.chunks, items };
 }
 
-function toItem(chunk: Chunk, documentTitle: string): IndexedItem {
-  return { urn: chunk.meta.id, type: 'doc.Chunk', title: chunk.heading ?? documentTitle, text: chunk.text };
+function toItem(chunk: Chunk, documentTitle: string, path: string): IndexedItem {
+  return {
+    urn: chunk.meta.id,
+    type: 'doc.Chunk',
+    title: chunk.heading ?? documentTitle,
+    text: chunk.text,
+    source: path,
+  };
 }
 
 async function split(content: string, markdown: boolean): Promise<string[]> {
-  const options = { chunkSize: CHUNK_SIZE, chunkOverlap: CHUNK_OVERLAP };
-  const splitter = markdown ? new MarkdownTextSplitter(options) : new RecursiveCharacterTextSplitter(options);
+  if (markdown) return splitMarkdown(content, CHUNK_SIZE);
+  const splitter = new RecursiveCharacterTextSplitter({ chunkSize: CHUNK_SIZE, chunkOverlap: CHUNK_OVERLAP });
   return splitter.splitText(content);
-}
-
-/** A Markdown heading: its level (1–6), its text and where it is (UTF-16 offsets). */
-export interface Heading {
-  /** Start of the heading's (first) line. */
-  offset: number;
-  /** End of its last line (the setext underline), newline excluded. */
-  end: number;
-  level: number;
-  title: string;
-}
-
-const ATX_HEADING = /^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
-const SETEXT_UNDERLINE = /^ {0,3}(=+|-+)[ \t]*$/;
-const FENCE = /^ {0,3}(`{3,}|~{3,})/;
-
-/**
- * Headings of a Markdown text in order: ATX (`## Title`) and setext (`Title` over `===`/`---`),
- * ignoring lines inside fenced code blocks (where `# comment` is not a heading).
- */
-export function headingsOf(text: string): Heading[] {
-  const headings: Heading[] = [];
-  let fence: string | undefined;
-  let offset = 0;
-  let previous: { offset: number; line: string } | undefined;
-  for (const raw of text.split('\n')) {
-    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-    const lineOffset = offset;
-    offset += raw.length + 1;
-    const fenceMatch = FENCE.exec(line);
-    if (fence !== undefined) {
-      const marker = fenceMatch?.[1] ?? '';
-      if (marker[0] === fence[0] && marker.length >= fence.length) fence = undefined;
-      previous = undefined;
-      continue;
-    }
-    if (fenceMatch) {
-      fence = fenceMatch[1];
-      previous = undefined;
-      continue;
-    }
-    const atx = ATX_HEADING.exec(line);
-    if (atx) {
-      headings.push({
-        offset: lineOffset,
-        end: lineOffset + raw.length,
-        level: atx[1]?.length ?? 1,
-        title: clean(atx[2] ?? ''),
-      });
-      previous = undefined;
-      continue;
-    }
-    const underline = SETEXT_UNDERLINE.exec(line);
-    if (underline && previous && previous.line.trim() !== '') {
-      const level = underline[1]?.startsWith('=') ? 1 : 2;
-      headings.push({
-        offset: previous.offset,
-        end: lineOffset + raw.length,
-        level,
-        title: clean(previous.line),
-      });
-      previous = undefined;
-      continue;
-    }
-    previous = { offset: lineOffset, line };
-  }
-  return headings.filter((heading) => heading.title !== '');
-}
-
-function clean(title: string): string {
-  return title.trim();
 }
 
 /**

@@ -3,6 +3,7 @@ import { NotFoundError, ValidationError } from '../errors.js';
 import type { StorageInterface } from '../storage/port.js';
 import { isWithin } from '../urn.js';
 import type { ChunkSearch, IndexedItem, SearchFilter, SearchHit } from './port.js';
+import { processTerm, tokenize } from './terms.js';
 
 /** Default storage key stem of the chunk index: generations are `indexes/chunks.<n>.json`. */
 export const DEFAULT_INDEX_KEY = 'indexes/chunks';
@@ -13,6 +14,16 @@ export const DEFAULT_SEARCH_LIMIT = 8;
 /** Boost of a match in `title` (the heading trail) relative to one in `text`. */
 const TITLE_BOOST = 2;
 
+/** Boost of a match in `source` (the document's path: module folder and file name) relative to one in `text`. */
+const SOURCE_BOOST = 1.5;
+
+/**
+ * Version of the term processing (shared/search/terms.ts) an index was built with, stored in
+ * its serialisation as `cldTerms`. An index built otherwise is not searchable with these terms:
+ * {@link MiniSearchIndex.open} treats it as empty (ingest re-adds the stored chunks).
+ */
+export const TERMS_VERSION = 2;
+
 /** How many times {@link MiniSearchIndex.save} moves on to the next generation when one is taken. */
 const SAVE_ATTEMPTS = 5;
 
@@ -22,22 +33,27 @@ interface StoredFields {
   type: string;
   title?: string;
   text: string;
+  source?: string;
 }
 
 /**
  * MiniSearch options. `loadJSON` must be given the same options the index was built with, so
- * they live in one place. Prefix search only for terms of 3+ characters (so "a" does not expand
- * to every term starting with "a"); fuzzy search (edit distance ≈ 15 % of the term, at most 2)
- * only for terms of 5+ characters, to absorb typos without drowning short terms.
+ * they live in one place. Documents and queries go through the same term processing
+ * (shared/search/terms.ts: identifiers kept whole and split, stopwords dropped, Porter stems).
+ * Prefix search only for terms of 4+ characters (so "s3" does not expand to every term starting
+ * with it); fuzzy search (edit distance ≈ 15 % of the term, at most 2) only for terms of 6+
+ * characters, to absorb typos without drowning short terms.
  */
 const OPTIONS: Options<StoredFields> = {
   idField: 'urn',
-  fields: ['title', 'text'],
-  storeFields: ['urn', 'type', 'title', 'text'],
+  fields: ['title', 'text', 'source'],
+  storeFields: ['urn', 'type', 'title', 'text', 'source'],
+  tokenize,
+  processTerm,
   searchOptions: {
-    boost: { title: TITLE_BOOST },
-    prefix: (term) => term.length >= 3,
-    fuzzy: (term) => (term.length >= 5 ? 0.15 : false),
+    boost: { title: TITLE_BOOST, source: SOURCE_BOOST },
+    prefix: (term) => term.length >= 4,
+    fuzzy: (term) => (term.length >= 6 ? 0.15 : false),
     maxFuzzy: 2,
   },
 };
@@ -98,6 +114,7 @@ export class MiniSearchIndex implements ChunkSearch {
       if (this.engine.has(item.urn)) continue;
       const fields: StoredFields = { urn: item.urn, type: item.type, text: item.text };
       if (item.title !== undefined && item.title !== '') fields.title = item.title;
+      if (item.source !== undefined && item.source !== '') fields.source = item.source;
       this.engine.add(fields);
       added += 1;
     }
@@ -133,9 +150,19 @@ export class MiniSearchIndex implements ChunkSearch {
     return hits;
   }
 
-  /** minisearch's own serialisation (a plain object; `JSON.stringify(index)` uses it). */
-  toJSON(): AsPlainObject {
-    return this.engine.toJSON();
+  /**
+   * minisearch's own serialisation (a plain object; `JSON.stringify(index)` uses it), with the
+   * term processing version as `cldTerms`.
+   */
+  toJSON(): AsPlainObject & { cldTerms: number } {
+    return { ...this.engine.toJSON(), cldTerms: TERMS_VERSION };
+  }
+
+  /** True when a serialised index was built with this term processing ({@link TERMS_VERSION}). */
+  static isCurrent(json: unknown): boolean {
+    return (
+      typeof json === 'object' && json !== null && (json as { cldTerms?: unknown }).cldTerms === TERMS_VERSION
+    );
   }
 
   /**
@@ -208,7 +235,16 @@ export class MiniSearchIndex implements ChunkSearch {
       }
       throw error;
     }
-    const index = MiniSearchIndex.load(data.toString('utf8'));
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data.toString('utf8'));
+    } catch (error) {
+      throw new ValidationError(`index generation ${generation} of ${key} is not JSON`, { cause: error });
+    }
+    // Built with other term processing: start empty; ingest re-adds the stored chunks.
+    const index = MiniSearchIndex.isCurrent(parsed)
+      ? MiniSearchIndex.load(parsed as AsPlainObject)
+      : new MiniSearchIndex();
     index.origin = { storage, key, generation };
     return index;
   }
@@ -246,6 +282,7 @@ function toHit(result: SearchResult): SearchHit {
     score: result.score,
   };
   if (typeof result.title === 'string') hit.title = result.title;
+  if (typeof result.source === 'string') hit.source = result.source;
   return hit;
 }
 

@@ -13,6 +13,8 @@ export interface IndexedItem {
   text: string;
   /** Optional title or heading trail (weighted higher than text). */
   title?: string;
+  /** Optional source path of the item's document (`node_modules/aws-cdk-lib/aws-s3/README.md`), searched too. */
+  source?: string;
 }
 
 /** Search filters. */
@@ -29,6 +31,8 @@ export interface SearchHit {
   type: string;
   title?: string;
   text: string;
+  /** Source path of the hit's document, when indexed with one. */
+  source?: string;
   /** Relevance score (BM25-based; higher is better; comparable within one query only). */
   score: number;
 }

@@ -10,8 +10,11 @@ export const MAX_SEARCH_RESULTS = 20;
 /** Hits returned when the call does not say. */
 export const DEFAULT_SEARCH_RESULTS = 8;
 
-/** Characters of a hit's text returned to the model; the full chunk is one `read` away. */
-export const SEARCH_TEXT_LIMIT = 800;
+/**
+ * Characters of a hit's text returned to the model: a whole chunk (ingest's CHUNK_SIZE is
+ * 1,500), so the example that carries the answer is not cut off; longer texts are one `read` away.
+ */
+export const SEARCH_TEXT_LIMIT = 1600;
 
 /** Arguments of the `search` tool (shared/catalog/tools/search.json describes them to the model). */
 export const SearchInputSchema = z.strictObject({
@@ -29,8 +32,8 @@ export type SearchInput = z.infer<typeof SearchInputSchema>;
  * The `search` tool: ranked full-text search over the indexed chunks, restricted to what the
  * calling actor may read (hits the policy denies are dropped before the limit is applied).
  *
- * Input `{ query, type?, prefix?, limit? ≤ 20 }`. Result `{ results: [{ urn, title?, text,
- * score }] }`, best first, `text` cut to {@link SEARCH_TEXT_LIMIT} characters (ending in `…`
+ * Input `{ query, type?, prefix?, limit? ≤ 20 }`. Result `{ results: [{ urn, title?, source?,
+ * text, score }] }` (`source`: the document's path), best first, `text` cut to {@link SEARCH_TEXT_LIMIT} characters (ending in `…`
  * when cut) and `score` rounded to 3 decimals.
  * @throws ValidationError for arguments that do not match {@link SearchInputSchema}
  */
@@ -54,6 +57,7 @@ export const searchTool: ToolImplementation = {
     const results = hits.map((hit) => ({
       urn: hit.urn,
       ...(hit.title !== undefined ? { title: hit.title } : {}),
+      ...(hit.source !== undefined ? { source: hit.source } : {}),
       text: truncate(hit.text, SEARCH_TEXT_LIMIT),
       score: Math.round(hit.score * 1000) / 1000,
     }));

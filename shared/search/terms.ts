@@ -1,0 +1,84 @@
+import { stemmer } from 'stemmer';
+
+/**
+ * Term processing of the chunk index (shared/search/minisearch-index.ts), used for documents and
+ * queries alike so both sides meet:
+ * - {@link tokenize}: words and identifiers; an identifier is kept whole *and* split into its
+ *   parts (`eventBridgeEnabled` → `eventBridgeEnabled`, `event`, `Bridge`, `Enabled`;
+ *   `BLOCK_ALL` → `BLOCK_ALL`, `BLOCK`, `ALL`; `aws-s3` → `aws-s3`, `aws`, `s3`), so
+ *   "EventBridge enabled", "event bridge enabled" and `eventBridgeEnabled` share terms;
+ * - {@link processTerm}: lower case, English stopwords dropped, then the Porter stemmer (the
+ *   `stemmer` package), so "encryption"/"encrypt", "versioned"/"versioning" and
+ *   "concurrency"/"concurrent" meet.
+ */
+
+/** Words, identifiers and dotted/hyphenated names: runs of letters, digits, `_`, `$`, joined by `-`. */
+const TOKEN = /[\p{L}\p{N}_$]+(?:-[\p{L}\p{N}_$]+)*/gu;
+
+/**
+ * Boundaries inside an identifier: lower→Upper (`eventBridge`), digit→Upper (`s3Bucket`) and
+ * ACRONYM→Word (`HTTPApi`); never letter→digit, so `s3`, `ec2` and `ipv6` stay whole.
+ */
+const CAMEL_BOUNDARY = /(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})/u;
+
+/** English function words and question words that carry no topic (lower case). */
+export const STOPWORDS: ReadonlySet<string> = new Set(
+  `a about above after again against all am an and any are as at be because been before being below between both
+  but by can could did do does doing down during each few for from further had has have having he her here hers
+  how i if in into is it its itself just me more most my no nor not of off on once only or other our ours out over
+  own same she should so some such than that the their theirs them then there these they this those through to too
+  under until up very was we were what when where which while who whom why will with would you your yours
+  want wants need needs let lets make get set use using used way ways like example e g eg`.split(/\s+/),
+);
+
+/**
+ * Tokens of a text for the index: every word or identifier, and for identifiers with inner
+ * boundaries (camelCase, snake_case, kebab-case) their parts after the whole. Case is kept
+ * ({@link processTerm} lowers it). Linear in the text's length.
+ */
+export function tokenize(text: string): string[] {
+  const tokens: string[] = [];
+  for (const match of text.matchAll(TOKEN)) {
+    const token = match[0];
+    tokens.push(token);
+    const parts = identifierParts(token);
+    if (parts.length > 1) tokens.push(...parts);
+  }
+  return tokens;
+}
+
+/**
+ * Parts of an identifier: split at `-`, `_`, `$` and camel-case boundaries
+ * (`eventBridgeEnabled` → `event`, `Bridge`, `Enabled`; `HTTPApi` → `HTTP`, `Api`;
+ * `ARM_64` → `ARM`, `64`). A plain word is its own single part.
+ */
+export function identifierParts(identifier: string): string[] {
+  return identifier
+    .split(/[-_$]+/)
+    .flatMap((piece) => piece.split(CAMEL_BOUNDARY))
+    .filter((part) => part.length > 0);
+}
+
+/**
+ * The index term of a token: lower case and Porter-stemmed; `null` for stopwords and single
+ * characters other than digits (MiniSearch drops a term for which `processTerm` returns a falsy
+ * value).
+ */
+export function processTerm(token: string): string | null {
+  const term = token.toLowerCase();
+  if (STOPWORDS.has(term)) return null;
+  if (term.length === 1 && !/\p{N}/u.test(term)) return null;
+  // Identifiers with digits or separators (`s3`, `arm_64`, `aws-s3`) are kept as they are.
+  if (!/^\p{L}+$/u.test(term)) return term;
+  return stemmer(term);
+}
+
+/** The distinct index terms of a text, in order of first occurrence (what a query is searched for). */
+export function termsOf(text: string): string[] {
+  const seen = new Set<string>();
+  for (const token of tokenize(text)) {
+    const term = processTerm(token);
+    if (term) seen.add(term);
+  }
+  return [...seen];
+}
