@@ -48,7 +48,11 @@ const PLANNER =
   'You are the planner. Turn the user message into a task tree with ONE call of the create_plan tool. ' +
   'Make one root task per independent request; split a request with several parts into subtasks ' +
   '(one per part), nesting only as deep as the work needs. Give every task a purpose, instructions, ' +
-  'applicability and evaluation: the evaluation is what a supervisor will check.';
+  'applicability and evaluation: the evaluation is what a supervisor will check. Each subtask must stand ' +
+  'on its own: when a part refers to an earlier one ("that bucket", "it"), name the referent in its purpose ' +
+  '("... that bucket (that bucket: the versioned S3 bucket)"), because the subtask is searched and answered ' +
+  'without the other parts. For a "how do I" question over code documentation, the evaluation asks for the ' +
+  'identifier or code that does it, from a cited chunk.';
 
 async function onConversationMessage(messageUrn: string, deps: Deps): Promise<StepOutcome> {
   const actor = planActor(messageUrn);

@@ -7,6 +7,8 @@ import {
   type TaskPayload,
 } from '../domain/payloads.js';
 import { contentWords, cosine, HashingEmbedder } from '../search/similarity.js';
+import { termsOf } from '../search/terms.js';
+import { type ExtractHit, extractiveAnswer } from './extract.js';
 import { graphAnswer, isStructuralQuestion, latestGraphResult, nextGraphCall } from './offline-graph.js';
 import type {
   ChatModel,
@@ -23,13 +25,16 @@ import type {
  * as "model: offline". It is honest plumbing for running the whole system without a model, not
  * a pretend LLM (issue 2, part 6):
  * - planner (`create_plan` offered): one task per numbered/bulleted item, question, or
- *   `then`/`;` clause; several parts become one root task with subtasks;
+ *   `then`/`;` clause; several parts become one root task with subtasks; a part that refers to
+ *   an earlier one ("that bucket", "it") names the referent in its purpose ({@link resolveReferences});
  * - inner loop: calls the tool whose description best matches the task, with the task's
- *   question as its text argument; given tool results, answers extractively (the sentences that
- *   share most words with the question) and cites the URNs it used;
- * - supervisor (`submit_verdict` offered): passes a subtask whose output is non-empty, cites a
- *   source and covers at least half of the key terms its evaluation lists after "mentions:";
- *   otherwise asks for one corrective subtask.
+ *   question (and referent) as its text argument, within the document a corrective task names;
+ *   given tool results, answers extractively (shared/llm/extract.ts: complete sentences and the
+ *   code block that carries the question's subject, from the cited chunks) and cites them;
+ * - supervisor (`submit_verdict` offered): judges each subtask against its evaluation
+ *   ({@link judge}): an error, an empty output, no citation, a "how do I" answer without an
+ *   identifier or code, or fewer than half of the key terms fail it; a failing subtask gets one
+ *   corrective subtask that searches again within the document its answer cited.
  * It reads only the Converse request, like a real model.
  */
 export class OfflineChatModel implements ChatModel {
@@ -83,7 +88,14 @@ export class OfflineChatModel implements ChatModel {
     if (results.length === 0 && candidates.length > 0) {
       const tool = await this.bestTool(question, candidates);
       const argument = firstStringParameter(tool) as string;
-      return [toolUse(tool.name, `${turn}`, { [argument]: clip(question, maxLengthOf(tool, argument)) })];
+      const within = taskWithin(request.messages);
+      const properties = (tool.inputSchema.json as { properties?: Record<string, unknown> }).properties ?? {};
+      return [
+        toolUse(tool.name, `${turn}`, {
+          [argument]: clip(question, maxLengthOf(tool, argument)),
+          ...(within && 'prefix' in properties ? { prefix: within } : {}),
+        }),
+      ];
     }
     return [{ text: extractiveAnswer(question, results) }];
   }
@@ -158,13 +170,20 @@ export function keyTerms(text: string): string[] {
   return [...new Set(contentWords(text))].filter((w) => !generic.has(w)).slice(0, 5);
 }
 
-function leaf(part: string): TaskPayload {
-  const terms = keyTerms(part);
+/** A "how do I / how to / how can I" question: its answer should show the identifier or code. */
+const HOW_TO = /^\s*(?:\d{1,2}[.)]\s*)?how\s+(?:do|can|should|would|to)\b/i;
+
+/** The evaluation criterion the offline judge checks for how-to questions. */
+export const SHOWS_CODE = 'shows the identifier or code that does it, from a cited chunk';
+
+function leaf(part: string, referent?: Reference): TaskPayload {
+  const question = referent ? `${part} (${referent.phrase}: the ${referent.subject})` : part;
+  const terms = keyTerms(question);
   // A question without Latin-alphabet words (e.g. in Chinese or Russian) has no key terms.
   if (terms.length === 0)
     return {
       title: clip(part, 80),
-      purpose: clip(`Answer the question: ${part}`, TASK_TEXT_LIMITS.purpose),
+      purpose: clip(`Answer the question: ${question}`, TASK_TEXT_LIMITS.purpose),
       instructions: 'Search the documentation with the question as written and answer with citations.',
       applicability: 'A single question answerable from the ingested documentation.',
       evaluation: 'The answer cites at least one documentation chunk.',
@@ -172,25 +191,73 @@ function leaf(part: string): TaskPayload {
   if (isStructuralQuestion(part)) {
     return {
       title: clip(part, 80),
-      purpose: clip(`Answer the question: ${part}`, TASK_TEXT_LIMITS.purpose),
+      purpose: clip(`Answer the question: ${question}`, TASK_TEXT_LIMITS.purpose),
       instructions: `Query the API structure graph for ${terms.join(', ')}: describe the type, list its properties, defaults, bases or implementations, and cite the sources.`,
       applicability:
         'A structural question about an API: properties, props, defaults, types, extends, implements, methods.',
       evaluation: `The answer lists the properties, members or related types from the graph and mentions: ${terms.join(', ')}.`,
     };
   }
+  const criteria = HOW_TO.test(part)
+    ? `The answer cites at least one documentation chunk, ${SHOWS_CODE}, and mentions: ${terms.join(', ')}.`
+    : `The answer cites at least one documentation chunk and mentions: ${terms.join(', ')}.`;
   return {
     title: part.length > 80 ? `${part.slice(0, 77)}...` : part,
-    purpose: clip(`Answer the question: ${part}`, TASK_TEXT_LIMITS.purpose),
+    purpose: clip(`Answer the question: ${question}`, TASK_TEXT_LIMITS.purpose),
     instructions: `Search the documentation for ${terms.join(', ')}; read the most relevant chunks and answer with citations.`,
     applicability: 'A single question answerable from the ingested documentation.',
-    evaluation: `The answer cites at least one documentation chunk and mentions: ${terms.join(', ')}.`,
+    evaluation: criteria,
   };
+}
+
+/** What a later part refers to: the words it uses ("that bucket") and the earlier part's subject. */
+export interface Reference {
+  phrase: string;
+  subject: string;
+}
+
+const SUBJECT =
+  /\b(?:a|an|the)\s+((?:[\w-]+\s+){0,3}?[\w-]+?)(?=\s+(?:from|with|in|on|to|for|that|which|using|by|of|at|into|as|and|so|when)\b|\s*[?.!,;:]|\s*$)/i;
+const DEMONSTRATIVE = /\b(that|this|the same|those|these)\s+([\w-]+)/i;
+const PRONOUN = /\b(it|its|them|their)\b/i;
+
+/**
+ * The subject of a question: its first noun phrase after an article ("How do I create a
+ * versioned bucket?" → "versioned bucket"), at most four words; undefined when there is none.
+ */
+export function subjectOf(part: string): string | undefined {
+  return SUBJECT.exec(part)?.[1]?.trim();
+}
+
+/**
+ * Resolves back-references of multi-part requests: for each part, what it refers to in an
+ * earlier part, or undefined. "that/this/those <noun>" refers to the latest earlier subject that
+ * contains the noun; "it/its/them/their" to the previous part's subject.
+ */
+export function resolveReferences(parts: readonly string[]): (Reference | undefined)[] {
+  const subjects = parts.map(subjectOf);
+  return parts.map((part, i) => {
+    if (i === 0) return undefined;
+    const demonstrative = DEMONSTRATIVE.exec(part);
+    if (demonstrative) {
+      const noun = (demonstrative[2] as string).toLowerCase();
+      for (let j = i - 1; j >= 0; j -= 1) {
+        const subject = subjects[j];
+        if (subject && subject.toLowerCase().split(/\s+/).includes(noun))
+          return { phrase: demonstrative[0], subject };
+      }
+    }
+    const pronoun = PRONOUN.exec(part);
+    const previous = subjects[i - 1];
+    if (pronoun && previous) return { phrase: pronoun[0], subject: previous };
+    return undefined;
+  });
 }
 
 function plan(text: string): { tasks: TaskPayload[] } {
   const parts = splitParts(text);
   if (parts.length === 1) return { tasks: [leaf(parts[0] as string)] };
+  const references = resolveReferences(parts);
   return {
     tasks: [
       {
@@ -202,13 +269,14 @@ function plan(text: string): { tasks: TaskPayload[] } {
         instructions: `Supervise the ${parts.length} subtasks, judge each against its evaluation, and combine the passing answers into one reply.`,
         applicability: 'A multi-part request split into subtasks that must be combined.',
         evaluation: 'Every part is answered by a subtask that passes its own evaluation.',
-        subtasks: parts.map(leaf),
+        subtasks: parts.map((part, i) => leaf(part, references[i])),
       },
     ],
   };
 }
 
-interface SubtaskView {
+/** A subtask as the supervisor prompt shows it (shared/domain/assistant.ts supervisorPrompt). */
+export interface SubtaskView {
   urn: string;
   title?: string;
   purpose?: string;
@@ -247,18 +315,40 @@ function verdict(text: string): {
           ? `all ${subtasks.length} subtasks meet their evaluation`
           : `${failing.length} of ${subtasks.length} subtasks fall short: ${failing.map((f) => f.reason).join('; ')}`,
     subtasks: judged.map((j) => ({ urn: j.subtask.urn, pass: j.pass, reason: j.reason })),
-    corrective: failing.map(({ subtask, missing }) => ({
-      title: `Retry: ${subtask.title ?? subtask.purpose ?? subtask.urn}`.slice(0, 200),
-      purpose: subtask.purpose ?? 'Redo the failed subtask.',
-      instructions: `Search again, this time for ${missing.length ? missing.join(', ') : 'the key terms of the question'}, and answer with citations.`,
-      applicability: 'A single question answerable from the ingested documentation.',
-      evaluation: subtask.evaluation ?? 'The answer cites at least one documentation chunk.',
-      corrects: subtask.urn,
-    })),
+    corrective: failing.map(({ subtask, missing }) => corrective(subtask, missing)),
   };
 }
 
-function judge(s: SubtaskView): { pass: boolean; reason: string; missing: string[] } {
+/**
+ * The corrective subtask for a failing one: the same question, searched again for the missing
+ * terms — within the document its answer cited, when it cited one (the document holds the
+ * example the answer lacked more often than a neighbouring one).
+ */
+function corrective(subtask: SubtaskView, missing: readonly string[]): CorrectivePayload {
+  const document = subtask.citations?.[0]?.replace(/\/[^/]*$/, '');
+  const terms = missing.length ? missing.join(', ') : 'the key terms of the question';
+  return {
+    title: `Retry: ${subtask.title ?? subtask.purpose ?? subtask.urn}`.slice(0, 200),
+    purpose: subtask.purpose ?? 'Redo the failed subtask.',
+    instructions: document
+      ? `Search again within ${document} for ${terms}, and answer with the identifier or code that does it, with citations.`
+      : `Search again, this time for ${terms}, and answer with citations.`,
+    applicability: 'A single question answerable from the ingested documentation.',
+    evaluation: subtask.evaluation ?? 'The answer cites at least one documentation chunk.',
+    corrects: subtask.urn,
+  };
+}
+
+/** An identifier in prose or code: `inline code`, camelCase, or Class.member. */
+const IDENTIFIER = /`[^`\n]+`|\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][A-Za-z0-9]*\.[A-Za-z_][A-Za-z0-9_]*/;
+
+/**
+ * Judges one subtask output against its evaluation: fails an error, an empty output, an output
+ * citing nothing, one without an identifier or code block when the evaluation asks for it
+ * ({@link SHOWS_CODE}), and one that covers fewer than half of the key terms listed after
+ * "mentions:" (compared as stems, shared/search/terms.ts).
+ */
+export function judge(s: SubtaskView): { pass: boolean; reason: string; missing: string[] } {
   if (s.error) return { pass: false, reason: `failed: ${s.error.message ?? 'error'}`, missing: [] };
   const output = s.output?.trim() ?? '';
   if (!output) return { pass: false, reason: 'empty output', missing: [] };
@@ -267,8 +357,12 @@ function judge(s: SubtaskView): { pass: boolean; reason: string; missing: string
   const terms = mentions
     ? (mentions[1] as string).split(/,\s*/).filter(Boolean)
     : keyTerms(s.evaluation ?? '');
-  const words = new Set(contentWords(output));
-  const missing = terms.filter((t) => !words.has(contentWords(t)[0] ?? t));
+  const body = output.replace(/\n\s*Sources:\s*\n[\s\S]*$/, '');
+  if (s.evaluation?.includes(SHOWS_CODE) && !body.includes('```') && !IDENTIFIER.test(body)) {
+    return { pass: false, reason: 'shows no identifier or code for a how-to question', missing: terms };
+  }
+  const words = new Set(termsOf(body));
+  const missing = terms.filter((t) => !termsOf(t).some((term) => words.has(term)));
   if (terms.length > 0 && missing.length / terms.length > 0.5) {
     return { pass: false, reason: `does not mention ${missing.join(', ')}`, missing };
   }
@@ -279,6 +373,13 @@ function judge(s: SubtaskView): { pass: boolean; reason: string; missing: string
   };
 }
 
+/** The document URN a corrective task's instructions name ("Search again within <urn> ..."), if any. */
+function taskWithin(messages: readonly ConverseMessage[]): string | undefined {
+  const first = messages[0]?.content.flatMap((b) => ('text' in b ? [b.text] : [])).join('\n') ?? '';
+  const section = first.slice(first.lastIndexOf('## Task'));
+  return /\bwithin (cld:[A-Za-z0-9.:/_-]+[A-Za-z0-9])/.exec(section)?.[1];
+}
+
 /** The task's question: the Purpose line of the "## Task" section, minus "Answer the question:". */
 function taskQuestion(messages: readonly ConverseMessage[]): string {
   const first = messages[0]?.content.flatMap((b) => ('text' in b ? [b.text] : [])).join('\n') ?? '';
@@ -287,13 +388,8 @@ function taskQuestion(messages: readonly ConverseMessage[]): string {
   return purpose.replace(/^Answer the question:\s*/i, '').trim();
 }
 
-interface Hit {
-  urn: string;
-  text: string;
-}
-
-function toolResults(messages: readonly ConverseMessage[]): Hit[] {
-  const hits: Hit[] = [];
+function toolResults(messages: readonly ConverseMessage[]): ExtractHit[] {
+  const hits: ExtractHit[] = [];
   for (const message of messages) {
     for (const block of message.content) {
       if (!('toolResult' in block) || block.toolResult.status === 'error') continue;
@@ -316,38 +412,6 @@ function toolResults(messages: readonly ConverseMessage[]): Hit[] {
     }
   }
   return hits;
-}
-
-const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
-
-function extractiveAnswer(question: string, hits: readonly Hit[]): string {
-  if (hits.length === 0)
-    return 'Nothing matched: no passage of the ingested documents contains the words of this question.';
-  const terms = new Set(contentWords(question));
-  const scored: { sentence: string; urn: string; score: number; order: number }[] = [];
-  hits.forEach((hit, hitIndex) => {
-    let order = 0;
-    for (const { segment } of segmenter.segment(hit.text.replace(/```[a-z]*\n?/g, ''))) {
-      const sentence = segment.replace(/\s+/g, ' ').trim();
-      if (sentence.length < 20 || sentence.length > 600) continue;
-      const words = contentWords(sentence);
-      const overlap = new Set(words.filter((w) => terms.has(w))).size;
-      if (overlap === 0) continue;
-      scored.push({ sentence, urn: hit.urn, score: overlap - hitIndex * 0.01, order: order++ });
-    }
-  });
-  scored.sort((a, b) => b.score - a.score || a.order - b.order);
-  const chosen: typeof scored = [];
-  for (const candidate of scored) {
-    if (chosen.length === 3) break;
-    if (!chosen.some((c) => c.sentence === candidate.sentence)) chosen.push(candidate);
-  }
-  if (chosen.length === 0)
-    return terms.size === 0
-      ? 'Nothing matched: this question has no words the offline model can search for (it reads Latin-alphabet words).'
-      : 'Nothing matched: the passages found do not contain the words of this question.';
-  const sources = [...new Set(chosen.map((c) => c.urn))];
-  return `${chosen.map((c) => c.sentence).join(' ')}\n\nSources:\n${sources.map((u) => `- ${u}`).join('\n')}`;
 }
 
 /** The `maxLength` a tool's schema gives a parameter (unbounded when it gives none). */

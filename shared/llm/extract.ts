@@ -1,0 +1,214 @@
+import { termsOf } from '../search/terms.js';
+
+/**
+ * Extractive answers of the offline model (issue 11): deterministic plumbing, no canned text.
+ * What it emits is complete sentences and code blocks taken from the cited chunks:
+ * - {@link segmentChunk} normalises a Markdown chunk before segmenting it: hard-wrapped lines of a
+ *   paragraph are joined first; headings, link-reference definitions, tables, HTML, images and
+ *   badges are dropped; fenced code is kept as a block;
+ * - {@link extractiveAnswer} scores sentences by the question's terms (stems and identifier
+ *   parts, shared/search/terms.ts), weighted by the rank of their hit, keeps only complete
+ *   sentences, and adds the code block that best carries what the question is about, with the
+ *   sentence that introduces it.
+ */
+
+/** A piece of a chunk: a complete sentence of prose, or a fenced code block. */
+export type Segment =
+  | { kind: 'sentence'; text: string; order: number }
+  | { kind: 'code'; text: string; lang: string; order: number; intro?: string };
+
+/** A search hit as the model sees it in a tool result. */
+export interface ExtractHit {
+  urn: string;
+  text: string;
+}
+
+const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+-]*)/;
+const HEADING = /^ {0,3}#{1,6}(\s|$)/;
+const SETEXT = /^ {0,3}(=+|-+)\s*$/;
+const LINK_REFERENCE = /^ {0,3}\[[^\]]+\]:\s*\S+/;
+const NOISE_LINE = /^\s*(\||<|!\[|\[!\[|---|\*\*\*|___)/;
+const LIST_ITEM = /^\s*(?:[-*+]|\d{1,3}[.)])\s+/;
+const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
+
+/** Longest sentence kept, in characters (longer ones are run-ons of lists or tables). */
+const MAX_SENTENCE = 500;
+
+/**
+ * Splits a Markdown chunk into complete sentences and code blocks, in order (see the module
+ * comment). A sentence is complete when it starts with a capital letter, a digit, a quote or
+ * inline code and ends with `.`, `!`, `?` or `:`, and has at least four words. A code block
+ * remembers the sentence directly before it (`intro`) when that ends with `:`, or is the last
+ * sentence of the paragraph before it.
+ */
+export function segmentChunk(text: string): Segment[] {
+  const segments: Segment[] = [];
+  let order = 0;
+  let paragraph: string[] = [];
+  let lastSentence: string | undefined;
+  const flushParagraph = () => {
+    if (paragraph.length === 0) return;
+    const joined = paragraph.join(' ').replace(/\s+/g, ' ').trim();
+    paragraph = [];
+    lastSentence = undefined;
+    for (const { segment } of segmenter.segment(joined)) {
+      const sentence = segment.trim();
+      if (!isCompleteSentence(sentence)) continue;
+      segments.push({ kind: 'sentence', text: sentence, order: order++ });
+      lastSentence = sentence;
+    }
+  };
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i += 1) {
+    const line = (lines[i] as string).replace(/\r$/, '');
+    const fence = FENCE.exec(line);
+    if (fence) {
+      flushParagraph();
+      const marker = fence[1] as string;
+      const body: string[] = [];
+      let j = i + 1;
+      for (; j < lines.length; j += 1) {
+        const closing = FENCE.exec(lines[j] as string);
+        if (
+          closing &&
+          (closing[1] as string)[0] === marker[0] &&
+          (closing[1] as string).length >= marker.length
+        )
+          break;
+        body.push((lines[j] as string).replace(/\r$/, ''));
+      }
+      // A fence cut off by the chunk's end is incomplete code: left out.
+      if (j < lines.length && body.some((l) => l.trim() !== '')) {
+        segments.push({
+          kind: 'code',
+          text: body.join('\n').replace(/^\n+|\s+$/g, ''),
+          lang: fence[2] || '',
+          order: order++,
+          ...(lastSentence ? { intro: lastSentence } : {}),
+        });
+      }
+      lastSentence = undefined;
+      i = j;
+      continue;
+    }
+    const next = lines[i + 1];
+    if (
+      line.trim() === '' ||
+      HEADING.test(line) ||
+      LINK_REFERENCE.test(line) ||
+      NOISE_LINE.test(line) ||
+      (next !== undefined && SETEXT.test(next) && line.trim() !== '')
+    ) {
+      flushParagraph();
+      if (next !== undefined && SETEXT.test(next) && line.trim() !== '') i += 1;
+      continue;
+    }
+    if (LIST_ITEM.test(line)) flushParagraph();
+    paragraph.push(line.replace(LIST_ITEM, '').replace(/^\s*>\s?/, ''));
+  }
+  flushParagraph();
+  return segments;
+}
+
+/** True for a sentence that starts and ends like one and is long enough to stand alone. */
+export function isCompleteSentence(sentence: string): boolean {
+  if (sentence.length > MAX_SENTENCE) return false;
+  if (!/^[\p{Lu}\p{N}`"'*_(]/u.test(sentence)) return false;
+  if (!/[.!?:]["')*_`]*$/.test(sentence)) return false;
+  if (/\]\(|\]\[|https?:\/\//.test(sentence) && sentence.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').length < 20)
+    return false;
+  return sentence.split(/\s+/).length >= 4;
+}
+
+/** Weight of a hit by its rank (0-based): 1, 0.67, 0.5, 0.4, ... */
+export function rankWeight(rank: number): number {
+  return 1 / (1 + rank / 2);
+}
+
+/** Most sentences in an answer. */
+const MAX_SENTENCES = 3;
+/** Most lines of a code block quoted; a longer one is cut to the lines around its best match. */
+const MAX_CODE_LINES = 18;
+
+interface Scored<T> {
+  item: T;
+  urn: string;
+  rank: number;
+  score: number;
+}
+
+/**
+ * The offline answer to `question` from search hits (best first): up to three complete sentences
+ * sharing most question terms (weighted by hit rank), then the code block whose identifiers best
+ * match the question, introduced by its own sentence, then the sources used. Returns the
+ * no-match sentence when nothing shares a term with the question.
+ */
+export function extractiveAnswer(question: string, hits: readonly ExtractHit[]): string {
+  if (hits.length === 0) return 'I found no documentation that answers this question.';
+  const terms = new Set(termsOf(question));
+  const sentences: Scored<Extract<Segment, { kind: 'sentence' }>>[] = [];
+  const codes: Scored<Extract<Segment, { kind: 'code' }>>[] = [];
+  hits.forEach((hit, rank) => {
+    for (const segment of segmentChunk(hit.text)) {
+      const matched = termsOf(segment.text).filter((term) => terms.has(term)).length;
+      if (matched === 0) continue;
+      const weight = rankWeight(rank);
+      if (segment.kind === 'sentence') {
+        const identifier = /`[^`]+`/.test(segment.text) ? 0.5 : 0;
+        sentences.push({ item: segment, urn: hit.urn, rank, score: weight * (matched + identifier) });
+      } else {
+        const intro = segment.intro ? termsOf(segment.intro).filter((term) => terms.has(term)).length : 0;
+        codes.push({ item: segment, urn: hit.urn, rank, score: weight * (matched + intro) });
+      }
+    }
+  });
+  const chosen = pickSentences(sentences);
+  const code = [...codes].sort(
+    (a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order,
+  )[0];
+  if (chosen.length === 0 && !code)
+    return 'The documentation found does not mention the terms of this question.';
+  const parts: string[] = [];
+  const prose = chosen.map((c) => c.item.text);
+  if (prose.length) parts.push(prose.join(' '));
+  if (code) {
+    const intro = code.item.intro;
+    if (intro && !prose.includes(intro)) parts.push(intro);
+    parts.push(`\`\`\`${code.item.lang}\n${excerpt(code.item.text, terms)}\n\`\`\``);
+  }
+  const sources = [...new Set([...chosen.map((c) => c.urn), ...(code ? [code.urn] : [])])];
+  return `${parts.join('\n\n')}\n\nSources:\n${sources.map((urn) => `- ${urn}`).join('\n')}`;
+}
+
+/** The best sentences, at most {@link MAX_SENTENCES}, without repeats, in their hit's reading order. */
+function pickSentences(
+  scored: readonly Scored<Extract<Segment, { kind: 'sentence' }>>[],
+): Scored<Extract<Segment, { kind: 'sentence' }>>[] {
+  const ranked = [...scored].sort(
+    (a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order,
+  );
+  const chosen: typeof ranked = [];
+  for (const candidate of ranked) {
+    if (chosen.length === MAX_SENTENCES) break;
+    if (chosen.some((c) => c.item.text === candidate.item.text)) continue;
+    chosen.push(candidate);
+  }
+  return chosen.sort((a, b) => a.rank - b.rank || a.item.order - b.item.order);
+}
+
+/** The whole code when short, else the {@link MAX_CODE_LINES} lines around the line matching most terms. */
+function excerpt(code: string, terms: ReadonlySet<string>): string {
+  const lines = code.split('\n');
+  if (lines.length <= MAX_CODE_LINES) return code;
+  let best = 0;
+  let bestScore = -1;
+  lines.forEach((line, i) => {
+    const score = termsOf(line).filter((term) => terms.has(term)).length;
+    if (score > bestScore) {
+      best = i;
+      bestScore = score;
+    }
+  });
+  const start = Math.max(0, Math.min(best - Math.floor(MAX_CODE_LINES / 3), lines.length - MAX_CODE_LINES));
+  return lines.slice(start, start + MAX_CODE_LINES).join('\n');
+}
