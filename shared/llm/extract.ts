@@ -138,43 +138,57 @@ interface Scored<T> {
 }
 
 /**
- * The offline answer to `question` from search hits (best first): up to three complete sentences
- * sharing most question terms (weighted by hit rank), then the code block whose identifiers best
- * match the question, introduced by its own sentence, then the sources used. Returns the
- * no-match sentence when nothing shares a term with the question.
+ * The offline answer to `question` from search hits (best first). Question terms are weighted
+ * by how few hits contain them (1 + ln(hits / hits with the term)), so the subject that tells
+ * neighbouring modules apart ("S3" in "send S3 events to EventBridge") counts more than the words
+ * every hit shares. The *primary* hit is the one with the best rank-weighted coverage of the
+ * question; its sentences and code are preferred. The answer is up to three complete sentences
+ * (in reading order), then the code block that best carries the question's terms, introduced by
+ * its own sentence, then the sources used. Returns the no-match sentence when nothing shares a
+ * term with the question.
  */
 export function extractiveAnswer(question: string, hits: readonly ExtractHit[]): string {
   if (hits.length === 0) return 'I found no documentation that answers this question.';
-  const terms = new Set(termsOf(question));
+  const questionTerms = termsOf(question);
+  const hitTerms = hits.map((hit) => new Set(termsOf(hit.text)));
+  const weights = new Map(
+    questionTerms.map((term) => {
+      const df = hitTerms.filter((terms) => terms.has(term)).length;
+      return [term, df === 0 ? 0 : 1 + Math.log(hits.length / df)];
+    }),
+  );
+  const weigh = (text: string) =>
+    [...new Set(termsOf(text))].reduce((sum, term) => sum + (weights.get(term) ?? 0), 0);
+  const coverage = hitTerms.map(
+    (terms, rank) => rankWeight(rank) * [...terms].reduce((sum, term) => sum + (weights.get(term) ?? 0), 0),
+  );
+  const primary = coverage.indexOf(Math.max(...coverage));
   const sentences: Scored<Extract<Segment, { kind: 'sentence' }>>[] = [];
   const codes: Scored<Extract<Segment, { kind: 'code' }>>[] = [];
   hits.forEach((hit, rank) => {
+    const weight = rankWeight(rank) * (rank === primary ? 1.25 : 1);
     for (const segment of segmentChunk(hit.text)) {
-      const matched = termsOf(segment.text).filter((term) => terms.has(term)).length;
+      const matched = weigh(segment.text);
       if (matched === 0) continue;
-      const weight = rankWeight(rank);
       if (segment.kind === 'sentence') {
         const identifier = /`[^`]+`/.test(segment.text) ? 0.5 : 0;
         sentences.push({ item: segment, urn: hit.urn, rank, score: weight * (matched + identifier) });
       } else {
-        const intro = segment.intro ? termsOf(segment.intro).filter((term) => terms.has(term)).length : 0;
+        const intro = segment.intro ? weigh(segment.intro) : 0;
         codes.push({ item: segment, urn: hit.urn, rank, score: weight * (matched + intro) });
       }
     }
   });
   const chosen = pickSentences(sentences);
-  const code = [...codes].sort(
-    (a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order,
-  )[0];
-  if (chosen.length === 0 && !code)
-    return 'The documentation found does not mention the terms of this question.';
+  const code = [...codes].sort((a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order)[0];
+  if (chosen.length === 0 && !code) return 'The documentation found does not mention the terms of this question.';
   const parts: string[] = [];
   const prose = chosen.map((c) => c.item.text);
   if (prose.length) parts.push(prose.join(' '));
   if (code) {
     const intro = code.item.intro;
     if (intro && !prose.includes(intro)) parts.push(intro);
-    parts.push(`\`\`\`${code.item.lang}\n${excerpt(code.item.text, terms)}\n\`\`\``);
+    parts.push(`\`\`\`${code.item.lang}\n${excerpt(code.item.text, new Set(questionTerms))}\n\`\`\``);
   }
   const sources = [...new Set([...chosen.map((c) => c.urn), ...(code ? [code.urn] : [])])];
   return `${parts.join('\n\n')}\n\nSources:\n${sources.map((urn) => `- ${urn}`).join('\n')}`;

@@ -15,7 +15,7 @@ export const DEFAULT_SEARCH_LIMIT = 8;
 const TITLE_BOOST = 2;
 
 /** Boost of a match in `source` (the document's path: module folder and file name) relative to one in `text`. */
-const SOURCE_BOOST = 1.5;
+const SOURCE_BOOST = 3;
 
 /**
  * Version of the term processing (shared/search/terms.ts) an index was built with, stored in
