@@ -51,8 +51,11 @@ export function segmentChunk(text: string): Segment[] {
     const joined = paragraph.join(' ').replace(/\s+/g, ' ').trim();
     paragraph = [];
     lastSentence = undefined;
-    for (const { segment } of segmenter.segment(joined)) {
-      const sentence = segment.trim();
+    // Inline code (`.AMAZONAWS.COM`, `s3.Bucket`) is shielded so its dots end no sentence.
+    const spans: string[] = [];
+    const shielded = joined.replace(/`[^`]*`/g, (span) => `\uE000${spans.push(span) - 1}\uE001`);
+    for (const { segment } of segmenter.segment(shielded)) {
+      const sentence = segment.trim().replace(/\uE000(\d+)\uE001/g, (_, i: string) => spans[Number(i)] ?? '');
       if (!isCompleteSentence(sentence)) continue;
       segments.push({ kind: 'sentence', text: sentence, order: order++ });
       lastSentence = sentence;
@@ -183,7 +186,8 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   const code = [...codes].sort((a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order)[0];
   if (chosen.length === 0 && !code) return 'The documentation found does not mention the terms of this question.';
   const parts: string[] = [];
-  const prose = chosen.map((c) => c.item.text);
+  // A sentence ending in ":" introduces what follows it: kept only before its own code.
+  const prose = chosen.map((c) => c.item.text).filter((text) => !text.endsWith(':'));
   if (prose.length) parts.push(prose.join(' '));
   if (code) {
     const intro = code.item.intro;

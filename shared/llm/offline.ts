@@ -287,11 +287,16 @@ export interface SubtaskView {
   error?: { message?: string } | null;
 }
 
-/** Parses the first ```json block of the supervisor's message. */
+/**
+ * Parses the ```json block of the supervisor's message: from its opening fence to the last fence
+ * of the message (outputs inside the JSON may themselves contain ``` code fences).
+ */
 function parseJsonBlock(text: string): { subtasks?: SubtaskView[] } {
-  const match = /```json\s*([\s\S]*?)```/.exec(text);
+  const start = text.indexOf('```json');
+  const end = text.lastIndexOf('```');
+  if (start === -1 || end <= start) return {};
   try {
-    return match ? (JSON.parse(match[1] as string) as { subtasks?: SubtaskView[] }) : {};
+    return JSON.parse(text.slice(start + '```json'.length, end)) as { subtasks?: SubtaskView[] };
   } catch {
     return {};
   }

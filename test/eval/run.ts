@@ -181,6 +181,8 @@ async function askOne(
   const ms = Math.round(performance.now() - started);
   const below = await resources.list(SYSTEM_ACTOR, conversation.conversation);
   const byUrn = new Map(below.map((r) => [r.meta.id, r]));
+  // A part counts only when the whole request was answered (a failed root loses every part).
+  const failed = (byUrn.get(conversation.answer) as Message | undefined)?.error !== undefined;
   const tasks = below.filter((r): r is Task => r.meta.type === 'plan.Task');
   const roots = tasks.filter((t) => t.depth === 1);
   const partTasks: (Task | undefined)[] =
@@ -205,7 +207,7 @@ async function askOne(
       answer: '',
       query: undefined,
     };
-    if (!planned) return empty;
+    if (!planned || failed) return empty;
     const { rank, query } = searchRank(below, planned, part, documents, runtime);
     const final = latestCorrection(tasks, planned);
     const output = outputOf(final);
