@@ -1,0 +1,178 @@
+import { describe, expect, it } from 'vitest';
+import { extractiveAnswer, isCompleteSentence, segmentChunk } from '../../shared/llm/extract.js';
+import { judge, resolveReferences, SHOWS_CODE, subjectOf } from '../../shared/llm/offline.js';
+
+const CHUNK = [
+  '### EventBridge notifications',
+  '',
+  'Amazon S3 can send events to Amazon EventBridge whenever certain events happen in',
+  "your bucket. Unlike other destinations, you don't need to select which event",
+  'types you want to deliver.',
+  '',
+  'The following example will enable EventBridge notifications:',
+  '',
+  '```ts',
+  "const bucket = new s3.Bucket(this, 'MyEventBridgeBucket', {",
+  '  eventBridgeEnabled: true,',
+  '});',
+  '```',
+  '',
+  '[S3 Docs]: https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventBridge.html',
+  '| a | table |',
+  'see the',
+].join('\n');
+
+describe('segmentChunk', () => {
+  it('joins hard-wrapped lines before segmenting, so sentences are whole', () => {
+    const sentences = segmentChunk(CHUNK)
+      .filter((s) => s.kind === 'sentence')
+      .map((s) => s.text);
+    expect(sentences).toContain(
+      'Amazon S3 can send events to Amazon EventBridge whenever certain events happen in your bucket.',
+    );
+    expect(sentences).toContain(
+      "Unlike other destinations, you don't need to select which event types you want to deliver.",
+    );
+  });
+
+  it('never emits headings, link references, table rows or fragments', () => {
+    const texts = segmentChunk(CHUNK).map((s) => s.text);
+    expect(texts.some((t) => t.includes('###') || t.includes('EventBridge notifications\n'))).toBe(false);
+    expect(texts.some((t) => t.includes('[S3 Docs]') || t.includes('| a |'))).toBe(false);
+    expect(texts).not.toContain('see the');
+  });
+
+  it('keeps fenced code as one block with the sentence that introduces it', () => {
+    const code = segmentChunk(CHUNK).find((s) => s.kind === 'code');
+    expect(code).toMatchObject({
+      kind: 'code',
+      lang: 'ts',
+      intro: 'The following example will enable EventBridge notifications:',
+    });
+    expect(code?.text).toContain('eventBridgeEnabled: true');
+  });
+
+  it('leaves out a code block cut off by the end of the chunk', () => {
+    expect(segmentChunk('Set it like this:\n\n```ts\nconst a = 1;').some((s) => s.kind === 'code')).toBe(
+      false,
+    );
+  });
+
+  it('does not end a sentence at a dot inside inline code', () => {
+    const [sentence] = segmentChunk('The requester ends with `.AMAZONAWS.COM` in this example rule.');
+    expect(sentence?.text).toBe('The requester ends with `.AMAZONAWS.COM` in this example rule.');
+  });
+
+  it.each([
+    ['Amazon S3 sends events to EventBridge.', true],
+    ['Set the property like this:', true],
+    ['see the bucket docs.', false],
+    ['Amazon S3 sends events', false],
+    ['Too short.', false],
+  ])('judges %j complete: %s', (sentence, complete) => {
+    expect(isCompleteSentence(sentence)).toBe(complete);
+  });
+});
+
+describe('extractiveAnswer', () => {
+  const other = {
+    urn: 'cld:doc.Document.b/doc.Chunk.2',
+    text: 'Amazon EventBridge rules match events and send them to targets such as queues.',
+  };
+  const s3 = { urn: 'cld:doc.Document.a/doc.Chunk.1', text: CHUNK };
+
+  it('answers with complete sentences and the code that carries the identifier, citing the chunks used', () => {
+    const answer = extractiveAnswer('How do I send S3 object events to EventBridge?', [s3, other]);
+    expect(answer).toContain(
+      'Amazon S3 can send events to Amazon EventBridge whenever certain events happen in your bucket.',
+    );
+    expect(answer).toContain(
+      "```ts\nconst bucket = new s3.Bucket(this, 'MyEventBridgeBucket', {\n  eventBridgeEnabled: true,\n});\n```",
+    );
+    expect(answer).toContain('The following example will enable EventBridge notifications:\n\n```ts');
+    expect(answer).toMatch(/Sources:\n- cld:doc\.Document\.a\/doc\.Chunk\.1/);
+    expect(answer).not.toContain('###');
+  });
+
+  it('says so when no hit shares a term with the question, and when there are no hits', () => {
+    expect(extractiveAnswer('Wie funktioniert das?', [s3])).toBe(
+      'The documentation found does not mention the terms of this question.',
+    );
+    expect(extractiveAnswer('anything', [])).toBe('I found no documentation that answers this question.');
+  });
+});
+
+describe('multi-part references', () => {
+  it.each([
+    ['How do I create a versioned bucket?', 'versioned bucket'],
+    ['How do I create a Lambda function from inline code?', 'Lambda function'],
+    ['How do I define a REST API?', 'REST API'],
+    ['How do I do it?', undefined],
+  ])('finds the subject of %j', (part, subject) => {
+    expect(subjectOf(part)).toBe(subject);
+  });
+
+  it('resolves "that <noun>" to the earlier subject with that noun and pronouns to the previous subject', () => {
+    expect(
+      resolveReferences([
+        'How do I create a versioned bucket?',
+        'How do I create a DynamoDB table?',
+        'How do I process its stream?',
+        'How do I let a function write to that bucket?',
+        'How do I list regions?',
+      ]),
+    ).toEqual([
+      undefined,
+      undefined,
+      { phrase: 'its', subject: 'DynamoDB table' },
+      { phrase: 'that bucket', subject: 'versioned bucket' },
+      undefined,
+    ]);
+  });
+});
+
+describe('the offline supervisor judge', () => {
+  const howTo = `The answer cites at least one documentation chunk, ${SHOWS_CODE}, and mentions: bucket, eventbridge.`;
+  const base = {
+    urn: 'cld:common.Conversation.a/plan.Task.b',
+    citations: ['cld:doc.Document.a/doc.Chunk.1'],
+  };
+
+  it('objects to a how-to answer without an identifier or code', () => {
+    const verdict = judge({
+      ...base,
+      evaluation: howTo,
+      output:
+        'Amazon S3 can send bucket events to Amazon EventBridge.\n\nSources:\n- cld:doc.Document.a/doc.Chunk.1',
+    });
+    expect(verdict).toMatchObject({
+      pass: false,
+      reason: 'shows no identifier or code for a how-to question',
+    });
+  });
+
+  it.each([
+    ['a code block', 'Bucket events go to EventBridge:\n\n```ts\nnew s3.Bucket(this, "B");\n```'],
+    ['an inline identifier', 'Set `eventBridgeEnabled` on the bucket to send events to EventBridge.'],
+    ['a camelCase identifier', 'Set eventBridgeEnabled on the bucket to send events to EventBridge.'],
+  ])('passes a how-to answer with %s', (_, output) => {
+    expect(judge({ ...base, evaluation: howTo, output }).pass).toBe(true);
+  });
+
+  it('passes a non-how-to answer without code, and still objects to missing citations and terms', () => {
+    const plain = 'The answer cites at least one documentation chunk and mentions: bucket, eventbridge.';
+    expect(judge({ ...base, evaluation: plain, output: 'Buckets send events to EventBridge.' }).pass).toBe(
+      true,
+    );
+    expect(
+      judge({ ...base, citations: [], evaluation: plain, output: 'Buckets send events.' }),
+    ).toMatchObject({
+      pass: false,
+      reason: 'cites no source',
+    });
+    expect(judge({ ...base, evaluation: plain, output: 'Queues hold `messages`.' })).toMatchObject({
+      pass: false,
+      missing: ['bucket', 'eventbridge'],
+    });
+  });
+});

@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
+import { identifierParts, processTerm, termsOf, tokenize } from '../../shared/search/terms.js';
+
+describe('identifier parts', () => {
+  it.each([
+    ['eventBridgeEnabled', ['event', 'Bridge', 'Enabled']],
+    ['BLOCK_ALL', ['BLOCK', 'ALL']],
+    ['aws-s3', ['aws', 's3']],
+    ['HTTPApi', ['HTTP', 'Api']],
+    ['s3Bucket', ['s3', 'Bucket']],
+    ['ec2', ['ec2']],
+    ['ipv6Enabled', ['ipv6', 'Enabled']],
+    ['bucket', ['bucket']],
+  ])('splits %s into %j', (identifier, parts) => {
+    expect(identifierParts(identifier)).toEqual(parts);
+  });
+
+  it('keeps an identifier whole and adds its parts after it', () => {
+    expect(tokenize('set eventBridgeEnabled: true')).toEqual([
+      'set',
+      'eventBridgeEnabled',
+      'event',
+      'Bridge',
+      'Enabled',
+      'true',
+    ]);
+    expect(tokenize('plain words only')).toEqual(['plain', 'words', 'only']);
+  });
+});
+
+describe('term processing', () => {
+  it.each([
+    ['encryption', 'encrypt'],
+    ['versioned', 'versioning'],
+    ['concurrency', 'concurrent'],
+    ['notifications', 'notification'],
+  ])('gives %s and %s the same stem', (a, b) => {
+    expect(processTerm(a)).toBe(processTerm(b));
+    expect(processTerm(a)).not.toBeNull();
+  });
+
+  it('drops stopwords and single letters but keeps digits and identifiers with digits', () => {
+    expect(processTerm('How')).toBeNull();
+    expect(processTerm('the')).toBeNull();
+    expect(processTerm('a')).toBeNull();
+    expect(processTerm('x')).toBeNull();
+    expect(processTerm('7')).toBe('7');
+    expect(processTerm('S3')).toBe('s3');
+    expect(processTerm('ARM_64')).toBe('arm_64');
+  });
+
+  it('meets "EventBridge enabled", "event bridge enabled" and eventBridgeEnabled on shared terms', () => {
+    const identifier = new Set(termsOf('eventBridgeEnabled'));
+    for (const phrase of ['EventBridge enabled', 'event bridge enabled']) {
+      const shared = termsOf(phrase).filter((term) => identifier.has(term));
+      expect(shared).toEqual(expect.arrayContaining(['event', 'bridg', 'enabl']));
+    }
+    expect(termsOf('How do I do it?')).toEqual([]);
+  });
+});
+
+describe('the chunk index with stems and identifier parts', () => {
+  const idx = new MiniSearchIndex();
+  idx.add([
+    {
+      urn: 'cld:d/doc.Chunk.s3',
+      type: 'doc.Chunk',
+      title: 'Amazon S3 > EventBridge notifications',
+      text: "const bucket = new s3.Bucket(this, 'B', { eventBridgeEnabled: true });",
+      source: 'node_modules/aws-cdk-lib/aws-s3/README.md',
+    },
+    {
+      urn: 'cld:d/doc.Chunk.kms',
+      type: 'doc.Chunk',
+      title: 'AWS KMS > Keys',
+      text: 'Keys encrypt data. Set enableKeyRotation to rotate them every year.',
+      source: 'node_modules/aws-cdk-lib/aws-kms/README.md',
+    },
+    {
+      urn: 'cld:d/doc.Chunk.sqs',
+      type: 'doc.Chunk',
+      title: 'Amazon SQS > Queues',
+      text: 'A queue holds messages until a consumer deletes them.',
+      source: 'node_modules/aws-cdk-lib/aws-sqs/README.md',
+    },
+  ]);
+
+  it.each([
+    ['event bridge enabled', 'cld:d/doc.Chunk.s3'],
+    ['eventBridgeEnabled', 'cld:d/doc.Chunk.s3'],
+    ['encryption', 'cld:d/doc.Chunk.kms'],
+    ['key rotation', 'cld:d/doc.Chunk.kms'],
+    ['sqs', 'cld:d/doc.Chunk.sqs'],
+  ])('ranks the right chunk first for "%s"', async (query, urn) => {
+    expect((await idx.search(query))[0]?.urn).toBe(urn);
+  });
+
+  it('returns the source path with a hit and finds nothing for stopwords alone', async () => {
+    expect((await idx.search('encryption'))[0]?.source).toBe('node_modules/aws-cdk-lib/aws-kms/README.md');
+    expect(await idx.search('how do I')).toEqual([]);
+  });
+
+  it('treats an index serialised with other term processing as empty', () => {
+    const current = JSON.parse(JSON.stringify(idx)) as Record<string, unknown>;
+    expect(MiniSearchIndex.isCurrent(current)).toBe(true);
+    expect(MiniSearchIndex.isCurrent({ ...current, cldTerms: undefined })).toBe(false);
+    expect(MiniSearchIndex.isCurrent({ ...current, cldTerms: 1 })).toBe(false);
+  });
+});
