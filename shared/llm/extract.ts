@@ -183,8 +183,11 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     }
   });
   const chosen = pickSentences(sentences);
-  const code = [...codes].sort((a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order)[0];
-  if (chosen.length === 0 && !code) return 'The documentation found does not mention the terms of this question.';
+  const code = [...codes].sort(
+    (a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order,
+  )[0];
+  if (chosen.length === 0 && !code)
+    return 'The documentation found does not mention the terms of this question.';
   const parts: string[] = [];
   // A sentence ending in ":" introduces what follows it: kept only before its own code.
   const prose = chosen.map((c) => c.item.text).filter((text) => !text.endsWith(':'));

@@ -243,8 +243,7 @@ export function resolveReferences(parts: readonly string[]): (Reference | undefi
       const noun = (demonstrative[2] as string).toLowerCase();
       for (let j = i - 1; j >= 0; j -= 1) {
         const subject = subjects[j];
-        if (subject && subject.toLowerCase().split(/\s+/).includes(noun))
-          return { phrase: demonstrative[0], subject };
+        if (subject?.toLowerCase().split(/\s+/).includes(noun)) return { phrase: demonstrative[0], subject };
       }
     }
     const pronoun = PRONOUN.exec(part);

@@ -21,13 +21,7 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import MiniSearch from 'minisearch';
-import type {
-  AnyResource,
-  Message,
-  Task,
-  ToolCallResource,
-  Verdict,
-} from '../../shared/resources/schemas.js';
+import type { AnyResource, Message, Task, ToolCallResource } from '../../shared/resources/schemas.js';
 import { modelFor, parseEnv, SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
