@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CldError } from '../shared/errors.js';
-import { composeFromEnv, modelFor, parseEnv } from '../shared/runtime/compose.js';
+import { composeFromEnv, embedderFor, modelFor, parseEnv } from '../shared/runtime/compose.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
 import { askCommand } from './ask.js';
 import { CliFailure, UsageError } from './errors.js';
@@ -55,7 +55,11 @@ async function main(argv: string[]): Promise<number> {
         await runIngest(deps, positionals);
         return 0;
       }
-      const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
+      const runtime = await createLocalRuntime({
+        dataDir,
+        model: modelFor(env),
+        embedder: await embedderFor(env),
+      });
       await runIngest(runtime.deps, positionals);
       await runtime.bus.idle();
       return 0;

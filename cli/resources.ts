@@ -30,10 +30,17 @@ export async function runIngest(deps: Deps, paths: string[]): Promise<void> {
       index,
       actor: SYSTEM_ACTOR,
       cwd: process.cwd(),
+      ...(deps.embedder.name.startsWith('bedrock:') ? { embedder: deps.embedder } : {}),
     });
     console.log(
       `ingested ${report.files} files: ${report.documents} new (${report.chunks} chunks, ${(report.bytes / 1024).toFixed(0)} KB), ${report.skipped} unchanged, in ${(report.ms / 1000).toFixed(1)} s`,
     );
+    const excluded = report.excluded.reduce((sum, entry) => sum + entry.files, 0);
+    if (excluded > 0)
+      console.log(
+        `left out ${excluded} file(s): ${report.excluded.map((entry) => `${entry.files} ${entry.pattern}`).join(', ')}`,
+      );
+    if (report.embedded > 0) console.log(`embedded ${report.embedded} chunks with ${deps.embedder.name}`);
   }
   const indexStorage = index.location?.storage;
   if (!indexStorage) return;

@@ -433,7 +433,17 @@ interface SdkErrorLike {
   $metadata?: { httpStatusCode?: number; requestId?: string; attempts?: number };
 }
 
-function toModelError(error: unknown, modelId: string, maxAttempts: number | undefined): ModelError {
+/**
+ * Maps an SDK error of a Bedrock Runtime call to a {@link ModelError} (see
+ * {@link BedrockChatModel} for which failures are retryable).
+ * @param operation the operation named in the message (`Converse`, `InvokeModel`)
+ */
+export function toModelError(
+  error: unknown,
+  modelId: string,
+  maxAttempts: number | undefined,
+  operation = 'Converse',
+): ModelError {
   const sdk: SdkErrorLike = error !== null && typeof error === 'object' ? (error as SdkErrorLike) : {};
   const exception = typeof sdk.name === 'string' ? sdk.name : 'UnknownError';
   const message = typeof sdk.message === 'string' ? sdk.message : String(error);
@@ -451,7 +461,7 @@ function toModelError(error: unknown, modelId: string, maxAttempts: number | und
   // A 2xx whose body did not deserialise (the SDK throws e.g. SyntaxError with the status).
   if (status !== undefined && status >= 200 && status < 300) {
     return new ModelError(
-      `Bedrock Converse (${modelId}) returned a malformed response: ${exception}: ${message}`,
+      `Bedrock ${operation} (${modelId}) returned a malformed response: ${exception}: ${message}`,
       { retryable: false, cause: error, details },
     );
   }
@@ -463,13 +473,13 @@ function toModelError(error: unknown, modelId: string, maxAttempts: number | und
     (status !== undefined && status >= 500);
   if (retryable) {
     const tries = attempts === undefined ? '' : ` after ${attempts} attempt${attempts === 1 ? '' : 's'}`;
-    return new ModelError(`Bedrock Converse (${modelId}) failed${tries}: ${exception}: ${message}`, {
+    return new ModelError(`Bedrock ${operation} (${modelId}) failed${tries}: ${exception}: ${message}`, {
       retryable: true,
       cause: error,
       details,
     });
   }
-  return new ModelError(`Bedrock Converse (${modelId}) rejected the request: ${exception}: ${message}`, {
+  return new ModelError(`Bedrock ${operation} (${modelId}) rejected the request: ${exception}: ${message}`, {
     retryable: false,
     cause: error,
     details,

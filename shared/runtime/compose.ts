@@ -8,7 +8,7 @@ import { TOKENIZER_RANKS_ENV, tokenizerRanksFile } from '../context/tokens.js';
 import { type Limits, LimitsSchema } from '../domain/limits.js';
 import { ConfigError } from '../errors.js';
 import { type ModelConfig, ModelEnvShape, modelConfigOf, modelNameOf } from '../llm/config.js';
-import type { ChatModel, ConverseResponse } from '../llm/port.js';
+import type { ChatModel, ConverseResponse, Embedder } from '../llm/port.js';
 import type { Actor, Policy } from '../policy/port.js';
 import { builtinPolicy, selectPolicy } from '../policy/select.js';
 import { LocalProjectionStore } from '../projections/local.js';
@@ -51,6 +51,11 @@ export const EnvSchema = z.object({
    * No provider and no `CLD_MODEL_ID` → the offline model; `CLD_MODEL_ID` alone → Bedrock.
    */
   ...ModelEnvShape,
+  /**
+   * Bedrock embedding model (Titan Text Embeddings V2, `amazon.titan-embed-text-v2:0`) for hybrid
+   * retrieval and assistant election; absent → the offline hashing embedder and lexical search.
+   */
+  CLD_EMBEDDING_MODEL_ID: z.string().min(1).optional(),
   AWS_REGION: z.string().min(1).optional(),
   /** Limits as JSON (see domain/limits.ts); absent → defaults. */
   CLD_LIMITS: z.string().optional(),
@@ -244,6 +249,30 @@ export async function loadModel(env: Parameters<typeof modelConfigOf>[0]): Promi
 }
 
 /**
+ * The embedder for a config: Bedrock Titan Text Embeddings V2 through `InvokeModel` when
+ * `CLD_EMBEDDING_MODEL_ID` is set (client in `AWS_REGION`), otherwise the offline
+ * {@link HashingEmbedder}. The stack sets no embedding model, so deployed functions stay lexical
+ * (their roles may invoke only the chat model).
+ * @throws ConfigError when an embedding model is set and the code was bundled without the model adapters
+ */
+export async function embedderFor(
+  env: Pick<Env, 'CLD_EMBEDDING_MODEL_ID' | 'AWS_REGION'>,
+): Promise<Embedder> {
+  if (!env.CLD_EMBEDDING_MODEL_ID) return new HashingEmbedder();
+  if (process.env.CLD_BUNDLE_MODEL !== 'false') {
+    const [{ BedrockEmbedder }, { createBedrockClient }] = await Promise.all([
+      import('../llm/bedrock-embedder.js'),
+      import('../llm/bedrock.js'),
+    ]);
+    return new BedrockEmbedder({
+      client: createBedrockClient({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) }),
+      modelId: env.CLD_EMBEDDING_MODEL_ID,
+    });
+  }
+  throw notUsed(BUNDLED_FUNCTION, 'the embedding model');
+}
+
+/**
  * The model for a config, for the CLI (synchronous): named now (`offline`, `bedrock:<id>` or
  * `openai:<id>`, as the adapters name themselves), loaded by {@link loadModel} at its first
  * `converse`, whose errors that call rejects with.
@@ -319,6 +348,7 @@ export async function projectionsFor(
 async function loadTools(
   indexStorage: StorageInterface,
   resources: ResourceIndex,
+  embedder: Embedder,
 ): Promise<{ search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> }> {
   if (process.env.CLD_BUNDLE_TOOLS !== 'false') {
     const [{ MiniSearchIndex }, { searchTool }, { readTool }, { createGraphTool }, { GraphIndex }] =
@@ -331,8 +361,11 @@ async function loadTools(
       ]);
     // The graph index manifest is read at the first graph call, not at cold start.
     const graphTool = createGraphTool(() => GraphIndex.open(indexStorage, resources));
+    const index = await MiniSearchIndex.open(indexStorage);
+    // Hybrid retrieval with a semantic embedder; the offline hashing embedder adds nothing to BM25.
+    if (!(embedder instanceof HashingEmbedder)) index.useEmbedder(embedder);
     return {
-      search: await MiniSearchIndex.open(indexStorage),
+      search: index,
       tools: new Map([searchTool, readTool, graphTool].map((tool) => [tool.name, tool])),
     };
   }
@@ -385,8 +418,11 @@ export async function assembleDeps(options: {
   resourceCache?: ResourceCacheOptions;
   /** The function's name, for the errors of what it does not use. */
   function?: string;
+  /** Embedder for election and hybrid retrieval (default: the offline hashing embedder). */
+  embedder?: Embedder;
 }): Promise<Deps> {
   const uses = options.uses ?? EVERYTHING;
+  const embedder = options.embedder ?? new HashingEmbedder();
   const resources = new ResourceIndex(
     options.storage,
     options.policy ?? builtinPolicy(),
@@ -394,12 +430,12 @@ export async function assembleDeps(options: {
   );
   const catalog = defaultCatalog();
   let tools: { search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> };
-  if (uses.tools) tools = await loadTools(options.indexStorage, resources);
+  if (uses.tools) tools = await loadTools(options.indexStorage, resources, embedder);
   else tools = { search: new UnusedSearch(options.function), tools: new Map() };
   return {
     resources,
     model: options.model,
-    embedder: new HashingEmbedder(),
+    embedder,
     search: tools.search,
     tools: tools.tools,
     catalog,
@@ -462,11 +498,21 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
   if (env.CLD_BUCKET && !env.CLD_FUNCTION) {
     logger.warn('CLD_FUNCTION is not set: every rule of every function applies');
   }
-  const [model, projections] = await Promise.all([
+  const [model, projections, embedder] = await Promise.all([
     uses.model ? loadModel(env) : new UnusedChatModel(fn),
     projectionsFor(env, uses),
+    embedderFor(env),
   ]);
-  const common = { model, limits, logger, ...projections, policy, uses, ...(fn ? { function: fn } : {}) };
+  const common = {
+    model,
+    limits,
+    logger,
+    ...projections,
+    policy,
+    uses,
+    embedder,
+    ...(fn ? { function: fn } : {}),
+  };
   if (env.CLD_BUCKET) {
     const client = createS3Client({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
     const storage = new S3Storage({ client, bucket: env.CLD_BUCKET });

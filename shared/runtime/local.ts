@@ -13,7 +13,7 @@ import { type DeadLetter, type DeliveryFaults, LocalBus, type StepInvoker } from
 import { routingTable, type StepName } from '../events/routing.js';
 import type { SchedulingPolicy } from '../events/scheduler.js';
 import { OfflineChatModel } from '../llm/offline.js';
-import type { ChatModel } from '../llm/port.js';
+import type { ChatModel, Embedder } from '../llm/port.js';
 import { LocalPersistenceLayer } from '../projections/idempotency.js';
 import { LocalProjectionStore } from '../projections/local.js';
 import { LocalOpenConversationStore } from '../projections/open-conversations.js';
@@ -43,6 +43,8 @@ export interface LocalRuntimeOptions {
   /** Data directory: resources under `resources/`, the chunk index under `indexes/`. */
   dataDir: string;
   model?: ChatModel;
+  /** Embedder for election and hybrid retrieval (default: the offline hashing embedder). */
+  embedder?: Embedder;
   limits?: Partial<Limits>;
   faults?: DeliveryFaults;
   /** Invocations at once (default 4). */
@@ -155,6 +157,7 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
     storage: new NotifyingStorage(injector ? injector.wrapStorage(storage) : storage, bus, LOCAL_BUCKET),
     indexStorage: new FilesystemStorage(options.dataDir),
     model: options.model ?? new OfflineChatModel(),
+    ...(options.embedder ? { embedder: options.embedder } : {}),
     limits: parseLimits(undefined, options.limits),
     projections: injector ? injector.wrapProjections(projections) : projections,
     idempotency: new LocalPersistenceLayer(join(options.dataDir, 'projections')),

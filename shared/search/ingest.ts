@@ -5,6 +5,7 @@ import { basename, extname, join, relative, resolve, sep } from 'node:path';
 import { RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
 import { countTokens } from '../context/tokens.js';
 import { ValidationError } from '../errors.js';
+import type { Embedder } from '../llm/port.js';
 import { globMatch } from '../policy/glob.js';
 import type { Actor } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
@@ -89,6 +90,8 @@ export interface IngestReport {
   ms: number;
   /** Files under the given folders left out by `exclude` (or not matched by `include`), per pattern. */
   excluded: { pattern: string; files: number }[];
+  /** Chunks embedded in this run (hybrid retrieval, with `deps.embedder`). */
+  embedded: number;
   /** Storage key of the index generation written, when the index was saved. */
   index?: string;
 }
@@ -118,7 +121,16 @@ export interface IngestDeps {
   exclude?: readonly string[];
   /** When given, only files of folders matching one of these globs are ingested (same rules as `exclude`). */
   include?: readonly string[];
+  /**
+   * Embedding model for hybrid retrieval (Bedrock Titan Text Embeddings V2): chunks of the given
+   * files that have no vector by it are embedded ({@link EMBED_BATCH} texts per call of `embed`)
+   * and their vectors stored with the index. Absent → the index stays lexical.
+   */
+  embedder?: Embedder;
 }
+
+/** Texts per `Embedder.embed` call during ingest. */
+export const EMBED_BATCH = 32;
 
 /** A file found under the given paths. */
 interface SourceFile {
@@ -139,6 +151,8 @@ interface ReadFile extends SourceFile {
 
 /** The outcome for one file, in file order. */
 interface FileOutcome {
+  /** URNs of all the file's chunks. */
+  urns: string[];
   skipped: boolean;
   bytes: number;
   chunks: number;
@@ -215,6 +229,7 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
     bytes: 0,
     ms: 0,
     excluded,
+    embedded: 0,
   };
   let added = 0;
   for (const outcome of outcomes) {
@@ -227,7 +242,14 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
     report.chunks += outcome.chunks;
     report.bytes += outcome.bytes;
   }
-  if (added > 0 && deps.index.location) report.index = await deps.index.save();
+  if (deps.embedder) {
+    report.embedded = await embedMissing(
+      outcomes.flatMap((outcome) => outcome.urns),
+      deps.index,
+      deps.embedder,
+    );
+  }
+  if ((added > 0 || report.embedded > 0) && deps.index.location) report.index = await deps.index.save();
   report.ms = Math.round(performance.now() - started);
   return report;
 }
@@ -378,14 +400,22 @@ async function write(file: ReadFile, deps: IngestDeps, now: () => Date): Promise
     chunks: pieces.length,
   };
   await deps.resources.put(deps.actor, document);
-  return { skipped: false, bytes: file.bytes, chunks: pieces.length, items };
+  return {
+    urns: items.map((item) => item.urn),
+    skipped: false,
+    bytes: file.bytes,
+    chunks: pieces.length,
+    items,
+  };
 }
 
 /** For a file already ingested: the stored chunks the index lacks (usually none). */
 async function reindexExisting(file: ReadFile, existing: Document, deps: IngestDeps): Promise<FileOutcome> {
   const missing: string[] = [];
+  const urns: string[] = [];
   for (let index = 0; index < existing.chunks; index += 1) {
     const urn = childUrn(existing.meta.id, 'doc.Chunk', `chunk-${index}`);
+    urns.push(urn);
     if (!deps.index.has(urn)) missing.push(urn);
   }
   const stored = missing.length > 0 ? await deps.resources.getMany(deps.actor, missing) : [];
@@ -394,7 +424,25 @@ async function reindexExisting(file: ReadFile, existing: Document, deps: IngestD
       ? [toItem(resource as Chunk, existing.meta.purpose, existing.path)]
       : [],
   );
-  return { skipped: true, bytes: file.bytes, chunks: existing.chunks, items };
+  return { urns, skipped: true, bytes: file.bytes, chunks: existing.chunks, items };
+}
+
+/** Embeds the indexed chunks among `urns` that lack a vector by `embedder`; returns how many. */
+async function embedMissing(
+  urns: readonly string[],
+  index: MiniSearchIndex,
+  embedder: Embedder,
+): Promise<number> {
+  const missing = index.missingVectors(urns, embedder.name);
+  for (let start = 0; start < missing.length; start += EMBED_BATCH) {
+    const batch = missing.slice(start, start + EMBED_BATCH);
+    const vectors = await embedder.embed(batch.map((urn) => index.embeddingInput(urn) ?? ''));
+    index.addVectors(
+      batch.map((urn, i) => ({ urn, vector: vectors[i] ?? [] })),
+      embedder.name,
+    );
+  }
+  return missing.length;
 }
 
 function toItem(chunk: Chunk, documentTitle: string, path: string): IndexedItem {

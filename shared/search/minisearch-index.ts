@@ -1,5 +1,6 @@
 import MiniSearch, { type AsPlainObject, type Options, type SearchResult } from 'minisearch';
 import { NotFoundError, ValidationError } from '../errors.js';
+import type { Embedder } from '../llm/port.js';
 import type { StorageInterface } from '../storage/port.js';
 import { isWithin } from '../urn.js';
 import type { ChunkSearch, IndexedItem, SearchFilter, SearchHit } from './port.js';
@@ -23,6 +24,12 @@ const SOURCE_BOOST = 3;
  * {@link MiniSearchIndex.open} treats it as empty (ingest re-adds the stored chunks).
  */
 export const TERMS_VERSION = 2;
+
+/** Hits of each ranking (lexical, dense) that reciprocal rank fusion combines. */
+const FUSION_DEPTH = 50;
+
+/** The `k` of reciprocal rank fusion (Cormack, Clarke and Büttcher, SIGIR 2009): score = Σ 1 / (k + rank). */
+export const RRF_K = 60;
 
 /** How many times {@link MiniSearchIndex.save} moves on to the next generation when one is taken. */
 const SAVE_ATTEMPTS = 5;
@@ -73,6 +80,10 @@ const OPTIONS: Options<StoredFields> = {
 export class MiniSearchIndex implements ChunkSearch {
   private readonly engine: MiniSearch<StoredFields>;
   private origin: { storage: StorageInterface; key: string; generation: number } | undefined;
+  /** Embedding of each chunk by {@link vectorModel} (hybrid retrieval); empty when lexical only. */
+  private readonly vectors = new Map<string, Float32Array>();
+  private vectorModel: string | undefined;
+  private queryEmbedder: Embedder | undefined;
 
   /** An empty index, or one wrapping a loaded minisearch instance (see {@link load}, {@link open}). */
   constructor(engine?: MiniSearch<StoredFields>) {
@@ -95,6 +106,48 @@ export class MiniSearchIndex implements ChunkSearch {
   /** True when an item with this URN is indexed. */
   has(urn: string): boolean {
     return this.engine.has(urn);
+  }
+
+  /**
+   * Makes search hybrid: queries are embedded with `embedder` and their dense ranking over the
+   * stored vectors is fused with the BM25 ranking by reciprocal rank fusion. Only vectors made by
+   * the same embedder (its `name`) are used; with none, search stays lexical.
+   */
+  useEmbedder(embedder: Embedder): void {
+    this.queryEmbedder = embedder;
+  }
+
+  /** Name of the embedder the stored vectors were made with, if any. */
+  get embeddingModel(): string | undefined {
+    return this.vectorModel;
+  }
+
+  /**
+   * URNs of indexed items that have no vector by `model` (all of them when the stored vectors
+   * are another model's), in indexing order of the given `urns`.
+   */
+  missingVectors(urns: Iterable<string>, model: string): string[] {
+    const other = this.vectorModel !== undefined && this.vectorModel !== model;
+    return [...urns].filter((urn) => this.engine.has(urn) && (other || !this.vectors.has(urn)));
+  }
+
+  /**
+   * Stores item vectors made by `model`; vectors of another model are dropped first (a corpus
+   * has one embedding space).
+   */
+  addVectors(entries: readonly { urn: string; vector: readonly number[] }[], model: string): void {
+    if (this.vectorModel !== model) {
+      this.vectors.clear();
+      this.vectorModel = model;
+    }
+    for (const { urn, vector } of entries) this.vectors.set(urn, Float32Array.from(vector));
+  }
+
+  /** What an item's embedding is made of: its title (heading trail) and text; undefined when not indexed. */
+  embeddingInput(urn: string): string | undefined {
+    const stored = this.engine.getStoredFields(urn);
+    if (typeof stored?.text !== 'string') return undefined;
+    return typeof stored.title === 'string' ? `${stored.title}\n\n${stored.text}` : stored.text;
   }
 
   /** The indexed text of the item with this URN, or undefined when it is not indexed. */
@@ -140,6 +193,10 @@ export class MiniSearchIndex implements ChunkSearch {
     }
     if (query.trim() === '') return [];
     const results = this.engine.search(query, { filter: (result) => matchesFilter(result, filter) });
+    const embedder = this.queryEmbedder;
+    if (embedder && this.vectors.size > 0 && this.vectorModel === embedder.name) {
+      return this.fused(query, results, embedder, filter, limit, accept);
+    }
     const hits: SearchHit[] = [];
     for (const result of results) {
       if (hits.length >= limit) break;
@@ -151,11 +208,62 @@ export class MiniSearchIndex implements ChunkSearch {
   }
 
   /**
+   * Hybrid ranking: the top {@link FUSION_DEPTH} of the BM25 results and of the cosine ranking of
+   * the query's embedding, fused by reciprocal rank fusion (score Σ 1/({@link RRF_K} + rank));
+   * `accept` applied in fused order.
+   */
+  private async fused(
+    query: string,
+    lexical: readonly SearchResult[],
+    embedder: Embedder,
+    filter: SearchFilter,
+    limit: number,
+    accept: ((urn: string) => boolean) | undefined,
+  ): Promise<SearchHit[]> {
+    const [queryVector] = await embedder.embed([query]);
+    const dense: { urn: string; score: number }[] = [];
+    for (const [urn, vector] of this.vectors) {
+      const stored = this.engine.getStoredFields(urn);
+      if (!stored || !matchesStored(urn, stored, filter)) continue;
+      dense.push({ urn, score: dot(queryVector ?? [], vector) });
+    }
+    dense.sort((a, b) => b.score - a.score);
+    const scores = new Map<string, number>();
+    const rankings = [
+      lexical.slice(0, FUSION_DEPTH).map((result) => result.id as string),
+      dense.slice(0, FUSION_DEPTH).map((entry) => entry.urn),
+    ];
+    for (const ranking of rankings) {
+      for (const [i, urn] of ranking.entries()) scores.set(urn, (scores.get(urn) ?? 0) + 1 / (RRF_K + i + 1));
+    }
+    const ranked = [...scores].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    const hits: SearchHit[] = [];
+    for (const [urn, score] of ranked) {
+      if (hits.length >= limit) break;
+      if (accept && !accept(urn)) continue;
+      const stored = this.engine.getStoredFields(urn) as Partial<StoredFields>;
+      const hit: SearchHit = { urn, type: String(stored.type), text: String(stored.text), score };
+      if (typeof stored.title === 'string') hit.title = stored.title;
+      if (typeof stored.source === 'string') hit.source = stored.source;
+      hits.push(hit);
+    }
+    return hits;
+  }
+
+  /**
    * minisearch's own serialisation (a plain object; `JSON.stringify(index)` uses it), with the
    * term processing version as `cldTerms`.
    */
-  toJSON(): AsPlainObject & { cldTerms: number } {
-    return { ...this.engine.toJSON(), cldTerms: TERMS_VERSION };
+  toJSON(): AsPlainObject & {
+    cldTerms: number;
+    cldVectors?: { model: string; vectors: Record<string, string> };
+  } {
+    const json = { ...this.engine.toJSON(), cldTerms: TERMS_VERSION };
+    if (this.vectorModel === undefined || this.vectors.size === 0) return json;
+    const vectors: Record<string, string> = {};
+    for (const [urn, vector] of this.vectors)
+      vectors[urn] = Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64');
+    return { ...json, cldVectors: { model: this.vectorModel, vectors } };
   }
 
   /** True when a serialised index was built with this term processing ({@link TERMS_VERSION}). */
@@ -171,11 +279,22 @@ export class MiniSearchIndex implements ChunkSearch {
    */
   static load(json: string | AsPlainObject): MiniSearchIndex {
     try {
-      const engine =
-        typeof json === 'string'
-          ? MiniSearch.loadJSON<StoredFields>(json, OPTIONS)
-          : MiniSearch.loadJS<StoredFields>(json, OPTIONS);
-      return new MiniSearchIndex(engine);
+      const plain = (typeof json === 'string' ? JSON.parse(json) : json) as AsPlainObject & {
+        cldVectors?: { model?: unknown; vectors?: Record<string, unknown> };
+      };
+      const index = new MiniSearchIndex(MiniSearch.loadJS<StoredFields>(plain, OPTIONS));
+      const stored = plain.cldVectors;
+      if (stored && typeof stored.model === 'string' && stored.vectors) {
+        index.vectorModel = stored.model;
+        for (const [urn, base64] of Object.entries(stored.vectors)) {
+          const bytes = Buffer.from(String(base64), 'base64');
+          index.vectors.set(
+            urn,
+            new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
+          );
+        }
+      }
+      return index;
     } catch (error) {
       throw new ValidationError('stored search index is not a loadable minisearch index', { cause: error });
     }
@@ -266,6 +385,19 @@ export async function latestGeneration(storage: StorageInterface, stem: string):
     if (latest === undefined || generation > latest) latest = generation;
   }
   return latest;
+}
+
+function matchesStored(urn: string, stored: Record<string, unknown>, filter: SearchFilter): boolean {
+  if (filter.type !== undefined && stored.type !== filter.type) return false;
+  if (filter.prefix !== undefined && !isWithin(urn, filter.prefix)) return false;
+  return true;
+}
+
+/** Dot product (the cosine of L2-normalised vectors). */
+function dot(a: readonly number[], b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < b.length; i += 1) sum += (a[i] ?? 0) * (b[i] as number);
+  return sum;
 }
 
 function matchesFilter(result: SearchResult, filter: SearchFilter): boolean {
