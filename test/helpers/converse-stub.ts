@@ -22,7 +22,7 @@ export interface RecordedRequest {
   method: string;
   /** The raw request path, still URL-encoded (e.g. `/model/anthropic.claude-v2%3A1/converse`). */
   path: string;
-  /** The decoded `{modelId}` path label, or `undefined` when the path is not a Converse path. */
+  /** The decoded `{modelId}` path label, or `undefined` when the path is neither Converse nor InvokeModel. */
   modelId: string | undefined;
   /** Lower-cased header names, as node:http gives them. */
   headers: IncomingHttpHeaders;
@@ -72,7 +72,8 @@ export function serviceError(name: string, status: number, message = `${name} fr
   };
 }
 
-const CONVERSE_PATH = /^\/model\/([^/]+)\/converse$/;
+/** `Converse` and `InvokeModel` (`POST /model/{modelId}/invoke`, the embeddings' operation). */
+const CONVERSE_PATH = /^\/model\/([^/]+)\/(?:converse|invoke)$/;
 
 function parseBody(raw: string): unknown {
   if (raw === '') return undefined;

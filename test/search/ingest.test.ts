@@ -222,6 +222,50 @@ describe('ingest', () => {
     expect((await fresh.search('zebra migration'))[0]?.urn).toBe(chunkUrn(docUrn('docs/sub/notes.md'), 0));
   });
 
+  it('leaves licences, notices, third-party files and bundled node_modules out of a folder and reports them', async () => {
+    await mkdir(join(env.cwd, 'docs', 'node_modules', 'dep'), { recursive: true });
+    await writeFile(join(env.cwd, 'docs', 'node_modules', 'dep', 'README.md'), '# Dep\n\nBundled.\n');
+    await writeFile(join(env.cwd, 'docs', 'LICENSE.md'), 'Apache License\n');
+    await writeFile(join(env.cwd, 'docs', 'sub', 'THIRD-PARTY-LICENSES.txt'), 'MIT\n');
+
+    const report = await run(['docs']);
+
+    expect(report.files).toBe(2);
+    expect(report.excluded).toEqual([
+      { pattern: '**/LICENSE*', files: 1 },
+      { pattern: '**/node_modules/**', files: 1 },
+      { pattern: '**/THIRD-PARTY*', files: 1 },
+    ]);
+    const kept = await run(['docs/LICENSE.md']);
+    expect(kept).toMatchObject({ files: 1, documents: 1, excluded: [] });
+  });
+
+  it('keeps everything with exclude [] and only matching files with include', async () => {
+    await writeFile(join(env.cwd, 'docs', 'LICENSE.md'), 'Apache License\n');
+    expect((await run(['docs'], { exclude: [] })).files).toBe(3);
+    const only = await run(['docs'], { include: ['sub/**'], exclude: [] });
+    expect(only.files).toBe(1);
+    expect(only.excluded).toEqual([{ pattern: 'not included (sub/**)', files: 2 }]);
+  });
+
+  it('embeds the chunks that lack a vector when given an embedder, once', async () => {
+    const seen: string[] = [];
+    const embedder = {
+      name: 'test:lengths',
+      embed: async (texts: readonly string[]) => {
+        seen.push(...texts);
+        return texts.map((text) => [text.length, 1]);
+      },
+    };
+    const first = await run(['docs'], { embedder });
+    expect(first.embedded).toBe(first.chunks);
+    expect(seen.some((text) => text.startsWith('Widget Guide'))).toBe(true);
+    expect(env.index.embeddingModel).toBe('test:lengths');
+    const second = await run(['docs'], { embedder });
+    expect(second.embedded).toBe(0);
+    expect(seen).toHaveLength(first.chunks);
+  });
+
   it('ingests an explicit file', async () => {
     const report = await run(['docs/sub/notes.md']);
 

@@ -66,6 +66,14 @@ beforeAll(async () => {
       text: 'frobnicator frobnicator frobnicator setting: the secret speed is 42',
     })),
   );
+  // A readable item longer than a whole chunk: search cuts its text at SEARCH_TEXT_LIMIT.
+  index.add([
+    {
+      urn: childUrn(CONVERSATION, 'common.Message', 'long'),
+      type: 'common.Message',
+      text: `The frobnicator notes. ${'Filler words about other things. '.repeat(60)}`,
+    },
+  ]);
 });
 
 afterAll(async () => {
@@ -121,7 +129,10 @@ describe.each(ACTORS)('search tool as %s', (_, actor) => {
     )) as unknown as Results;
 
     expect(byPrefix.results.map((result) => result.urn)).toEqual([childUrn(notes, 'doc.Chunk', 'chunk-0')]);
-    expect(byType.results).toEqual([]);
+    // Of the messages only this conversation's own is readable; the other conversation's never come back.
+    expect(byType.results.map((result) => result.urn)).toEqual([
+      childUrn(CONVERSATION, 'common.Message', 'long'),
+    ]);
   });
 });
 
