@@ -73,6 +73,10 @@ describe('ask on the aws-cdk-lib documents, end to end (local runtime, offline m
     }
     expect(clean.answer?.content.toLowerCase()).toContain('eventbridge');
     expect(clean.answer?.content).toMatch(/prefix/i);
+    // The facts a CDK user types, as code taken from the cited chunks (issue 11).
+    expect(clean.answer?.content).toMatch(/```ts\n[^`]*eventBridgeEnabled: true/);
+    expect(clean.answer?.content).toMatch(/```ts\n[^`]*events\.Match\.(prefix|wildcard)\(/);
+    expect(clean.answer?.content).not.toMatch(/^#{1,3} (?!How do I)/m);
   });
 
   it('keeps every resource of the run under the conversation URN', () => {
