@@ -130,6 +130,8 @@ export function rankWeight(rank: number): number {
 
 /** Most sentences in an answer. */
 const MAX_SENTENCES = 3;
+/** A second code block (of another hit) is quoted when it scores at least this share of the best one. */
+const SECOND_CODE_RATIO = 0.5;
 /** Most lines of a code block quoted; a longer one is cut to the lines around its best match. */
 const MAX_CODE_LINES = 18;
 
@@ -146,8 +148,9 @@ interface Scored<T> {
  * neighbouring modules apart ("S3" in "send S3 events to EventBridge") counts more than the words
  * every hit shares. The *primary* hit is the one with the best rank-weighted coverage of the
  * question; its sentences and code are preferred. The answer is up to three complete sentences
- * (in reading order), then the code block that best carries the question's terms, introduced by
- * its own sentence, then the sources used. Returns the no-match sentence when nothing shares a
+ * (in reading order), then the code block that best carries the question's terms and, when it
+ * scores at least half as well, the best one of another hit, each introduced by its own sentence,
+ * then the sources used. Returns the no-match sentence when nothing shares a
  * term with the question.
  */
 export function extractiveAnswer(question: string, hits: readonly ExtractHit[]): string {
@@ -183,21 +186,26 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     }
   });
   const chosen = pickSentences(sentences);
-  const code = [...codes].sort(
+  const ranked = [...codes].sort(
     (a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order,
-  )[0];
-  if (chosen.length === 0 && !code)
+  );
+  // The best code block and, when close enough, the best one of another hit (the two neighbouring
+  // sections a question often spans, or a runner-up chunk that carries the identifier).
+  const best = ranked[0];
+  const second = ranked.find((c) => best && c.urn !== best.urn && c.score >= SECOND_CODE_RATIO * best.score);
+  const blocks = [best, second].filter((c): c is (typeof ranked)[number] => c !== undefined);
+  if (chosen.length === 0 && blocks.length === 0)
     return 'The documentation found does not mention the terms of this question.';
   const parts: string[] = [];
   // A sentence ending in ":" introduces what follows it: kept only before its own code.
   const prose = chosen.map((c) => c.item.text).filter((text) => !text.endsWith(':'));
   if (prose.length) parts.push(prose.join(' '));
-  if (code) {
+  for (const code of blocks) {
     const intro = code.item.intro;
     if (intro && !prose.includes(intro)) parts.push(intro);
     parts.push(`\`\`\`${code.item.lang}\n${excerpt(code.item.text, new Set(questionTerms))}\n\`\`\``);
   }
-  const sources = [...new Set([...chosen.map((c) => c.urn), ...(code ? [code.urn] : [])])];
+  const sources = [...new Set([...chosen.map((c) => c.urn), ...blocks.map((c) => c.urn)])];
   return `${parts.join('\n\n')}\n\nSources:\n${sources.map((urn) => `- ${urn}`).join('\n')}`;
 }
 
