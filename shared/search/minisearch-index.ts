@@ -25,6 +25,14 @@ const SOURCE_BOOST = 3;
  */
 export const TERMS_VERSION = 2;
 
+/**
+ * Weight of the document prior: a hit's score gains this share of the summed scores of the best
+ * {@link PRIOR_TOP} hits of its document, so a chunk of the module the whole query is about
+ * outranks an equally matching chunk of a neighbouring module.
+ */
+const PRIOR_WEIGHT = 0.1;
+const PRIOR_TOP = 3;
+
 /** Hits of each ranking (lexical, dense) that reciprocal rank fusion combines. */
 const FUSION_DEPTH = 50;
 
@@ -192,7 +200,9 @@ export class MiniSearchIndex implements ChunkSearch {
       throw new ValidationError(`search limit must be a positive integer, got ${limit}`);
     }
     if (query.trim() === '') return [];
-    const results = this.engine.search(query, { filter: (result) => matchesFilter(result, filter) });
+    const results = withDocumentPrior(
+      this.engine.search(query, { filter: (result) => matchesFilter(result, filter) }),
+    );
     const embedder = this.queryEmbedder;
     if (embedder && this.vectors.size > 0 && this.vectorModel === embedder.name) {
       return this.fused(query, results, embedder, filter, limit, accept);
@@ -385,6 +395,31 @@ export async function latestGeneration(storage: StorageInterface, stem: string):
     if (latest === undefined || generation > latest) latest = generation;
   }
   return latest;
+}
+
+/**
+ * BM25 results re-scored with the document prior ({@link PRIOR_WEIGHT}): score + w · Σ scores of
+ * the best {@link PRIOR_TOP} results of the same document (its `source`, else the URN's parent),
+ * sorted again. Stable for equal scores.
+ */
+function withDocumentPrior(results: readonly SearchResult[]): SearchResult[] {
+  const documentOf = (result: SearchResult) =>
+    typeof result.source === 'string' ? result.source : String(result.id).replace(/\/[^/]*$/, '');
+  const top = new Map<string, number[]>();
+  for (const result of results) {
+    const scores = top.get(documentOf(result)) ?? [];
+    if (scores.length < PRIOR_TOP) scores.push(result.score);
+    top.set(documentOf(result), scores);
+  }
+  const prior = (result: SearchResult) =>
+    (top.get(documentOf(result)) ?? []).reduce((sum, score) => sum + score, 0);
+  return results
+    .map((result, order) => ({
+      result: { ...result, score: result.score + PRIOR_WEIGHT * prior(result) },
+      order,
+    }))
+    .sort((a, b) => b.result.score - a.result.score || a.order - b.order)
+    .map((entry) => entry.result);
 }
 
 function matchesStored(urn: string, stored: Record<string, unknown>, filter: SearchFilter): boolean {
