@@ -108,3 +108,24 @@ describe('the chunk index with stems and identifier parts', () => {
     expect(MiniSearchIndex.isCurrent({ ...current, cldTerms: 1 })).toBe(false);
   });
 });
+
+describe('the document prior', () => {
+  it('ranks the chunk of the document the whole query is about above an equal chunk of a neighbour', async () => {
+    const idx = new MiniSearchIndex();
+    const chunk = (doc: string, name: string, text: string) => ({
+      urn: `cld:doc.Document.${doc}/doc.Chunk.${name}`,
+      type: 'doc.Chunk',
+      text,
+      source: `${doc}.md`,
+    });
+    idx.add([
+      chunk('neighbour', 'n1', 'Grant read access to the queue.'),
+      chunk('asked', 'a1', 'Grant read access to the queue.'),
+      chunk('asked', 'a2', 'Queue encryption and queue policies.'),
+      chunk('asked', 'a3', 'A queue holds messages.'),
+    ]);
+    const hits = await idx.search('grant read access queue');
+    expect(hits[0]?.urn).toBe('cld:doc.Document.asked/doc.Chunk.a1');
+    expect(hits[1]?.urn).toBe('cld:doc.Document.neighbour/doc.Chunk.n1');
+  });
+});
