@@ -74,8 +74,11 @@ const OPTIONS: Options<StoredFields> = {
 };
 
 /**
- * In-memory full-text index of chunks over minisearch (BM25+ ranking; fields `title`, boosted
- * ×2, and `text`), implementing the {@link ChunkSearch} port.
+ * In-memory full-text index of chunks over minisearch (BM25+ ranking; fields `title` — the
+ * heading trail — boosted ×2, `source` — the document path — boosted ×3, and `text`; terms from
+ * shared/search/terms.ts; a document prior over the results), implementing the
+ * {@link ChunkSearch} port. With vectors stored and an embedder given ({@link useEmbedder}),
+ * search is hybrid: BM25 and the dense ranking fused by reciprocal rank fusion.
  *
  * Persistence: storage objects are create-only ({@link StorageInterface.put} never overwrites),
  * so the index is written as immutable *generations*: `<key>.<n>.json` with n = 1, 2, 3, ...
@@ -342,9 +345,11 @@ export class MiniSearchIndex implements ChunkSearch {
 
   /**
    * Opens the newest generation `<key>.<n>.json` (highest n) from storage, or an empty index
-   * when there is none yet. Either way the index remembers `storage` and `key`, so a later
-   * `save()` without arguments writes the next generation there.
-   * @throws ValidationError when the newest generation does not load
+   * when there is none yet or the newest was built with other term processing
+   * ({@link TERMS_VERSION}; ingesting the documents again re-adds their stored chunks). Either
+   * way the index remembers `storage` and `key`, so a later `save()` without arguments writes
+   * the next generation there.
+   * @throws ValidationError when the newest generation is not JSON or does not load
    */
   static async open(storage: StorageInterface, key: string = DEFAULT_INDEX_KEY): Promise<MiniSearchIndex> {
     const generation = await latestGeneration(storage, key);
