@@ -21,6 +21,8 @@ export type Segment =
 export interface ExtractHit {
   urn: string;
   text: string;
+  /** The chunk's heading trail, when the tool gave one (counted for the hit's coverage, never quoted). */
+  title?: string;
 }
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+-]*)/;
@@ -130,7 +132,7 @@ export function rankWeight(rank: number): number {
 
 /** Most sentences in an answer. */
 const MAX_SENTENCES = 3;
-/** A second code block (of another hit) is quoted when it scores at least this share of the best one. */
+/** A second code block (of another document) is quoted when it scores at least this share of the best one. */
 const SECOND_CODE_RATIO = 0.5;
 /** Most lines of a code block quoted; a longer one is cut to the lines around its best match. */
 const MAX_CODE_LINES = 18;
@@ -146,17 +148,18 @@ interface Scored<T> {
  * The offline answer to `question` from search hits (best first). Question terms are weighted
  * by how few hits contain them (1 + ln(hits / hits with the term)), so the subject that tells
  * neighbouring modules apart ("S3" in "send S3 events to EventBridge") counts more than the words
- * every hit shares. The *primary* hit is the one with the best rank-weighted coverage of the
- * question; its sentences and code are preferred. The answer is up to three complete sentences
+ * every hit shares. A hit's sentences and code count by its rank and by its coverage of the
+ * question (heading trail and text, relative to the best-covering hit). The answer is up to three complete sentences
  * (in reading order), then the code block that best carries the question's terms and, when it
- * scores at least half as well, the best one of another hit, each introduced by its own sentence,
+ * score at least half as well, the best one of another chunk and of another document, each
+ * introduced by its own sentence,
  * then the sources used. Returns the no-match sentence when nothing shares a
  * term with the question.
  */
 export function extractiveAnswer(question: string, hits: readonly ExtractHit[]): string {
   if (hits.length === 0) return 'I found no documentation that answers this question.';
   const questionTerms = termsOf(question);
-  const hitTerms = hits.map((hit) => new Set(termsOf(hit.text)));
+  const hitTerms = hits.map((hit) => new Set(termsOf(`${hit.title ?? ''}\n${hit.text}`)));
   const weights = new Map(
     questionTerms.map((term) => {
       const df = hitTerms.filter((terms) => terms.has(term)).length;
@@ -168,11 +171,12 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   const coverage = hitTerms.map(
     (terms, rank) => rankWeight(rank) * [...terms].reduce((sum, term) => sum + (weights.get(term) ?? 0), 0),
   );
-  const primary = coverage.indexOf(Math.max(...coverage));
+  const most = Math.max(...coverage);
   const sentences: Scored<Extract<Segment, { kind: 'sentence' }>>[] = [];
   const codes: Scored<Extract<Segment, { kind: 'code' }>>[] = [];
   hits.forEach((hit, rank) => {
-    const weight = rankWeight(rank) * (rank === primary ? 1.25 : 1);
+    // A hit counts by its rank and by how much of the question its heading and text cover.
+    const weight = rankWeight(rank) * (most > 0 ? 0.5 + (0.5 * (coverage[rank] ?? 0)) / most : 1);
     for (const segment of segmentChunk(hit.text)) {
       const matched = weigh(segment.text);
       if (matched === 0) continue;
@@ -180,8 +184,10 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
         const identifier = /`[^`]+`/.test(segment.text) ? 0.5 : 0;
         sentences.push({ item: segment, urn: hit.urn, rank, score: weight * (matched + identifier) });
       } else {
+        // Code counts by its identifiers (what a user types), not by its comments and strings.
         const intro = segment.intro ? weigh(segment.intro) : 0;
-        codes.push({ item: segment, urn: hit.urn, rank, score: weight * (matched + intro) });
+        const code = weigh(codeIdentifiers(segment.text));
+        codes.push({ item: segment, urn: hit.urn, rank, score: weight * (code + intro) });
       }
     }
   });
@@ -189,11 +195,17 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   const ranked = [...codes].sort(
     (a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order,
   );
-  // The best code block and, when close enough, the best one of another hit (the two neighbouring
-  // sections a question often spans, or a runner-up chunk that carries the identifier).
+  // The best code block and, when close enough, the best one of another chunk and of another
+  // document (a question often spans two sections or two modules: S3 events → EventBridge).
   const best = ranked[0];
-  const second = ranked.find((c) => best && c.urn !== best.urn && c.score >= SECOND_CODE_RATIO * best.score);
-  const blocks = [best, second].filter((c): c is (typeof ranked)[number] => c !== undefined);
+  const documentOf = (urn: string) => urn.replace(/\/[^/]*$/, '');
+  const close = (c: (typeof ranked)[number]) =>
+    best !== undefined && c.score >= SECOND_CODE_RATIO * best.score;
+  const otherChunk = ranked.find((c) => best && c.urn !== best.urn && close(c));
+  const otherDocument = ranked.find((c) => best && documentOf(c.urn) !== documentOf(best.urn) && close(c));
+  const blocks = [...new Set([best, otherChunk, otherDocument])].filter(
+    (c): c is (typeof ranked)[number] => c !== undefined,
+  );
   if (chosen.length === 0 && blocks.length === 0)
     return 'The documentation found does not mention the terms of this question.';
   const parts: string[] = [];
@@ -207,6 +219,15 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   }
   const sources = [...new Set([...chosen.map((c) => c.urn), ...blocks.map((c) => c.urn)])];
   return `${parts.join('\n\n')}\n\nSources:\n${sources.map((urn) => `- ${urn}`).join('\n')}`;
+}
+
+/** Code without its comments and string literals: the identifiers and keywords a user types. */
+export function codeIdentifiers(code: string): string {
+  return code
+    .replace(/\/\*[\s\S]*?\*\//g, ' ')
+    .replace(/(^|[^:])\/\/.*$/gm, '$1 ')
+    .replace(/^\s*#.*$/gm, ' ')
+    .replace(/'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\]|\\.)*`/g, ' ');
 }
 
 /** The best sentences, at most {@link MAX_SENTENCES}, without repeats, in their hit's reading order. */

@@ -408,9 +408,10 @@ function toolResults(messages: readonly ConverseMessage[]): ExtractHit[] {
         }
         const results = (value as { results?: unknown })?.results;
         const items = Array.isArray(results) ? results : value ? [value] : [];
-        for (const item of items as { urn?: unknown; text?: unknown }[]) {
-          if (typeof item?.urn === 'string' && typeof item.text === 'string')
-            hits.push({ urn: item.urn, text: item.text });
+        for (const item of items as { urn?: unknown; text?: unknown; title?: unknown; heading?: unknown }[]) {
+          if (typeof item?.urn !== 'string' || typeof item.text !== 'string') continue;
+          const title = typeof item.title === 'string' ? item.title : item.heading;
+          hits.push({ urn: item.urn, text: item.text, ...(typeof title === 'string' ? { title } : {}) });
         }
       }
     }
