@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { extractiveAnswer, isCompleteSentence, segmentChunk } from '../../shared/llm/extract.js';
+import {
+  codeIdentifiers,
+  extractiveAnswer,
+  isCompleteSentence,
+  segmentChunk,
+} from '../../shared/llm/extract.js';
 import { judge, resolveReferences, SHOWS_CODE, subjectOf } from '../../shared/llm/offline.js';
 
 const CHUNK = [
@@ -174,5 +179,24 @@ describe('the offline supervisor judge', () => {
       pass: false,
       missing: ['bucket', 'eventbridge'],
     });
+  });
+});
+
+describe('codeIdentifiers', () => {
+  it('keeps what a user types and drops comments and string literals', () => {
+    const code = [
+      "const bucket = new s3.Bucket(this, 'MyEventBridgeBucket', {",
+      '  // as directly consumed by EventBridge',
+      '  eventBridgeEnabled: true, /* inline */',
+      '  url: "https://example.com/a",',
+      '});',
+    ].join('\n');
+    const kept = codeIdentifiers(code);
+    expect(kept).toContain('eventBridgeEnabled: true');
+    expect(kept).toContain('new s3.Bucket(this,');
+    expect(kept).not.toContain('MyEventBridgeBucket');
+    expect(kept).not.toContain('consumed');
+    expect(kept).not.toContain('inline');
+    expect(kept).not.toContain('example.com');
   });
 });
