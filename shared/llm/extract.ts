@@ -157,7 +157,8 @@ interface Scored<T> {
  * term with the question.
  */
 export function extractiveAnswer(question: string, hits: readonly ExtractHit[]): string {
-  if (hits.length === 0) return 'I found no documentation that answers this question.';
+  if (hits.length === 0)
+    return 'Nothing matched: no passage of the ingested documents contains the words of this question.';
   const questionTerms = termsOf(question);
   const hitTerms = hits.map((hit) => new Set(termsOf(`${hit.title ?? ''}\n${hit.text}`)));
   const weights = new Map(
@@ -207,7 +208,9 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     (c): c is (typeof ranked)[number] => c !== undefined,
   );
   if (chosen.length === 0 && blocks.length === 0)
-    return 'The documentation found does not mention the terms of this question.';
+    return /[a-z0-9]/i.test(question)
+      ? 'Nothing matched: the passages found do not contain the words of this question.'
+      : 'Nothing matched: this question has no words the offline model can search for (it reads Latin-alphabet words).';
   const parts: string[] = [];
   // A sentence ending in ":" introduces what follows it: kept only before its own code.
   const prose = chosen.map((c) => c.item.text).filter((text) => !text.endsWith(':'));

@@ -101,9 +101,12 @@ describe('extractiveAnswer', () => {
 
   it('says so when no hit shares a term with the question, and when there are no hits', () => {
     expect(extractiveAnswer('Wie funktioniert das?', [s3])).toBe(
-      'The documentation found does not mention the terms of this question.',
+      'Nothing matched: the passages found do not contain the words of this question.',
     );
-    expect(extractiveAnswer('anything', [])).toBe('I found no documentation that answers this question.');
+    expect(extractiveAnswer('这个怎么用？', [s3])).toMatch(/^Nothing matched: this question has no words/);
+    expect(extractiveAnswer('anything', [])).toBe(
+      'Nothing matched: no passage of the ingested documents contains the words of this question.',
+    );
   });
 });
 
