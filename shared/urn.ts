@@ -4,7 +4,15 @@ import { InvalidUrnError } from './errors.js';
 /**
  * URNs: `cld:<path>`, the path being the parent's path plus this resource's element,
  * joined by `/`; an element is `<namespace>.<Name>.<hash>` (DESIGN.md "URNs", seed
- * roadmap-v1 step 06). Objects are stored under `<urn>.json`, so a URN prefix lists a subtree.
+ * roadmap-v1 step 06).
+ *
+ * Storage keys ({@link keyOf}): `cld/<path>_<shape>.json`, where the shape is the Names of the
+ * path's types joined by `-` (`Conversation-Message-Task-Message`), the last Name being `Output`
+ * for a task's output Message ({@link shapeOf}). Keys consist only of letters, digits and
+ * `-_./`, characters S3 never escapes in event notifications, so the key an `Object Created`
+ * event carries is the stored key, URL-encoded or not. The shape lets EventBridge patterns match
+ * exactly the resources a step acts on (shared/events/routing.ts). A subtree is listed by the
+ * key prefix `cld/<path>/` ({@link keyPrefixOf}).
  */
 
 /** The URN namespace (`urn_namespace` in the seeds). */
@@ -13,7 +21,7 @@ export const URN_NAMESPACE = 'cld';
 /** Resource namespaces this system knows; anything else is rejected by the parser. */
 export const KNOWN_NAMESPACES = ['common', 'plan', 'tool', 'doc'] as const;
 
-/** S3 object keys are at most 1,024 bytes (UTF-8); `<urn>.json` must fit. */
+/** S3 object keys are at most 1,024 bytes (UTF-8); the key of a URN ({@link keyOf}) must fit. */
 export const MAX_KEY_BYTES = 1024;
 
 /** Length of the hex hash in an element (64 bits of SHA-256). */
@@ -21,6 +29,21 @@ export const HASH_LENGTH = 16;
 
 /** Suffix of the storage key of every resource. */
 export const KEY_SUFFIX = '.json';
+
+/** Prefix of the storage key of every resource (the URN's `cld:` with `/` for `:`). */
+export const KEY_PREFIX = `${URN_NAMESPACE}/`;
+
+/** Separates the URN path from the shape in a key; it never occurs in a URN path. */
+export const SHAPE_SEPARATOR = '_';
+
+/** Joins the type Names of a shape. */
+export const SHAPE_JOINER = '-';
+
+/** `meta.name` of a task's output Message (shared/domain/common.ts `NAMES.output`). */
+export const OUTPUT_NAME = 'output';
+
+/** The last Name of the shape of a task's output Message, instead of `Message`. */
+export const OUTPUT_SHAPE = 'Output';
 
 const ELEMENT = /^([a-z]+)\.([A-Z][A-Za-z0-9]*)\.([0-9a-f]{16})$/;
 
@@ -50,12 +73,9 @@ export function parseUrn(input: unknown): ParsedUrn {
   if (!input.startsWith(prefix)) {
     throw new InvalidUrnError(`URN must start with "${prefix}": ${preview(input)}`);
   }
-  const keyBytes = Buffer.byteLength(input, 'utf8') + KEY_SUFFIX.length;
-  if (keyBytes > MAX_KEY_BYTES) {
-    throw new InvalidUrnError(
-      `URN too long: its key would be ${keyBytes} bytes (S3 allows ${MAX_KEY_BYTES})`,
-    );
-  }
+  // The key is longer than the URN plus separator and suffix: a cheap bound before parsing.
+  const atLeast = Buffer.byteLength(input, 'utf8') + SHAPE_SEPARATOR.length + KEY_SUFFIX.length;
+  if (atLeast > MAX_KEY_BYTES) throw tooLong(atLeast, 'at least ');
   const path = input.slice(prefix.length);
   if (path.length === 0) throw new InvalidUrnError('URN has an empty path');
   const parts = path.split('/');
@@ -76,7 +96,45 @@ export function parseUrn(input: unknown): ParsedUrn {
     }
     return { type: `${namespace}.${name}`, namespace, name, hash };
   });
-  return { urn: input, elements };
+  const parsed = { urn: input, elements };
+  // `Output` is one byte shorter than `Message`: hash only when that byte decides.
+  const plain = keyBytesOf(parsed, false);
+  if (plain > MAX_KEY_BYTES && !(plain === MAX_KEY_BYTES + 1 && isTaskOutput(parsed)))
+    throw tooLong(plain, '');
+  return parsed;
+}
+
+function tooLong(bytes: number, qualifier: string): InvalidUrnError {
+  return new InvalidUrnError(
+    `URN too long: its key would be ${qualifier}${bytes} bytes (S3 allows ${MAX_KEY_BYTES})`,
+  );
+}
+
+/** Bytes of the key of a parsed URN, with the plain shape or the output shape. */
+function keyBytesOf(parsed: ParsedUrn, output: boolean): number {
+  const names = parsed.elements.reduce((sum, element) => sum + element.name.length, 0);
+  const shape = names + (parsed.elements.length - 1) * SHAPE_JOINER.length;
+  const last = parsed.elements[parsed.elements.length - 1] as UrnElement;
+  return (
+    KEY_PREFIX.length +
+    (parsed.urn.length - URN_NAMESPACE.length - 1) +
+    SHAPE_SEPARATOR.length +
+    shape -
+    (output ? last.name.length - OUTPUT_SHAPE.length : 0) +
+    KEY_SUFFIX.length
+  );
+}
+
+/**
+ * True when the URN is a task's output Message: a `common.Message` directly under a `plan.Task`
+ * whose hash is the one of the name {@link OUTPUT_NAME} (so it is decided from the URN alone).
+ */
+function isTaskOutput(parsed: ParsedUrn): boolean {
+  const { elements, urn } = parsed;
+  const last = elements[elements.length - 1] as UrnElement;
+  const parent = elements[elements.length - 2];
+  if (last.type !== 'common.Message' || parent?.type !== 'plan.Task') return false;
+  return last.hash === generateHash(urn.slice(0, urn.lastIndexOf('/')), last.type, OUTPUT_NAME);
 }
 
 /** True when `input` parses as a URN. */
@@ -135,19 +193,58 @@ export function ancestorsOf(urn: string): string[] {
   return parts.slice(0, -1).map((_, i) => parts.slice(0, i + 1).join('/'));
 }
 
-/** Storage key of a resource: `<urn>.json`. */
-export function keyOf(urn: string): string {
-  return `${urn}${KEY_SUFFIX}`;
+/**
+ * The shape of a URN: the Names of its types, root first, joined by `-`; the last is `Output`
+ * instead of `Message` for a task's output Message. For example
+ * `Conversation-Message-Task-Task-Output`. Type Names are unique across namespaces
+ * (test/unit/urn.test.ts), so the shape names the type path.
+ * @throws InvalidUrnError
+ */
+export function shapeOf(urn: string): string {
+  const parsed = parseUrn(urn);
+  const names = parsed.elements.map((element) => element.name);
+  if (isTaskOutput(parsed)) names[names.length - 1] = OUTPUT_SHAPE;
+  return names.join(SHAPE_JOINER);
 }
 
 /**
- * URN stored under `key`, or undefined when the key is not a resource key.
+ * Storage key of a resource: `cld/<path>_<shape>.json` (the URN with `/` for `:`, then
+ * `_`, {@link shapeOf}, `.json`), e.g. `cld:common.Conversation.1f…/common.Message.2e…` →
+ * `cld/common.Conversation.1f…/common.Message.2e…_Conversation-Message.json`. Only letters,
+ * digits and `-_./`. One key per URN and one URN per key ({@link urnOfKey}).
+ * @throws InvalidUrnError
+ */
+export function keyOf(urn: string): string {
+  const shape = shapeOf(urn);
+  return `${KEY_PREFIX}${urn.slice(URN_NAMESPACE.length + 1)}${SHAPE_SEPARATOR}${shape}${KEY_SUFFIX}`;
+}
+
+/**
+ * The key prefix of a URN's subtree, `cld/<path>/`: listing it returns the keys of every
+ * resource under the URN (not of the URN itself), and of nothing else.
+ * @throws InvalidUrnError
+ */
+export function keyPrefixOf(urn: string): string {
+  parseUrn(urn);
+  return `${KEY_PREFIX}${urn.slice(URN_NAMESPACE.length + 1)}/`;
+}
+
+/**
+ * URN stored under `key`, or undefined when the key is not a resource key (not
+ * `cld/<path>_<shape>.json` with a valid URN path and the shape of that URN).
  * Never throws: keys come from listings and events and are validated by the caller.
  */
 export function urnOfKey(key: string): string | undefined {
-  if (!key.endsWith(KEY_SUFFIX)) return undefined;
-  const urn = key.slice(0, -KEY_SUFFIX.length);
-  return isUrn(urn) ? urn : undefined;
+  if (!key.startsWith(KEY_PREFIX) || !key.endsWith(KEY_SUFFIX)) return undefined;
+  const body = key.slice(KEY_PREFIX.length, -KEY_SUFFIX.length);
+  const separator = body.indexOf(SHAPE_SEPARATOR);
+  if (separator === -1) return undefined;
+  const urn = `${URN_NAMESPACE}:${body.slice(0, separator)}`;
+  try {
+    return shapeOf(urn) === body.slice(separator + 1) ? urn : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** True when `urn` is `ancestor` or lies under it (path-boundary aware: c1 is not under c10). */

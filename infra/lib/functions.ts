@@ -14,20 +14,24 @@ import type { ChannelSecretName } from './secrets.js';
  * naming a resource is set only together with its grant (STYLE.md "Infra").
  */
 
-/** Object-key patterns (IAM globs: `*` any run of characters) of the resources bucket. */
+/**
+ * Object-key patterns (IAM globs: `*` any run of characters) of the resources bucket. Resource
+ * keys are `cld/<URN path>_<shape>.json` (shared/urn.ts `keyOf`), so `cld/<type>.*` covers the
+ * resources of that root type and their subtrees.
+ */
 export const KEYS = {
   /** Every conversation subtree: the event log the steps read and extend (DESIGN.md "URNs"). */
-  conversations: 'cld:common.Conversation.*',
+  conversations: 'cld/common.Conversation.*',
   /** The catalog (read by the steps; seeded create-only at deploy, see {@link catalogKeys}). */
-  assistants: 'cld:common.Assistant.*',
-  tools: 'cld:common.Tool.*',
+  assistants: 'cld/common.Assistant.*',
+  tools: 'cld/common.Tool.*',
   /**
    * Ingested documents and their chunks: read by the tool step (the `read` tool) and by the HTTP
    * API function (`GET /resources/<urn>` opens what an answer cites; policy rule
    * `user-read-corpora`). The assistant cites chunk URNs that tool results returned, without
    * reading them (shared/domain/assistant.ts).
    */
-  documents: 'cld:doc.*',
+  documents: 'cld/doc.*',
   /**
    * The chunk index generations (`indexes/chunks.<n>.json`), opened at the tool step's cold start
    * (the only function that composes `deps.search`: `FUNCTION_USES` in shared/runtime/compose.ts).
@@ -57,8 +61,8 @@ export const KEY_PATTERN_REASONS: Readonly<Record<string, string>> = {
 
 /** `ListBucket` prefixes (the `s3:prefix` a `ListObjectsV2` sends; `*` = any continuation). */
 export const LIST_PREFIXES = {
-  /** ResourceIndex.list / listUrns list `<urn>/` under a conversation. */
-  conversations: 'cld:common.Conversation.*',
+  /** ResourceIndex.list / listUrns list `keyPrefixOf(urn)` (`cld/<URN path>/`) under a conversation. */
+  conversations: 'cld/common.Conversation.*',
   /** MiniSearchIndex.open lists `indexes/chunks.` to find the latest generation (the tool step only). */
   index: 'indexes/*',
 } as const;
@@ -204,8 +208,11 @@ const COUNTERS_AND_BUDGETS: readonly TableAction[] = ['GetItem', 'PutItem', 'Upd
  */
 export const IDEMPOTENCY_ACTIONS: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'];
 
-/** Partitions of conversation projections: `pk` is the conversation URN (shared/projections/port.ts). */
-const CONVERSATION_PARTITIONS = [KEYS.conversations] as const;
+/**
+ * Partitions of conversation projections: `pk` is the conversation URN (shared/projections/port.ts),
+ * `cld:common.Conversation.<hash>` — a URN, not an object key.
+ */
+const CONVERSATION_PARTITIONS = ['cld:common.Conversation.*'] as const;
 
 /**
  * The steps that advance the task tree also touch their conversation's item in the open-conversations
@@ -247,7 +254,7 @@ const CATALOG_READS = [KEYS.assistants, KEYS.tools] as const;
  * cold start writes nothing. Only the tool step opens the chunk index (lists `indexes/chunks.`,
  * reads the newest generation) and searches documents (the `search` and `read` tools), so only it
  * gets `indexes/*` (`FUNCTION_USES` in shared/runtime/compose.ts; test/infra/stack.test.ts asserts
- * both agree); besides it, only the HTTP API function reads documents (`cld:doc.*`: a cited
+ * both agree); besides it, only the HTTP API function reads documents (`cld/doc.*`: a cited
  * Document or Chunk by URN, `GET /resources/<urn>`), without listing them.
  * A function with no list prefix still gets `s3:ListBucket` without a prefix, so a missing key
  * is a 404 (see `storageStatements` in infra/lib/access.ts).

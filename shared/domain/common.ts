@@ -4,7 +4,7 @@ import { withMeta } from '../resources/meta.js';
 import type { Assistant, Message, Task, Tool } from '../resources/schemas.js';
 import type { Deps } from '../runtime/deps.js';
 import { electAssistant } from '../search/similarity.js';
-import { childUrn, rootOf } from '../urn.js';
+import { childUrn, OUTPUT_NAME, rootOf } from '../urn.js';
 import type { CorrectivePayload, TaskPayload } from './payloads.js';
 
 /**
@@ -14,7 +14,8 @@ import type { CorrectivePayload, TaskPayload } from './payloads.js';
  */
 export const NAMES = {
   plan: 'plan',
-  output: 'output',
+  /** A task's output Message; its key's shape ends in `Output` (shared/urn.ts `shapeOf`). */
+  output: OUTPUT_NAME,
   turn: (k: number) => `turn-${k}`,
   call: (k: number, toolUseId: string) => `call-${k}-${toolUseId}`,
   result: (callName: string) => `result-${callName}`,

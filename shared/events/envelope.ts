@@ -88,10 +88,13 @@ export type ResourceEvent = S3ObjectCreatedEvent | RedriveEvent;
 
 /**
  * Validates an S3 "Object Created" event, or the sweeper's `RESOURCE_PUT` (source `cld`), and
- * normalises it to `RESOURCE_PUT`. Keys are used as sent; a URL-encoded key (as S3 sends to
- * SNS/SQS targets) is decoded when the raw key is not a resource key.
- * @throws ValidationError for a malformed event, a key that is not a resource key, or a
- *   sweeper event whose URN is not the one its key stores
+ * normalises it to `RESOURCE_PUT`. S3 URL-encodes the key in event notifications (form encoding:
+ * space → `+`, `:` → `%3A`); resource keys consist of characters it never escapes (shared/urn.ts
+ * `keyOf`), so the key is used as sent, and only a key that is not a resource key as sent is
+ * decoded ({@link decodeS3EventKey}) and tried again. `key` is the decoded key.
+ * @throws ValidationError for a malformed event, a key that is not a resource key
+ *   (`cld/<path>_<shape>.json`, raw or decoded), or a sweeper event whose URN is not the one its
+ *   key stores
  */
 export function toResourcePut(event: unknown): ResourcePutEvent {
   if ((event as { source?: unknown } | null)?.source === REDRIVE_SOURCE) return fromRedrive(event);
@@ -101,9 +104,9 @@ export function toResourcePut(event: unknown): ResourcePutEvent {
   const { detail } = parsed.data;
   let key = detail.object.key;
   let urn = urnOfKey(key);
-  if (urn === undefined && key.includes('%')) {
+  if (urn === undefined && /[%+]/.test(key)) {
     try {
-      key = decodeURIComponent(key.replace(/\+/g, ' '));
+      key = decodeS3EventKey(key);
       urn = urnOfKey(key);
     } catch {
       urn = undefined;
@@ -145,6 +148,26 @@ function fromRedrive(event: unknown): ResourcePutEvent {
 }
 
 /**
+ * The key as S3 writes it into an event notification: URL-encoded as a form value
+ * (`application/x-www-form-urlencoded`: space → `+`, every character other than letters, digits,
+ * `-_.*` and `/` → `%XX` of its UTF-8 bytes). Resource keys come out unchanged.
+ */
+export function encodeS3EventKey(key: string): string {
+  return encodeURIComponent(key)
+    .replace(/%2F/g, '/')
+    .replace(/%20/g, '+')
+    .replace(/[!'()~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+/**
+ * Decodes a key from an event notification ({@link encodeS3EventKey}'s inverse: `+` → space,
+ * `%XX` → bytes). @throws URIError for a malformed `%` sequence
+ */
+export function decodeS3EventKey(key: string): string {
+  return decodeURIComponent(key.replace(/\+/g, ' '));
+}
+
+/**
  * Builds the event S3 sends for a created object: what the filesystem storage emits locally,
  * so the same handlers see the same input everywhere.
  */
@@ -166,7 +189,11 @@ export function s3ObjectCreatedEvent(
     detail: {
       version: '0',
       bucket: { name: bucket },
-      object: { key, size, sequencer: now.getTime().toString(16).toUpperCase().padStart(18, '0') },
+      object: {
+        key: encodeS3EventKey(key),
+        size,
+        sequencer: now.getTime().toString(16).toUpperCase().padStart(18, '0'),
+      },
       'request-id': randomUUID(),
       requester: '000000000000',
       reason: 'PutObject',

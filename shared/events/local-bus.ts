@@ -2,7 +2,7 @@ import { toErrorInfo } from '../errors.js';
 import type { EventBus } from './bus.js';
 import type { ResourceEvent } from './envelope.js';
 import { matchesPattern } from './pattern.js';
-import { type Route, routeAccepts, type StepName } from './routing.js';
+import type { Route, StepName } from './routing.js';
 import {
   createScheduler,
   DEFAULT_SCHEDULING,
@@ -129,7 +129,8 @@ interface Job {
 
 /**
  * In-process EventBridge + Lambda async invocation: routes each published event to every
- * route whose pattern (and shape) matches, invokes targets asynchronously with bounded
+ * route whose pattern matches (the pattern only, as EventBridge does: deliveries here are the
+ * Lambda invocations AWS would make), invokes targets asynchronously with bounded
  * concurrency, retries failures with backoff, keeps dead letters, and tells when it is idle.
  * Queued deliveries start in the order of the scheduling policy (a queue per conversation, see
  * scheduler.ts), so a newcomer does not queue behind every step of a burst of other conversations.
@@ -189,16 +190,9 @@ export class LocalBus implements EventBus {
       return shared;
     };
     const key = event.detail.object.key;
-    const urn = key.endsWith('.json') ? key.slice(0, -'.json'.length) : key;
+    // As EventBridge: the rule's pattern alone decides (the handler's route filter drops the rest).
     for (const route of this.options.routes) {
       if (!matchesPattern(route.pattern, event)) continue;
-      let accepted = false;
-      try {
-        accepted = routeAccepts(route, urn);
-      } catch {
-        accepted = true; // a malformed key reaches the handler, which rejects it with a clear error
-      }
-      if (!accepted) continue;
       const copies = this.copies();
       this.faultStats.duplicates += copies - 1;
       const lane = laneOf(key);

@@ -1,17 +1,20 @@
-import { globMatch } from '../policy/glob.js';
-import { parseUrn } from '../urn.js';
+import { KEY_PREFIX, KEY_SUFFIX, keyOf, parseUrn, SHAPE_SEPARATOR } from '../urn.js';
 import { REDRIVE_DETAIL_TYPE, REDRIVE_SOURCE } from './envelope.js';
-import type { EventPattern } from './pattern.js';
+import { type EventPattern, type Matcher, matchesPattern } from './pattern.js';
 
 /**
  * The routing table: which step function reacts to which resources, declared once
  * (DESIGN.md principle 4). The CDK stack turns each route into an EventBridge rule with
- * exactly `pattern`; the local bus matches the same patterns.
+ * exactly `pattern`; the local bus routes by the same patterns and nothing else, as EventBridge
+ * does, so local deliveries are Lambda invocations.
  *
- * EventBridge `wildcard` lets `*` span `/`, so a key pattern cannot say "the last element is a
- * Task". Each route therefore also lists `shapes`: OPA-style globs over the resource's type
- * path (`common.Conversation/common.Message/plan.Task`); `**plan.Task` means a Task at any depth. The shared handler middleware drops an
- * event whose URN has none of the route's shapes, in AWS and locally alike.
+ * A route lists the `shapes` of the resources it is for: globs over the shape in the resource's
+ * key (shared/urn.ts `shapeOf`, e.g. `Conversation-Message-Task-Output`), `*` matching any run of
+ * characters as EventBridge's `wildcard` does. Each shape becomes one `wildcard` on the object key,
+ * `cld/*_<shape>.json`: a key has one `_`, before its shape, so the pattern matches exactly
+ * the keys whose shape the glob matches (test/unit/routing.test.ts enumerates them). The step's
+ * handler middleware drops an event whose key matches none of its routes' patterns (another
+ * rule's event, a hand-made one), in AWS and locally alike.
  */
 
 /** Step functions that routes target. */
@@ -23,77 +26,86 @@ export interface Route {
   id: string;
   target: StepName;
   description: string;
-  /** The EventBridge event pattern. */
+  /** The EventBridge event pattern: one `wildcard` on `detail.object.key` per shape. */
   pattern: EventPattern;
-  /** Globs over the resource's type path; the event is for this route when one matches. */
+  /** Globs over the key's shape (`*`: any run of characters); the event is for this route when one matches. */
   shapes: readonly string[];
 }
 
-const CONVERSATION = 'cld:common.Conversation.';
+/** The `wildcard` on object keys that matches the keys of resources of shape `shape` (a glob). */
+export function keyWildcard(shape: string): string {
+  return `${KEY_PREFIX}*${SHAPE_SEPARATOR}${shape}${KEY_SUFFIX}`;
+}
 
 /**
- * A resource created under `keyWildcard` in `bucket`: S3's "Object Created" event, or the same
- * resource re-emitted by the sweeper (source `cld`, detail type `RESOURCE_PUT`,
- * shared/events/envelope.ts), whose detail names the bucket and key the same way.
+ * Resources created under the key `wildcard`s of `shapes` in `bucket`: S3's "Object Created"
+ * event, or the same resource re-emitted by the sweeper (source `cld`, detail type
+ * `RESOURCE_PUT`, shared/events/envelope.ts), whose detail names the bucket and key the same way.
  */
-function objectCreated(bucket: string, keyWildcard: string): EventPattern {
+function objectCreated(bucket: string, shapes: readonly string[]): EventPattern {
   return {
     source: ['aws.s3', REDRIVE_SOURCE],
     'detail-type': ['Object Created', REDRIVE_DETAIL_TYPE],
-    detail: { bucket: { name: [bucket] }, object: { key: [{ wildcard: keyWildcard }] } },
+    detail: {
+      bucket: { name: [bucket] },
+      object: { key: shapes.map((shape) => ({ wildcard: keyWildcard(shape) })) },
+    },
   };
 }
 
 /**
- * The routing table for a bucket.
+ * The routing table for a bucket. Per target, the routes' shapes are disjoint (an object reaches
+ * a step at most once), and each shape is a resource the step acts on:
+ * - plan: a Message under a Conversation (a user Message starts planning; the final answer has
+ *   the same shape and is ignored) and a root task's output;
+ * - assistant: a Task (a leaf starts the inner loop), a Message under a Task (a tool result
+ *   continues it; a turn, the only other such Message, is ignored) and a subtask's output
+ *   (supervision);
+ * - tool: a `tool.Call`;
+ * - reply: a Message under a Conversation (the final answer is delivered; a user Message is
+ *   ignored) and any task's output (Slack progress).
  * @param bucket resources bucket name (a CDK token in the stack, the local bucket name locally)
  */
 export function routingTable(bucket: string): Route[] {
+  const route = (id: string, target: StepName, description: string, shapes: readonly string[]): Route => ({
+    id,
+    target,
+    description,
+    pattern: objectCreated(bucket, shapes),
+    shapes,
+  });
   return [
-    {
-      id: 'PlanOnConversationMessage',
-      target: 'plan',
-      description: 'A user Message starts planning; a root task output may complete the answer.',
-      pattern: objectCreated(bucket, `${CONVERSATION}*/common.Message.*.json`),
-      shapes: [
-        'common.Conversation/common.Message',
-        'common.Conversation/common.Message/plan.Task/common.Message',
+    route(
+      'PlanOnConversationMessage',
+      'plan',
+      'A user Message starts planning; a root task output may complete the answer.',
+      ['Conversation-Message', 'Conversation-Message-Task-Output'],
+    ),
+    route(
+      'AssistantOnTask',
+      'assistant',
+      'A Task starts the inner loop (leaf); a tool result continues it; a subtask output is supervised.',
+      [
+        'Conversation-Message-*Task',
+        'Conversation-Message-*Task-Message',
+        'Conversation-Message-*Task-Task-Output',
       ],
-    },
-    {
-      id: 'AssistantOnTask',
-      target: 'assistant',
-      description:
-        'A Task starts the inner loop (leaf); a tool result continues it; a subtask output is supervised.',
-      pattern: objectCreated(bucket, `${CONVERSATION}*/plan.Task.*.json`),
-      shapes: [
-        'common.Conversation/common.Message/**plan.Task',
-        'common.Conversation/common.Message/**plan.Task/common.Message',
-      ],
-    },
-    {
-      id: 'ToolOnToolCall',
-      target: 'tool',
-      description: 'A persisted tool call is executed by the tool function.',
-      pattern: objectCreated(bucket, `${CONVERSATION}*/tool.Call.*.json`),
-      shapes: ['common.Conversation/common.Message/**plan.Task/tool.Call'],
-    },
-    {
-      id: 'ReplyOnConversationMessage',
-      target: 'reply',
-      description:
-        'The final assistant Message under a conversation is delivered to its channel (Slack, Teams); other conversation Messages are ignored by the step.',
-      pattern: objectCreated(bucket, `${CONVERSATION}*/common.Message.*.json`),
-      shapes: ['common.Conversation/common.Message'],
-    },
-    {
-      id: 'ReplyOnTaskOutput',
-      target: 'reply',
-      description:
-        'A task output updates the Slack progress message of its conversation; other task Messages are ignored by the step.',
-      pattern: objectCreated(bucket, `${CONVERSATION}*/plan.Task.*/common.Message.*.json`),
-      shapes: ['common.Conversation/common.Message/**plan.Task/common.Message'],
-    },
+    ),
+    route('ToolOnToolCall', 'tool', 'A persisted tool call is executed by the tool function.', [
+      'Conversation-Message-*Task-Call',
+    ]),
+    route(
+      'ReplyOnConversationMessage',
+      'reply',
+      'The final assistant Message under a conversation is delivered to its channel (Slack, Teams); a user Message is ignored by the step.',
+      ['Conversation-Message'],
+    ),
+    route(
+      'ReplyOnTaskOutput',
+      'reply',
+      'A task output updates the Slack progress message of its conversation.',
+      ['Conversation-Message-*Task-Output'],
+    ),
   ];
 }
 
@@ -104,8 +116,12 @@ export function typePathOf(urn: string): string {
     .join('/');
 }
 
-/** True when the resource at `urn` has one of the route's shapes. */
+/**
+ * True when the route's pattern matches the key of the resource at `urn` (its object-key
+ * `wildcard`s, as EventBridge matches them; the bucket is not compared).
+ * @throws InvalidUrnError
+ */
 export function routeAccepts(route: Route, urn: string): boolean {
-  const path = typePathOf(urn);
-  return route.shapes.some((shape) => globMatch(shape, path));
+  const matchers = (route.pattern.detail as { object: { key: readonly Matcher[] } }).object.key;
+  return matchesPattern({ key: matchers }, { key: keyOf(urn) });
 }

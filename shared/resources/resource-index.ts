@@ -2,7 +2,7 @@ import { LruCache } from '../cache/lru.js';
 import { NotFoundError, PolicyDeniedError, ValidationError } from '../errors.js';
 import type { Action, Actor, Policy } from '../policy/port.js';
 import type { StorageInterface } from '../storage/port.js';
-import { keyOf, parseUrn, urnOfKey } from '../urn.js';
+import { keyOf, keyPrefixOf, parseUrn, urnOfKey } from '../urn.js';
 import { assertMetaConsistent } from './meta.js';
 import { type AnyResource, parseResource, type ResourceOf, type ResourceType } from './schemas.js';
 
@@ -139,7 +139,7 @@ export class ResourceIndex {
     parseUrn(urn);
     this.authorize(actor, 'list', [urn]);
     const depth = urn.split('/').length + 1;
-    const keys = await this.storage.findByPrefix(`${urn}/`);
+    const keys = await this.storage.findByPrefix(keyPrefixOf(urn));
     const urns: string[] = [];
     for (const key of keys) {
       const child = urnOfKey(key);
@@ -153,7 +153,7 @@ export class ResourceIndex {
 
   /**
    * Creates a resource (create-only). Validates it against its type's schema and its meta
-   * against its URN, asks the policy, then writes `<urn>.json`. When the resource already
+   * against its URN, asks the policy, then writes its key (`keyOf`: `cld/<path>_<shape>.json`). When the resource already
    * exists nothing is written and the stored resource is returned: callers continue with what
    * the first writer stored, which makes retried and duplicated handlers converge.
    * @throws ValidationError, PolicyDeniedError

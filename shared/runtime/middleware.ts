@@ -11,7 +11,7 @@ import type { Deps } from './deps.js';
 /**
  * The one middleware chain every step function uses (Middy: middleware first, handler last;
  * one middleware, one job): logger context → parse the S3 "Object Created" event into
- * `RESOURCE_PUT` → drop events the routing table's shapes exclude → the domain step → error
+ * `RESOURCE_PUT` → drop events none of the step's routes matches → the domain step → error
  * logging. A thrown error fails the invocation, so Lambda's asynchronous retries (and then
  * the dead-letter queue) apply; locally the LocalBus does the same.
  */
@@ -33,7 +33,10 @@ function parseResourcePut(): MiddlewareObj {
   };
 }
 
-/** Returns early, with an `ignored` outcome, for events whose URN shape the step's routes exclude. */
+/**
+ * Returns early, with an `ignored` outcome, for events whose key no route of the step matches
+ * (an event of another rule, a hand-made one): the step acts only on what its rules deliver.
+ */
 function routeFilter(step: StepName, logger: () => Logger): MiddlewareObj {
   const routes = ROUTES.filter((route) => route.target === step);
   return {

@@ -163,7 +163,7 @@ export async function startTestServe(env: Record<string, string>): Promise<TestS
     served,
     url: served.url,
     dataDir,
-    conversationKeys: () => served.runtime.storage.findByPrefix('cld:common.Conversation.'),
+    conversationKeys: () => served.runtime.storage.findByPrefix('cld/common.Conversation.'),
     async stop() {
       await served.stop();
       await rm(dataDir, { recursive: true, force: true });

@@ -11,7 +11,7 @@ import { NotFoundError, PolicyDeniedError } from '../../shared/errors.js';
 import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { Chunk, Document } from '../../shared/resources/schemas.js';
-import { childUrn, keyOf, parentOf } from '../../shared/urn.js';
+import { childUrn, keyOf, parentOf, urnOfKey } from '../../shared/urn.js';
 import { startTestServe, type TestServe, until } from './helpers.js';
 
 const ALICE = 'alice-token-0123456789abcdef';
@@ -183,8 +183,8 @@ describe('HTTP API over real HTTP against serve', () => {
   });
 
   it('answers 404 for corpus URNs that name nothing readable: a missing document or chunk, a URN below a chunk', async () => {
-    const chunk = (await server.served.runtime.storage.findByPrefix('cld:doc.Document.'))
-      .map((key) => key.slice(0, -'.json'.length))
+    const chunk = (await server.served.runtime.storage.findByPrefix('cld/doc.Document.'))
+      .map((key) => urnOfKey(key) as string)
       .find((urn) => urn.includes('/doc.Chunk.')) as string;
     expect(chunk).toBeDefined();
     const document = parentOf(chunk) as string;

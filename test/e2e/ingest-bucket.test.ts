@@ -61,7 +61,9 @@ describe('ingest into the deployed bucket (CLD_BUCKET)', () => {
     const listed = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket, MaxKeys: 1000 }));
     const keys = (listed.Contents ?? []).map((object) => object.Key ?? '');
     expect(
-      keys.filter((key) => /^cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}\.json$/.test(key)),
+      keys.filter((key) =>
+        /^cld\/doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}_Document-Chunk\.json$/.test(key),
+      ),
     ).toHaveLength(chunks);
     expect(keys.some((key) => key.startsWith('indexes/chunks.'))).toBe(true);
 

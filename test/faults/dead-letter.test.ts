@@ -163,7 +163,7 @@ describe('deadLetterStep input', () => {
     );
 
     expect(outcome.action).toBe('ignored');
-    expect(await runtime.storage.findByPrefix('cld:common.Conversation.')).toEqual([]);
+    expect(await runtime.storage.findByPrefix('cld/common.Conversation.')).toEqual([]);
   });
 
   it.each([

@@ -128,7 +128,7 @@ describe('FaultInjector', () => {
   /** Runs one invocation writing `writes` objects and reports what happened. */
   async function invocation(injector: FaultInjector, writes: number, final = false) {
     const wrapped = injector.wrapStorage(storage);
-    const before = (await storage.findByPrefix('cld:')).length;
+    const before = (await storage.findByPrefix('cld/')).length;
     let error: unknown;
     try {
       await injector.run(delivery(1, final), { target: 'assistant', urn: tasks[0] as string }, async () => {
@@ -137,7 +137,7 @@ describe('FaultInjector', () => {
     } catch (caught) {
       error = caught;
     }
-    return { error, written: (await storage.findByPrefix('cld:')).length - before };
+    return { error, written: (await storage.findByPrefix('cld/')).length - before };
   }
 
   it.each([
@@ -184,7 +184,7 @@ describe('FaultInjector', () => {
     ).resolves.toBeUndefined();
 
     expect(attempts).toEqual(['caught the abort', 'ProcessExitError', 'ProcessExitError']);
-    expect(await storage.findByPrefix('cld:')).toEqual([]);
+    expect(await storage.findByPrefix('cld/')).toEqual([]);
     expect(injector.stats).toMatchObject({ aborts: 1, refusedAfterAbort: 2 });
   });
 
@@ -214,6 +214,6 @@ describe('FaultInjector', () => {
 
     await injector.wrapStorage(storage).put(key(0), '{}');
 
-    expect(await storage.findByPrefix('cld:')).toEqual([key(0)]);
+    expect(await storage.findByPrefix('cld/')).toEqual([key(0)]);
   });
 });

@@ -437,7 +437,7 @@ describe('channel bundles in plain Node', () => {
     expect(outcome.result?.statusCode).toBe(200);
     expect(JSON.parse(String(outcome.result?.body))).toMatchObject({ type: 'message' });
     const storage = new FilesystemStorage(join(dataDir, 'resources'));
-    const keys = await storage.findByPrefix('cld:common.Conversation.');
+    const keys = await storage.findByPrefix('cld/common.Conversation.');
     expect(keys).toHaveLength(2);
     const conversation = JSON.parse(
       (await storage.get(keys.find((k) => !k.includes('/')) as string)).toString('utf8'),

@@ -196,7 +196,7 @@ describe('ingest', () => {
     const report = await run(['docs']);
 
     expect(report.files).toBe(2);
-    const documents = await env.storage.findByPrefix('cld:doc.Document.');
+    const documents = await env.storage.findByPrefix('cld/doc.Document.');
     expect(documents.filter((key) => !key.includes('/'))).toHaveLength(2);
   });
 
@@ -302,8 +302,8 @@ describe('ingest', () => {
     await run(['docs'], { resources: other.resources, index: other.index });
 
     expect(JSON.stringify(other.index)).toBe(JSON.stringify(env.index));
-    const keys = await env.storage.findByPrefix('cld:');
-    expect(await other.storage.findByPrefix('cld:')).toEqual(keys);
+    const keys = await env.storage.findByPrefix('cld/');
+    expect(await other.storage.findByPrefix('cld/')).toEqual(keys);
     for (const key of keys) {
       expect((await other.storage.get(key)).toString()).toBe((await env.storage.get(key)).toString());
     }

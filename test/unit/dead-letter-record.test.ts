@@ -28,7 +28,7 @@ import { assembleDeps, parseLimits, provideDeps } from '../../shared/runtime/com
 import { consumeDeadLetters, type DeadLetterStepFn } from '../../shared/runtime/dead-letter-consumer.js';
 import type { Deps } from '../../shared/runtime/deps.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
-import { keyOf } from '../../shared/urn.js';
+import { keyOf, keyPrefixOf, urnOfKey } from '../../shared/urn.js';
 import { conversation, message, NOW, task, thrownBy, toolCall } from './builders.js';
 
 /**
@@ -275,7 +275,7 @@ describe('the dead-letter function, end to end on local adapters with the deadle
 
   const invoke = (records: Record<string, unknown>[]) =>
     handler({ Records: records }, context) as Promise<SQSBatchResponse>;
-  const keys = () => storage.findByPrefix('cld:common.Conversation.');
+  const keys = () => storage.findByPrefix('cld/common.Conversation.');
   const read = async <T>(urn: string) => JSON.parse((await storage.get(keyOf(urn))).toString('utf8')) as T;
 
   beforeAll(async () => {
@@ -388,19 +388,19 @@ describe('the dead-letter function, end to end on local adapters with the deadle
     const response = await invoke([await destinationRecord('plan', seeded.lonelyMessage)]);
 
     expect(response).toEqual({ batchItemFailures: [] });
-    const under = (await keys()).filter((key) => key.startsWith(`${seeded.lonelyMessage}/`));
+    const under = (await keys()).filter((key) => key.startsWith(keyPrefixOf(seeded.lonelyMessage)));
     expect(under).toHaveLength(1);
-    const plan = await read<Plan>(under[0]?.replace(/\.json$/, '') as string);
+    const plan = await read<Plan>(urnOfKey(under[0] as string) as string);
     expect(plan.meta.type).toBe('plan.Plan');
     expect(plan.tasks).toEqual([]);
     expect(plan.error?.code).toBe('DELIVERY_FAILED');
     const root = seeded.lonelyMessage.slice(0, seeded.lonelyMessage.indexOf('/'));
     const answers = (await keys()).filter(
-      (key) => /^[^/]+\/common\.Message\.[0-9a-f]{16}\.json$/.test(key) && key.startsWith(`${root}/`),
+      (key) => key.endsWith('_Conversation-Message.json') && key.startsWith(keyPrefixOf(root)),
     );
     answers.splice(answers.indexOf(keyOf(seeded.lonelyMessage)), 1);
     expect(answers).toHaveLength(1);
-    const answer = await read<Message>(answers[0]?.replace(/\.json$/, '') as string);
+    const answer = await read<Message>(urnOfKey(answers[0] as string) as string);
     expect(answer.role).toBe('assistant');
     expect(answer.content).toMatch(
       /^I could not plan this request: event for .* failed 3 times in the plan step/,

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../shared/errors.js';
 import {
+  decodeS3EventKey,
+  encodeS3EventKey,
   type S3ObjectCreatedEvent,
   S3ObjectCreatedEventSchema,
   s3ObjectCreatedEvent,
@@ -9,10 +11,15 @@ import {
 } from '../../shared/events/envelope.js';
 import { matchesPattern } from '../../shared/events/pattern.js';
 import { routeAccepts, routingTable, type StepName, typePathOf } from '../../shared/events/routing.js';
+import { RESOURCE_SCHEMAS } from '../../shared/resources/schemas.js';
 import { childUrn, keyOf } from '../../shared/urn.js';
 import { thrownBy } from './builders.js';
 
-/** The documented S3 "Object Created" EventBridge event, with a resource key. */
+/**
+ * The documented S3 "Object Created" EventBridge event (AWS's example, with the field set of a
+ * versioned bucket: `version-id`, `source-ip-address`, `reason`), with a resource key as S3 sends
+ * it: URL-encoded, which leaves a resource key unchanged.
+ */
 const FIXTURE = JSON.parse(
   readFileSync(new URL('../fixtures/s3-object-created.json', import.meta.url), 'utf8'),
 ) as S3ObjectCreatedEvent;
@@ -50,8 +57,28 @@ function eventFor(key: string, bucket = BUCKET): S3ObjectCreatedEvent {
 }
 
 describe('the S3 Object Created fixture', () => {
-  it('is keyed by the message URN it was made for', () => {
+  it('is keyed by the message URN it was made for, as S3 encodes keys (unchanged)', () => {
     expect(FIXTURE.detail.object.key).toBe(keyOf(MESSAGE));
+    expect(encodeS3EventKey(keyOf(MESSAGE))).toBe(keyOf(MESSAGE));
+  });
+
+  it('carries the fields S3 sends for a versioned bucket', () => {
+    expect(Object.keys(FIXTURE.detail.object).sort()).toEqual([
+      'etag',
+      'key',
+      'sequencer',
+      'size',
+      'version-id',
+    ]);
+    expect(Object.keys(FIXTURE.detail).sort()).toEqual([
+      'bucket',
+      'object',
+      'reason',
+      'request-id',
+      'requester',
+      'source-ip-address',
+      'version',
+    ]);
   });
 
   it('has the same top-level fields as the event the local storage emits', () => {
@@ -150,12 +177,25 @@ describe('toResourcePut', () => {
     expect(() => toResourcePut(value)).toThrow(ValidationError);
   });
 
+  const C_PATH = CONVERSATION.slice('cld:'.length);
   it.each([
     ['an object outside the URN tree', 'uploads/photo.jpg'],
-    ['a URN without the .json suffix', MESSAGE],
-    ['a key with an unknown namespace', `cld:secret.Thing.0123456789abcdef.json`],
-    ['a key with a ".." element', `${CONVERSATION}/../${MESSAGE.slice('cld:'.length)}.json`],
-    ['a key with an empty element', `${CONVERSATION}//common.Message.0123456789abcdef.json`],
+    ['a URN', MESSAGE],
+    ['the old key form <urn>.json', `${MESSAGE}.json`],
+    ['the old key form, URL-encoded', encodeS3EventKey(`${MESSAGE}.json`)],
+    ['a key with an unknown namespace', 'cld/secret.Thing.0123456789abcdef_Thing.json'],
+    [
+      'a key with a ".." element',
+      `cld/${C_PATH}/../common.Message.0123456789abcdef_Conversation-Message.json`,
+    ],
+    [
+      'a key with an empty element',
+      `cld/${C_PATH}//common.Message.0123456789abcdef_Conversation-Message.json`,
+    ],
+    [
+      "a key whose shape is not its URN's",
+      keyOf(MESSAGE).replace('_Conversation-Message', '_Conversation-Task'),
+    ],
     ['a key with a malformed percent escape', `${keyOf(MESSAGE)}%E0%A4%A`],
   ])('rejects %s as not a resource key', (_label, key) => {
     const error = thrownBy(() => toResourcePut(eventFor(key)));
@@ -165,9 +205,13 @@ describe('toResourcePut', () => {
   });
 
   it.each([
-    ['every reserved character encoded', encodeURIComponent(keyOf(MESSAGE))],
-    ['only ":" encoded (as S3 does)', keyOf(MESSAGE).replace(':', '%3A')],
-  ])('decodes a URL-encoded key with %s', (_label, key) => {
+    ['as S3 encodes it (unchanged)', encodeS3EventKey(keyOf(MESSAGE))],
+    ['"/" encoded too', encodeURIComponent(keyOf(MESSAGE))],
+    [
+      'every character but letters and digits percent-encoded',
+      keyOf(MESSAGE).replace(/[^A-Za-z0-9]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`),
+    ],
+  ])('parses the raw key and a URL-encoded one: %s', (_label, key) => {
     const event = toResourcePut(eventFor(key));
 
     expect(event.urn).toBe(MESSAGE);
@@ -175,14 +219,29 @@ describe('toResourcePut', () => {
   });
 });
 
+describe('encodeS3EventKey / decodeS3EventKey', () => {
+  it.each([
+    ['red flower.jpg', 'red+flower.jpg'],
+    ['a:b/c+d', 'a%3Ab/c%2Bd'],
+    ["x~y!(z)'*", 'x%7Ey%21%28z%29%27*'],
+    ['é/ü', '%C3%A9/%C3%BC'],
+  ])('encodes %j as S3 does in event notifications: %j', (raw, encoded) => {
+    expect(encodeS3EventKey(raw)).toBe(encoded);
+    expect(decodeS3EventKey(encoded)).toBe(raw);
+  });
+});
+
 describe('routingTable', () => {
   const routes = routingTable(BUCKET);
 
-  /** Targets that react to the resource at `urn`: the event pattern AND the route's shapes. */
-  function targetsOf(urn: string, event = eventFor(keyOf(urn))): StepName[] {
-    return routes
-      .filter((route) => matchesPattern(route.pattern, event) && routeAccepts(route, urn))
-      .map((route) => route.target);
+  /**
+   * Targets that react to the resource at `urn`, as EventBridge decides: the event pattern
+   * alone. The handlers' route filter accepts exactly what the patterns deliver to them.
+   */
+  function targetsOf(urn: string, event = eventFor(encodeS3EventKey(keyOf(urn)))): StepName[] {
+    const delivered = routes.filter((route) => matchesPattern(route.pattern, event));
+    for (const route of routes) expect(routeAccepts(route, urn)).toBe(delivered.includes(route));
+    return delivered.map((route) => route.target);
   }
 
   // Conversation C, user message M, root task T, subtask SUB.
@@ -199,18 +258,26 @@ describe('routingTable', () => {
     ['a nested task', SUB, ['assistant']],
     ['a tool call under a root task', childUrn(T, 'tool.Call', 'tooluse-1'), ['tool']],
     ['a tool call under a subtask', childUrn(SUB, 'tool.Call', 'tooluse-2'), ['tool']],
-    // A root task's Messages go to plan too: its output cannot be told from its other Messages by URN.
+    // A Message under a task reaches the assistant only (a tool result continues the inner loop,
+    // a turn is ignored); a task's output has the shape `Output`.
     [
       'a tool result under a root task',
-      childUrn(T, 'common.Message', 'tool result tooluse-1'),
-      ['plan', 'assistant', 'reply'],
+      childUrn(T, 'common.Message', 'result-call-1-tooluse-1'),
+      ['assistant'],
     ],
+    ['a turn under a subtask', childUrn(SUB, 'common.Message', 'turn-1'), ['assistant']],
     [
       'a tool result under a subtask',
-      childUrn(SUB, 'common.Message', 'tool result tooluse-2'),
+      childUrn(SUB, 'common.Message', 'result-call-1-tooluse-2'),
+      ['assistant'],
+    ],
+    ['the output of a root task', childUrn(T, 'common.Message', 'output'), ['plan', 'reply']],
+    ['the output of a subtask', childUrn(SUB, 'common.Message', 'output'), ['assistant', 'reply']],
+    [
+      'the output of a corrective subtask two levels down',
+      childUrn(childUrn(SUB, 'plan.Task', 'corrective-1-1'), 'common.Message', 'output'),
       ['assistant', 'reply'],
     ],
-    ['the output of a subtask', childUrn(SUB, 'common.Message', 'output'), ['assistant', 'reply']],
     ['the final answer under the conversation', childUrn(C, 'common.Message', 'answer'), ['plan', 'reply']],
     ['a document chunk', childUrn(DOCUMENT, 'doc.Chunk', '0'), []],
     ['a document', DOCUMENT, []],
@@ -223,16 +290,29 @@ describe('routingTable', () => {
     expect(targetsOf(urn)).toEqual(expected);
   });
 
-  it('needs the shapes: the tool call key also matches the plan and assistant key wildcards', () => {
-    const call = childUrn(T, 'tool.Call', 'tooluse-1');
-    const event = eventFor(keyOf(call));
-
-    const byPattern = routes
-      .filter((route) => matchesPattern(route.pattern, event))
-      .map((route) => route.target);
-
-    expect(byPattern.sort()).toEqual(['assistant', 'plan', 'reply', 'tool']);
-    expect(targetsOf(call)).toEqual(['tool']);
+  it('reaches each step at most once per object, for every type path of up to 4 elements', () => {
+    const types = Object.keys(RESOURCE_SCHEMAS);
+    const hash = '0123456789abcdef';
+    let paths: string[] = types.map((type) => `cld:${type}.${hash}`);
+    const all: string[] = [...paths];
+    for (let depth = 2; depth <= 4; depth++) {
+      paths = paths.flatMap((parent) => types.map((type) => `${parent}/${type}.${hash}`));
+      all.push(...paths);
+    }
+    const outputs = all
+      .filter((urn) => urn.endsWith(`plan.Task.${hash}`))
+      .map((task) => childUrn(task, 'common.Message', 'output'));
+    let delivered = 0;
+    for (const urn of [...all, ...outputs]) {
+      const event = eventFor(keyOf(urn));
+      const targets = routes
+        .filter((route) => matchesPattern(route.pattern, event))
+        .map((route) => route.target);
+      expect(new Set(targets).size, urn).toBe(targets.length);
+      delivered += targets.length;
+    }
+    expect(all.length).toBe(10 + 100 + 1000 + 10000);
+    expect(delivered).toBeGreaterThan(0);
   });
 
   it('matches no route pattern for a doc chunk, before any shape is checked', () => {
@@ -258,7 +338,7 @@ describe('routingTable', () => {
       }) as S3ObjectCreatedEvent,
     ],
   ])('routes nothing from %s', (_label, event) => {
-    expect(targetsOf(T, event)).toEqual([]);
+    expect(routes.filter((route) => matchesPattern(route.pattern, event))).toEqual([]);
   });
 
   it('gives every route a unique id', () => {

@@ -307,12 +307,13 @@ describe('LocalBus', () => {
 
     localBus.publish(eventFor(M)); // plan and reply
     localBus.publish(eventFor(T)); // assistant, fails once
-    localBus.publish(eventFor(childUrn(T, 'common.Message', 'tool result'))); // plan, assistant and reply
+    localBus.publish(eventFor(childUrn(T, 'common.Message', 'tool result'))); // assistant
+    localBus.publish(eventFor(childUrn(T, 'common.Message', 'output'))); // plan and reply
     localBus.publish(eventFor(CHUNK)); // nobody
     await localBus.idle();
 
     expect(localBus.stats).toEqual({
-      published: 4,
+      published: 5,
       routed: 6,
       invocations: 7,
       failures: 1,
@@ -321,5 +322,26 @@ describe('LocalBus', () => {
       byTarget: { plan: 2, assistant: 2, tool: 0, reply: 2 },
     });
     expect(onDelivery).toHaveBeenCalledTimes(7);
+  });
+
+  it('routes by the pattern alone, as EventBridge does: whatever a rule matches is delivered', async () => {
+    const { targets, received } = recordingTargets();
+    // A rule broader than the step acts on: every key under the conversation.
+    const broad = {
+      id: 'Broad',
+      target: 'tool' as const,
+      description: 'every conversation key',
+      pattern: { source: ['aws.s3'], detail: { object: { key: [{ prefix: 'cld/common.Conversation.' }] } } },
+      shapes: ['Conversation-Message-*Task-Call'],
+    };
+    const localBus = new LocalBus({ routes: [broad], targets, backoffMs: () => 1 });
+
+    localBus.publish(eventFor(M));
+    localBus.publish(eventFor(CALL));
+    localBus.publish(eventFor(CHUNK));
+    await localBus.idle();
+
+    expect(received.tool).toEqual([keyOf(M), keyOf(CALL)]);
+    expect(localBus.stats.byTarget).toEqual({ tool: 2 });
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidUrnError } from '../../shared/errors.js';
+import { RESOURCE_SCHEMAS } from '../../shared/resources/schemas.js';
 import {
   ancestorsOf,
   childUrn,
@@ -7,14 +8,17 @@ import {
   HASH_LENGTH,
   isUrn,
   isWithin,
+  KEY_PREFIX,
   KEY_SUFFIX,
   keyOf,
+  keyPrefixOf,
   MAX_KEY_BYTES,
+  OUTPUT_SHAPE,
   parentOf,
   parseUrn,
   rootOf,
+  shapeOf,
   typeOf,
-  URN_NAMESPACE,
   urnOfKey,
 } from '../../shared/urn.js';
 import { thrownBy } from './builders.js';
@@ -110,21 +114,22 @@ describe('parseUrn', () => {
     expect((error as Error).message).toMatch(message);
   });
 
-  describe('length bound (storage key `<urn>.json` at most 1,024 bytes)', () => {
-    // Every element of a Task chain is "plan.Task." + 16 hex characters; elements are joined by "/".
-    const elementBytes = 'plan.Task.'.length + HASH_LENGTH;
-    const fixedBytes = `${URN_NAMESPACE}:`.length + KEY_SUFFIX.length;
-    // key(n) = fixed + n * element + (n - 1) separators <= MAX_KEY_BYTES
-    const maxDepth = Math.floor((MAX_KEY_BYTES - fixedBytes + 1) / (elementBytes + 1));
+  describe('length bound (storage key `cld/<path>_<shape>.json` at most 1,024 bytes)', () => {
+    // A Task chain of n: "cld/" + n elements "plan.Task." + 16 hex joined by "/", "_", n times
+    // "Task" joined by "-", ".json": key(n) = 4 + 27n - 1 + 1 + 5n - 1 + 5 = 8 + 32n.
+    const perLevel = 'plan.Task.'.length + HASH_LENGTH + '/'.length + 'Task'.length + '-'.length;
+    const fixedBytes = KEY_PREFIX.length + '_'.length + KEY_SUFFIX.length - 2;
+    const maxDepth = Math.floor((MAX_KEY_BYTES - fixedBytes) / perLevel);
 
-    it('fits 37 nested tasks, by the arithmetic of the key format', () => {
-      expect(maxDepth).toBe(37);
+    it('fits 31 nested tasks, by the arithmetic of the key format', () => {
+      expect(maxDepth).toBe(31);
+      expect(Buffer.byteLength(keyOf(nestedTasks(2)), 'utf8')).toBe(fixedBytes + 2 * perLevel);
     });
 
     it('accepts the deepest task chain whose key fits', () => {
       const deepest = nestedTasks(maxDepth);
 
-      expect(Buffer.byteLength(keyOf(deepest), 'utf8')).toBeLessThanOrEqual(MAX_KEY_BYTES);
+      expect(Buffer.byteLength(keyOf(deepest), 'utf8')).toBe(1000);
       expect(parseUrn(deepest).elements).toHaveLength(maxDepth);
     });
 
@@ -134,7 +139,42 @@ describe('parseUrn', () => {
       const error = thrownBy(() => childUrn(deepest, 'plan.Task', 'one level too deep'));
 
       expect(error).toBeInstanceOf(InvalidUrnError);
-      expect((error as Error).message).toMatch(/too long: its key would be 1034 bytes/);
+      expect((error as Error).message).toMatch(/too long: its key would be 1032 bytes/);
+    });
+
+    /**
+     * A task under a padding element whose Name length and namespace set the key length: the
+     * Message named `name` under it has a key of exactly `bytes` bytes with the plain shape.
+     */
+    function taskFor(bytes: number): string {
+      for (const namespace of ['common', 'doc']) {
+        for (let length = 1; length < 900; length++) {
+          const pad = `${namespace}.P${'a'.repeat(length - 1)}.${H1}`;
+          const task = `${MESSAGE}/${pad}/plan.Task.${H3}`;
+          // key = "cld/" + path(task) + "/common.Message.<16>" + "_" + shape(task) + "-Message" + ".json"
+          const path = task.length - 'cld:'.length + '/common.Message.'.length + HASH_LENGTH;
+          const shape = `Conversation-Message-P${'a'.repeat(length - 1)}-Task-Message`.length;
+          if (4 + path + 1 + shape + 5 === bytes) return task;
+        }
+      }
+      throw new Error(`no padding gives ${bytes} bytes`);
+    }
+
+    it('accepts a Message whose key is exactly 1,024 bytes and rejects one of 1,025', () => {
+      const fits = childUrn(taskFor(1024), 'common.Message', 'turn-1');
+      expect(Buffer.byteLength(keyOf(fits), 'utf8')).toBe(1024);
+
+      const error = thrownBy(() => childUrn(taskFor(1025), 'common.Message', 'turn-1'));
+      expect((error as Error).message).toMatch(/too long: its key would be 1025 bytes/);
+    });
+
+    it('measures the key a task output really has (`Output`, one byte shorter than `Message`)', () => {
+      const task = taskFor(1025);
+      const output = childUrn(task, 'common.Message', 'output');
+
+      expect(keyOf(output)).toMatch(/-Task-Output\.json$/);
+      expect(Buffer.byteLength(keyOf(output), 'utf8')).toBe(1024);
+      expect(() => childUrn(task, 'common.Message', 'turn-1')).toThrow(InvalidUrnError);
     });
 
     it('rejects an over-long string before looking at its elements', () => {
@@ -144,10 +184,10 @@ describe('parseUrn', () => {
     });
 
     it('counts UTF-8 bytes, not characters', () => {
-      // 4 + 1010 two-byte characters + 5 = 2029 bytes although the string has 1014 characters
+      // 4 + 1010 two-byte characters + "_" + ".json": at least 2030 bytes although the string has 1014 characters
       const error = thrownBy(() => parseUrn(`cld:${'é'.repeat(1010)}`));
 
-      expect((error as Error).message).toMatch(/too long: its key would be 2029 bytes/);
+      expect((error as Error).message).toMatch(/too long: its key would be at least 2030 bytes/);
     });
   });
 });
@@ -260,21 +300,72 @@ describe('navigation', () => {
   });
 });
 
-describe('keyOf / urnOfKey', () => {
-  it('stores a resource under `<urn>.json`', () => {
-    expect(keyOf(TASK)).toBe(`${TASK}.json`);
-  });
+describe('keyOf / urnOfKey / keyPrefixOf / shapeOf', () => {
+  const OUTPUT = childUrn(TASK, 'common.Message', 'output');
+  const TURN = childUrn(TASK, 'common.Message', 'turn-1');
 
-  it('reads the URN back from its key', () => {
-    expect(urnOfKey(keyOf(TASK))).toBe(TASK);
+  it('stores a resource under cld/<path>_<shape>.json', () => {
+    expect(keyOf(TASK)).toBe(
+      `cld/common.Conversation.${H1}/common.Message.${H2}/plan.Task.${H3}_Conversation-Message-Task.json`,
+    );
+    expect(keyOf(CONVERSATION)).toBe(`cld/common.Conversation.${H1}_Conversation.json`);
   });
 
   it.each([
-    ['a key without the .json suffix', TASK],
-    ['an upper-case suffix', `${TASK}.JSON`],
-    ['a key whose URN is malformed', `${CONVERSATION}/../x.json`],
-    ['a doubled suffix', `${TASK}.json.json`],
+    ['a conversation', CONVERSATION, 'Conversation'],
+    ['a task', TASK, 'Conversation-Message-Task'],
+    ['a tool call', `${TASK}/tool.Call.${H1}`, 'Conversation-Message-Task-Call'],
+    ['a turn under a task', TURN, 'Conversation-Message-Task-Message'],
+    ['the output of a task', OUTPUT, 'Conversation-Message-Task-Output'],
+    [
+      'a Message named "output" directly under a conversation',
+      childUrn(CONVERSATION, 'common.Message', 'output'),
+      'Conversation-Message',
+    ],
+    ['a chunk', `cld:doc.Document.${H1}/doc.Chunk.${H2}`, 'Document-Chunk'],
+  ])('the shape of %s is its type Names (Output for a task output)', (_label, urn, shape) => {
+    expect(shapeOf(urn)).toBe(shape);
+    expect(keyOf(urn).endsWith(`_${shape}.json`)).toBe(true);
+  });
+
+  it('uses only characters S3 never escapes in event notifications (letters, digits, -_./)', () => {
+    for (const urn of [CONVERSATION, TASK, OUTPUT, TURN, `cld:doc.Document.${H1}/doc.Chunk.${H2}`]) {
+      expect(keyOf(urn)).toMatch(/^[A-Za-z0-9\-_./]+$/);
+      expect(encodeURIComponent(keyOf(urn)).replace(/%2F/g, '/')).toBe(keyOf(urn));
+    }
+  });
+
+  it('gives every resource type its own Name, and none is the output shape', () => {
+    const names = Object.keys(RESOURCE_SCHEMAS).map((type) => type.slice(type.indexOf('.') + 1));
+    expect(new Set(names).size).toBe(names.length);
+    expect(names).not.toContain(OUTPUT_SHAPE);
+  });
+
+  it.each([TASK, OUTPUT, TURN, CONVERSATION])('reads the URN back from its key: %s', (urn) => {
+    expect(urnOfKey(keyOf(urn))).toBe(urn);
+  });
+
+  it('lists a subtree by the key prefix of its URN, and nothing of a sibling that starts alike', () => {
+    expect(keyPrefixOf(TASK)).toBe(`cld/common.Conversation.${H1}/common.Message.${H2}/plan.Task.${H3}/`);
+    expect(keyOf(TURN).startsWith(keyPrefixOf(TASK))).toBe(true);
+    expect(keyOf(TASK).startsWith(keyPrefixOf(TASK))).toBe(false);
+    expect(keyOf(TASK).startsWith(keyPrefixOf(MESSAGE))).toBe(true);
+    expect(keyOf(`${MESSAGE}/plan.Task.${H3.slice(0, 15)}b`).startsWith(keyPrefixOf(TASK))).toBe(false);
+    expect(() => keyPrefixOf(`${TASK}/`)).toThrow(InvalidUrnError);
+  });
+
+  it.each([
+    ['a key without the .json suffix', keyOf(TASK).slice(0, -'.json'.length)],
+    ['an upper-case suffix', `${keyOf(TASK).slice(0, -'.json'.length)}.JSON`],
+    ['the old form <urn>.json', `${TASK}.json`],
+    ['a key whose URN is malformed', `cld/common.Conversation.${H1}/../x_Conversation.json`],
+    ['a key without a shape', `cld/common.Conversation.${H1}.json`],
+    ['a key with another shape', `cld/common.Conversation.${H1}/common.Message.${H2}_Conversation-Task.json`],
+    ['a turn claiming the output shape', keyOf(TURN).replace('-Message.json', '-Output.json')],
+    ['an output claiming the Message shape', keyOf(OUTPUT).replace('-Output.json', '-Message.json')],
+    ['a doubled suffix', `${keyOf(TASK)}.json`],
     ['an unrelated object', 'uploads/photo.jpg'],
+    ['a chunk index generation', 'indexes/chunks.1.json'],
     ['the bare suffix', '.json'],
   ])('returns undefined for %s', (_label, key) => {
     expect(urnOfKey(key)).toBeUndefined();
