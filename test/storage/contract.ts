@@ -218,7 +218,7 @@ export function storageContract(
         await storage.put(messageKey(40), 'x');
 
         expect(await storage.findByPrefix(`${OTHER_CONVERSATION}/`)).toEqual([]);
-        expect(await storage.findByPrefix('cld/plan.')).toEqual([]);
+        expect(await storage.findByPrefix('cld:plan.')).toEqual([]);
       });
 
       it('returns every key of a listing longer than one page', async () => {

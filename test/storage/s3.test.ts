@@ -156,7 +156,7 @@ describe('S3Storage on the wire', () => {
     for (const key of keys) await storage.put(key, 'x');
     proxy.reset();
 
-    const listed = await storage.findByPrefix('cld/common.Conversation.0123456789abcdef/');
+    const listed = await storage.findByPrefix('cld:common.Conversation.0123456789abcdef/');
 
     expect(listed).toEqual(keys);
     const lists = proxy.requests.map((request) => new URL(request.url, 'http://proxy').searchParams);
@@ -200,7 +200,7 @@ describe('S3Storage prefix option', () => {
 
     const raw = await directClient.send(new ListObjectsV2Command({ Bucket: bucket }));
     expect(raw.Contents?.map((object) => object.Key)).toEqual([`tenant-a/${KEY}`]);
-    expect(await tenantA.findByPrefix('cld/')).toEqual([KEY]);
+    expect(await tenantA.findByPrefix('cld:')).toEqual([KEY]);
     expect(await tenantA.findByExtension('.json')).toEqual([KEY]);
     expect((await tenantA.get(KEY)).toString()).toBe('a');
     expect(await tenantB.findByExtension('.json')).toEqual([]);
