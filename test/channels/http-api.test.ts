@@ -11,7 +11,7 @@ import { NotFoundError, PolicyDeniedError } from '../../shared/errors.js';
 import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { Chunk, Document } from '../../shared/resources/schemas.js';
-import { childUrn, keyOf, parentOf, urnOfKey } from '../../shared/urn.js';
+import { childUrn, isWithin, keyOf, parentOf, urnOfKey } from '../../shared/urn.js';
 import { startTestServe, type TestServe, until } from './helpers.js';
 
 const ALICE = 'alice-token-0123456789abcdef';
@@ -251,7 +251,7 @@ describe('HTTP API over real HTTP against serve', () => {
     expect(again.json).toEqual(first.json);
     expect(bobs.json.conversation).not.toBe(first.json.conversation);
     const added = (await server.conversationKeys()).filter((k) => !keys.includes(k));
-    expect(added.every((k) => k.startsWith(bobs.json.conversation as string))).toBe(true);
+    expect(added.every((k) => isWithin(urnOfKey(k) as string, bobs.json.conversation as string))).toBe(true);
   });
 
   const big = JSON.stringify({ message: 'x'.repeat(70_000) });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { slackThreadName } from '../../shared/channels/slack.js';
 import type { Message } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { childUrn } from '../../shared/urn.js';
+import { childUrn, keyOf } from '../../shared/urn.js';
 import {
   type Captured,
   type Receiver,
@@ -138,7 +138,7 @@ describe('Slack Events API over real HTTP against serve', () => {
     const children = await server.served.runtime.deps.resources.list(SYSTEM_ACTOR, conversation, {
       childrenOnly: true,
     });
-    const roots = (await server.conversationKeys()).filter((key) => key === `${conversation}.json`);
+    const roots = (await server.conversationKeys()).filter((key) => key === keyOf(conversation));
     expect(roots).toHaveLength(1);
     expect(children.filter((r) => (r as Message).role === 'user')).toHaveLength(1);
     expect(children.filter((r) => (r as Message).role === 'assistant')).toHaveLength(1);

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../shared/resources/schemas.js';
 import { CRASH_KINDS } from '../../shared/storage/faulty.js';
-import { parentOf } from '../../shared/urn.js';
+import { keyOf, parentOf } from '../../shared/urn.js';
 import {
   crashesOf,
   docsWorkload,
@@ -116,7 +116,7 @@ describe.each([
     const task = parentOf(poison.urn) as string;
 
     expect(poisonProblems(poisoned, clean, POISON_EXPECTATION)).toEqual([]);
-    expect(poisoned.deadLetters.map((l) => l.event.detail.object.key)).toEqual([`${poison.urn}.json`]);
+    expect(poisoned.deadLetters.map((l) => l.event.detail.object.key)).toEqual([keyOf(poison.urn)]);
     expect(poisoned.deadLetters[0]?.attempts).toBe(3);
     const output = poisoned.resources.find(
       (r) => r.meta.id.startsWith(`${task}/common.Message.`) && r.meta.name === 'output',

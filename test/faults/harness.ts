@@ -295,7 +295,7 @@ export function problemsOf(run: RunOutcome, reference: RunOutcome): string[] {
     problems.push(`${changed.length} resource(s) with other content, e.g. ${changed[0]?.[0]}`);
   if (run.pending.length) problems.push(`${run.pending.length} task(s) pending, e.g. ${run.pending[0]}`);
   const stray = run.deadLetters.filter(
-    (l) => !run.poison || l.event.detail.object.key !== `${run.poison.urn}.json`,
+    (l) => !run.poison || l.event.detail.object.key !== keyOf(run.poison.urn),
   );
   if (stray.length) problems.push(`${stray.length} unexpected dead letter(s): ${stray[0]?.error.message}`);
   if (run.poison) {
