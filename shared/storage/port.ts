@@ -1,6 +1,7 @@
 /**
  * Storage port (seed roadmap-v1 step 04, `libstorage`): a flat key space of immutable
- * objects. Resources use `<urn>.json` keys; listing a prefix returns a subtree.
+ * objects. Resources use the keys of shared/urn.ts `keyOf` (`cld/<path>_<shape>.json`); listing
+ * `keyPrefixOf(urn)` returns a subtree.
  */
 
 /** Result of a create-only put. */

@@ -157,8 +157,8 @@ export class S3Storage implements StorageInterface {
   }
 
   /**
-   * Keys starting with `prefix` (a plain string prefix, as S3's `Prefix`: `cld:x.c1` also
-   * matches `cld:x.c10`; append `/` to list only a subtree), from `ListObjectsV2` followed
+   * Keys starting with `prefix` (a plain string prefix, as S3's `Prefix`: `cld/x.c1` also
+   * matches `cld/x.c10`; append `/` to list only a subtree), from `ListObjectsV2` followed
    * through every continuation token, sorted with {@link compareKeys}.
    * @throws ValidationError when the part of `prefix` before its last `/` is not a valid key
    *   (the filesystem adapter's rule).

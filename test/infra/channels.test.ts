@@ -371,15 +371,15 @@ describe('channel functions', () => {
     expect(isAllowed(statements, 's3:GetObject', `${bucket}/indexes/chunks.1.json`)).toBe(false);
     // The HTTP API opens what an answer cites (GET /resources/<urn>: policy rule user-read-corpora).
     for (const key of [
-      'cld:doc.Document.0123456789abcdef.json',
-      'cld:doc.Document.0123456789abcdef/doc.Chunk.0123456789abcdef.json',
+      'cld/doc.Document.0123456789abcdef_Document.json',
+      'cld/doc.Document.0123456789abcdef/doc.Chunk.0123456789abcdef_Document-Chunk.json',
     ]) {
       expect(isAllowed(statements, 's3:GetObject', `${bucket}/${key}`), key).toBe(documents);
     }
     expect(isAllowed(statements, 's3:ListBucket', bucket, { 's3:prefix': 'indexes/chunks.' })).toBe(false);
-    expect(isAllowed(statements, 's3:ListBucket', bucket, { 's3:prefix': 'cld:doc.' })).toBe(false);
+    expect(isAllowed(statements, 's3:ListBucket', bucket, { 's3:prefix': 'cld/doc.' })).toBe(false);
     // Still reads its conversations, and a missing key is a 404 (ListBucket without a prefix).
-    const message = 'cld:common.Conversation.0123456789abcdef/common.Message.0123456789abcdef.json';
+    const message = 'cld/common.Conversation.0123456789abcdef/common.Message.0123456789abcdef_Conversation-Message.json';
     expect(isAllowed(statements, 's3:GetObject', `${bucket}/${message}`)).toBe(true);
     expect(isAllowed(statements, 's3:ListBucket', bucket)).toBe(true);
   });

@@ -422,14 +422,14 @@ describe.each(API_NAMES)('HTTP API integration %s', (name) => {
 });
 
 describe('least privilege', () => {
-  const conversationKey = 'cld:common.Conversation.0123456789abcdef/common.Message.0123456789abcdef.json';
+  const conversationKey = 'cld/common.Conversation.0123456789abcdef/common.Message.0123456789abcdef_Conversation-Message.json';
   const create = { 's3:if-none-match': '*' };
 
   /**
    * What each function may do with conversation resources, documents and the chunk index, stated
    * here (not derived from the table). `search`: opens the chunk index (`indexes/*`) — only the
    * tool step runs the `search` and `read` tools; the assistant cites the chunk URNs tool results
-   * returned without reading them. `documents`: reads documents and chunks (`cld:doc.*`) — the
+   * returned without reading them. `documents`: reads documents and chunks (`cld/doc.*`) — the
    * tool step (the `read` tool) and the HTTP API (`GET /resources/<urn>` of a citation).
    */
   const CONVERSATIONS: Record<
@@ -472,11 +472,11 @@ describe('least privilege', () => {
   it.each(NAMES)('%s cannot write outside conversations, not even the catalog (seeded at deploy)', (name) => {
     const statements = statementsOf(name);
     for (const key of [
-      'cld:doc.Document.0123456789abcdef.json',
+      'cld/doc.Document.0123456789abcdef_Document.json',
       'indexes/chunks.2.json',
-      'cld:common.Assistant.ffffffffffffffff.json',
-      'cld:common.Tool.ffffffffffffffff.json',
-      'other/cld:common.Conversation.0123456789abcdef.json',
+      'cld/common.Assistant.ffffffffffffffff_Assistant.json',
+      'cld/common.Tool.ffffffffffffffff_Tool.json',
+      'other/cld/common.Conversation.0123456789abcdef_Conversation.json',
       ...catalogKeys(),
     ]) {
       expect(isAllowed(statements, 's3:PutObject', objectArn(key), create), key).toBe(false);
@@ -488,15 +488,15 @@ describe('least privilege', () => {
     NAMES,
   )('%s reads conversations and the catalog; the index only if it runs the tools, documents if it serves them', (name) => {
     const statements = statementsOf(name);
-    for (const key of [conversationKey, 'cld:common.Assistant.0123456789abcdef.json']) {
+    for (const key of [conversationKey, 'cld/common.Assistant.0123456789abcdef_Assistant.json']) {
       expect(isAllowed(statements, 's3:GetObject', objectArn(key)), key).toBe(true);
     }
     expect(isAllowed(statements, 's3:GetObject', objectArn('private/notes.json'))).toBe(false);
     expect(isAllowed(statements, 's3:GetObject', objectArn('indexes/chunks.1.json'))).toBe(
       CONVERSATIONS[name].search,
     );
-    const chunk = 'cld:doc.Document.0123456789abcdef/doc.Chunk.0123456789abcdef.json';
-    for (const key of ['cld:doc.Document.0123456789abcdef.json', chunk]) {
+    const chunk = 'cld/doc.Document.0123456789abcdef/doc.Chunk.0123456789abcdef_Document-Chunk.json';
+    for (const key of ['cld/doc.Document.0123456789abcdef_Document.json', chunk]) {
       expect(isAllowed(statements, 's3:GetObject', objectArn(key)), key).toBe(CONVERSATIONS[name].documents);
     }
   });
@@ -513,14 +513,14 @@ describe('least privilege', () => {
     const statements = statementsOf(name);
     const bucketArn = `<${bucketId}.Arn>`;
     expect(
-      isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'cld:common.Conversation.0a/' }),
+      isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'cld/common.Conversation.0a/' }),
     ).toBe(CONVERSATIONS[name].list);
     const lists: readonly string[] = FUNCTIONS[name].storage.list;
     expect(lists.includes(LIST_PREFIXES.conversations)).toBe(CONVERSATIONS[name].list);
     expect(isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'indexes/chunks.' })).toBe(
       CONVERSATIONS[name].search,
     );
-    expect(isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'cld:doc.' })).toBe(false);
+    expect(isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'cld/doc.' })).toBe(false);
     expect(isAllowed(statements, 's3:ListBucket', bucketArn, { 's3:prefix': 'private/' })).toBe(false);
   });
 
@@ -729,7 +729,7 @@ describe('catalog seed (at deploy; no function writes the catalog)', () => {
       expect(isAllowed(statements, 's3:GetObject', objectArn(key)), key).toBe(false);
     }
     for (const key of [
-      'cld:common.Assistant.ffffffffffffffff.json',
+      'cld/common.Assistant.ffffffffffffffff_Assistant.json',
       'cld:common.Conversation.0123456789abcdef.json',
     ]) {
       expect(isAllowed(statements, 's3:PutObject', objectArn(key), create), key).toBe(false);

@@ -82,7 +82,7 @@ async function seedTree(): Promise<void> {
 }
 
 describe('ResourceIndex.put', () => {
-  it('validates the resource and writes it under `<urn>.json`', async () => {
+  it('validates the resource and writes it under its key (cld/<path>_<shape>.json)', async () => {
     const outcome = await index.put(user, CONVERSATION);
 
     expect(outcome).toEqual({ created: true, resource: CONVERSATION });
