@@ -28,7 +28,7 @@ import { FUNCTION_USES, functionUses } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { LOCAL_BUCKET } from '../../shared/runtime/local.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
-import { keyOf } from '../../shared/urn.js';
+import { keyOf, keyPrefixOf, urnOfKey } from '../../shared/urn.js';
 import { slackHeaders, startReceiver, teamsAuthorization } from '../channels/helpers.js';
 import { type Synthesized, synthesize } from './helpers.js';
 
@@ -165,10 +165,10 @@ async function plannedConversation(content: string, conversationName: string) {
   const eventFor = async (urn: string) =>
     s3ObjectCreatedEvent(LOCAL_BUCKET, keyOf(urn), (await storage.get(keyOf(urn))).length);
   const planned = await invoke('plan', await eventFor(started.message), dataDir);
-  const taskKeys = (await storage.findByPrefix(`${started.message}/`)).filter((key) =>
-    /^\/plan\.Task\.[0-9a-f]+\.json$/.test(key.slice(started.message.length)),
+  const taskKeys = (await storage.findByPrefix(keyPrefixOf(started.message))).filter((key) =>
+    key.endsWith('_Conversation-Message-Task.json'),
   );
-  const task = (taskKeys[0] ?? '').replace(/\.json$/, '');
+  const task = urnOfKey(taskKeys[0] ?? '') as string;
   return { dataDir, storage, started, eventFor, planned, taskKeys, task };
 }
 
@@ -291,18 +291,16 @@ describe('bundles in plain Node', () => {
     };
     expect(turn.window.tokens).toBeGreaterThan(0);
     expect(turn.usage.inputTokens).toBeGreaterThan(0);
-    const calls = (await storage.findByPrefix(`${task}/`)).filter((key) =>
-      /\/tool\.Call\.[0-9a-f]+\.json$/.test(key),
-    );
+    const calls = (await storage.findByPrefix(keyPrefixOf(task))).filter((key) => key.endsWith('-Call.json'));
     expect(calls.length).toBeGreaterThan(0);
-    const call = (calls[0] as string).replace(/\.json$/, '');
+    const call = urnOfKey(calls[0] as string) as string;
 
-    const before = new Set(await storage.findByPrefix(`${task}/`));
+    const before = new Set(await storage.findByPrefix(keyPrefixOf(task)));
     const executed = await invoke('tool', await eventFor(call), dataDir);
     expect(executed).toMatchObject({ ok: true, result: { action: 'tool-result' } });
-    const written = (await storage.findByPrefix(`${task}/`)).filter((key) => !before.has(key));
+    const written = (await storage.findByPrefix(keyPrefixOf(task))).filter((key) => !before.has(key));
     expect(written).toHaveLength(1);
-    expect(written[0]).toMatch(/\/common\.Message\.[0-9a-f]+\.json$/);
+    expect(written[0]).toMatch(/\/common\.Message\.[0-9a-f]+_Conversation-Message-Task-Message\.json$/);
   });
 });
 
@@ -314,10 +312,8 @@ describe('dead-letter bundle in plain Node', () => {
     );
     expect(planned).toMatchObject({ ok: true });
     expect(await invoke('assistant', await eventFor(task), dataDir)).toMatchObject({ ok: true });
-    const callKey = (await storage.findByPrefix(`${task}/`)).find((key) =>
-      /\/tool\.Call\.[0-9a-f]+\.json$/.test(key),
-    );
-    const call = (callKey as string).replace(/\.json$/, '');
+    const callKey = (await storage.findByPrefix(keyPrefixOf(task))).find((key) => key.endsWith('-Call.json'));
+    const call = urnOfKey(callKey as string) as string;
 
     // The Lambda on-failure destination record of the tool step, as SQS delivers it (fixture from AWS's docs).
     const sqs = JSON.parse(
@@ -389,7 +385,7 @@ describe('channel bundles in plain Node', () => {
     expect(accepted.result?.statusCode).toBe(202);
     const body = JSON.parse(String(accepted.result?.body)) as { conversation: string; message: string };
     const storage = new FilesystemStorage(join(dataDir, 'resources'));
-    expect(await storage.findByPrefix(body.conversation)).toContain(keyOf(body.message));
+    expect(await storage.findByPrefix(keyPrefixOf(body.conversation))).toContain(keyOf(body.message));
 
     const { authorizer: _none, ...context } = request.requestContext;
     const unsigned = await invoke(
@@ -440,7 +436,7 @@ describe('channel bundles in plain Node', () => {
     const keys = await storage.findByPrefix('cld/common.Conversation.');
     expect(keys).toHaveLength(2);
     const conversation = JSON.parse(
-      (await storage.get(keys.find((k) => !k.includes('/')) as string)).toString('utf8'),
+      (await storage.get(keys.find((k) => k.endsWith('_Conversation.json')) as string)).toString('utf8'),
     ) as { channel: { address: { webhook: string } } };
     expect(conversation.channel.address.webhook).toBe('https://example.webhook.office.com/webhookb2/abc');
   });
