@@ -12,9 +12,11 @@ import { type EventPattern, type Matcher, matchesPattern } from './pattern.js';
  * key (shared/urn.ts `shapeOf`, e.g. `Conversation-Message-Task-Output`), `*` matching any run of
  * characters as EventBridge's `wildcard` does. Each shape becomes one `wildcard` on the object key,
  * `cld/*_<shape>.json`: a key has one `_`, before its shape, so the pattern matches exactly
- * the keys whose shape the glob matches (test/unit/routing.test.ts enumerates them). The step's
- * handler middleware drops an event whose key matches none of its routes' patterns (another
- * rule's event, a hand-made one), in AWS and locally alike.
+ * the keys whose shape the glob matches. test/unit/events.test.ts pins the targets of each kind
+ * of resource and that no object reaches a step twice (every type path of up to 4 elements);
+ * test/infra/template.test.ts counts the deliveries of whole conversations through the
+ * synthesized rules. The step's handler middleware drops an event whose key matches none of its
+ * routes' patterns (another rule's event, a hand-made one), in AWS and locally alike.
  */
 
 /** Step functions that routes target. */
