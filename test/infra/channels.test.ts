@@ -379,7 +379,8 @@ describe('channel functions', () => {
     expect(isAllowed(statements, 's3:ListBucket', bucket, { 's3:prefix': 'indexes/chunks.' })).toBe(false);
     expect(isAllowed(statements, 's3:ListBucket', bucket, { 's3:prefix': 'cld/doc.' })).toBe(false);
     // Still reads its conversations, and a missing key is a 404 (ListBucket without a prefix).
-    const message = 'cld/common.Conversation.0123456789abcdef/common.Message.0123456789abcdef_Conversation-Message.json';
+    const message =
+      'cld/common.Conversation.0123456789abcdef/common.Message.0123456789abcdef_Conversation-Message.json';
     expect(isAllowed(statements, 's3:GetObject', `${bucket}/${message}`)).toBe(true);
     expect(isAllowed(statements, 's3:ListBucket', bucket)).toBe(true);
   });

@@ -113,9 +113,11 @@ describe('the consumer role', () => {
   it('reads the conversations and the catalog, never the chunk index or a document (it does not search)', () => {
     const bucket = `<${logicalId(dev.json, 'AWS::S3::Bucket', 'ResourcesBucket')}.Arn>`;
     const allowed = (key: string) => isAllowed(consumerStatements(), 's3:GetObject', `${bucket}/${key}`);
-    expect(allowed('cld/common.Conversation.0123456789abcdef/common.Message.0123456789abcdef_Conversation-Message.json')).toBe(
-      true,
-    );
+    expect(
+      allowed(
+        'cld/common.Conversation.0123456789abcdef/common.Message.0123456789abcdef_Conversation-Message.json',
+      ),
+    ).toBe(true);
     expect(allowed('cld/common.Assistant.0123456789abcdef_Assistant.json')).toBe(true);
     for (const key of [
       'indexes/chunks.1.json',

@@ -422,7 +422,8 @@ describe.each(API_NAMES)('HTTP API integration %s', (name) => {
 });
 
 describe('least privilege', () => {
-  const conversationKey = 'cld/common.Conversation.0123456789abcdef/common.Message.0123456789abcdef_Conversation-Message.json';
+  const conversationKey =
+    'cld/common.Conversation.0123456789abcdef/common.Message.0123456789abcdef_Conversation-Message.json';
   const create = { 's3:if-none-match': '*' };
 
   /**
