@@ -18,15 +18,18 @@ export type Placeholder = (typeof PLACEHOLDERS)[number];
 /**
  * The URN grammar of shared/urn.ts as one regular expression (RE2- and ECMAScript-compatible),
  * used by both engines: `cld:` then `/`-joined `<namespace>.<Name>.<16 hex>` elements with a
- * known namespace. A URN's storage key (`<urn>.json`) must also fit in 1,024 bytes, i.e. the
- * URN has at most {@link MAX_URN_LENGTH} characters (the pattern admits ASCII only).
+ * known namespace, and at most {@link MAX_URN_LENGTH} characters (the pattern admits ASCII only).
  * policies/lib/cld.rego holds the same string; test/policy/rego-source.test.ts checks both
  * agree with `parseUrn`.
  */
 export const URN_PATTERN =
   '^cld:(common|plan|tool|doc)\\.[A-Z][A-Za-z0-9]*\\.[0-9a-f]{16}(/(common|plan|tool|doc)\\.[A-Z][A-Za-z0-9]*\\.[0-9a-f]{16})*$';
 
-/** Longest URN whose key `<urn>.json` fits S3's 1,024 bytes. */
+/**
+ * Longest URN the policies accept: 1,024 bytes minus `.json`. A URN's storage key
+ * (shared/urn.ts `keyOf`, `cld/<path>_<shape>.json`) is longer, and `parseUrn` bounds the key, so
+ * this bound is the weaker one; ResourceIndex parses every URN before it asks the policy.
+ */
 export const MAX_URN_LENGTH = 1019;
 
 /**

@@ -172,7 +172,7 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
   return { deps, bus, storage, projections, openConversations };
 }
 
-/** The URN an S3 event is about (its key without `.json`), or the raw key when it is malformed. */
+/** The URN an event is about (read from its key), or the raw key when it is not a resource key. */
 function urnOfEvent(event: ResourceEvent): string {
   try {
     return toResourcePut(event).urn;
