@@ -11,7 +11,7 @@ import {
   type SchedulingPolicy,
   SHARED_LANE,
 } from '../../shared/events/scheduler.js';
-import { childUrn, keyOf } from '../../shared/urn.js';
+import { childUrn, keyOf, keyPrefixOf, urnOfKey } from '../../shared/urn.js';
 
 interface Item extends Laned {
   id: string;
@@ -163,7 +163,7 @@ describe('LocalBus scheduling under a burst', () => {
     const assistant: StepInvoker = async (event) => {
       const key = event.detail.object.key;
       delivered.push(key);
-      const urn = key.slice(0, -'.json'.length);
+      const urn = urnOfKey(key) as string;
       const depth = urn.split('/').length - 2;
       if (depth < STEPS)
         bus?.publish(s3ObjectCreatedEvent(BUCKET, keyOf(childUrn(urn, 'plan.Task', String(depth))), 10));
@@ -181,7 +181,7 @@ describe('LocalBus scheduling under a burst', () => {
     bus.publish(s3ObjectCreatedEvent(BUCKET, keyOf(chainStart('newcomer')), 10));
     await bus.idle();
     const newcomer = childUrn(undefined, 'common.Conversation', 'newcomer');
-    const last = delivered.findLastIndex((key) => key.startsWith(`${newcomer}/`));
+    const last = delivered.findLastIndex((key) => key.startsWith(keyPrefixOf(newcomer)));
     return { done: last + 1, total: delivered.length };
   }
 
