@@ -65,7 +65,7 @@ function objectCreated(bucket: string, shapes: readonly string[]): EventPattern 
  *   (supervision);
  * - tool: a `tool.Call`;
  * - reply: a Message under a Conversation (the final answer is delivered; a user Message is
- *   ignored) and any task's output (Slack progress).
+ *   ignored) and the output of a task of depth 1 or 2 (the Slack progress message lists those).
  * @param bucket resources bucket name (a CDK token in the stack, the local bucket name locally)
  */
 export function routingTable(bucket: string): Route[] {
@@ -105,8 +105,9 @@ export function routingTable(bucket: string): Route[] {
     route(
       'ReplyOnTaskOutput',
       'reply',
-      'A task output updates the Slack progress message of its conversation.',
-      ['Conversation-Message-*Task-Output'],
+      'The output of a task of depth 1 or 2 updates the Slack progress message of its conversation.',
+      // The progress message lists tasks down to depth 2 (shared/channels/reply.ts PROGRESS_DEPTH).
+      ['Conversation-Message-Task-Output', 'Conversation-Message-Task-Task-Output'],
     ),
   ];
 }

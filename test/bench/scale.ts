@@ -9,6 +9,7 @@ import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
+import { keyPrefixOf } from '../../shared/urn.js';
 import { ScriptedModel } from '../faults/scripted-model.js';
 import { CountingStorage, MemoryStorage } from './memory-storage.js';
 import { SCALE_LIMITS, SHAPES } from './scale-limits.js';
@@ -89,7 +90,7 @@ async function runOne(tasks: number, kind: 'filesystem' | 'memory'): Promise<Sca
   const reads = storage.reads - reads0;
   const listings = storage.listings - listings0;
   const events = runtime.bus.stats.published - published0;
-  const keys = await storage.findByPrefix(`${started.conversation}/`);
+  const keys = await storage.findByPrefix(keyPrefixOf(started.conversation));
   let problem: string | undefined;
   const answer = await runtime.deps.resources.find(SYSTEM_ACTOR, 'common.Message', started.answer);
   if (!answer) problem = 'no answer';

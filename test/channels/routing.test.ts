@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import rules from '../../policies/rules.json' with { type: 'json' };
 import type { Channels } from '../../shared/channels/context.js';
 import { toApiGatewayEvent } from '../../shared/channels/local-gateway.js';
-import { replyStep } from '../../shared/channels/reply.js';
+import { PROGRESS_DEPTH, replyStep } from '../../shared/channels/reply.js';
 import { API_ROUTES, matchRoute } from '../../shared/channels/routes.js';
 import { NAMES, outputUrn } from '../../shared/domain/common.js';
 import { ValidationError } from '../../shared/errors.js';
@@ -43,6 +43,11 @@ describe('the reply routes of the routing table', () => {
     ['a user message (the step reads it and ignores it)', M, true],
     ['the output of a root task', outputUrn(T), true],
     ['the output of a nested task', outputUrn(SUB), true],
+    [
+      'the output of a task of depth 3 (below what the progress message lists)',
+      outputUrn(childUrn(SUB, 'plan.Task', 'task-1')),
+      false,
+    ],
     ['a task', T, false],
     ['a turn of a task', childUrn(SUB, 'common.Message', NAMES.turn(1)), false],
     ['a tool result of a task', childUrn(T, 'common.Message', NAMES.result('call-1-x')), false],
@@ -52,6 +57,14 @@ describe('the reply routes of the routing table', () => {
     ['a document chunk', childUrn(childUrn(undefined, 'doc.Document', 'd'), 'doc.Chunk', '0'), false],
   ])('%s → reply: %s', (_label, urn, expected) => {
     expect(toReply(urn)).toBe(expected);
+  });
+
+  it.each([
+    1, 2, 3, 4,
+  ])('delivers the output of a task of depth %i iff the progress message lists it', (depth) => {
+    let task = childUrn(M, 'plan.Task', 'task-1');
+    for (let d = 2; d <= depth; d++) task = childUrn(task, 'plan.Task', `task-${d}`);
+    expect(toReply(outputUrn(task))).toBe(depth <= PROGRESS_DEPTH);
   });
 
   it("gives each reply route an S3 Object Created pattern on the bucket, matching the sweeper's RESOURCE_PUT too", () => {

@@ -274,9 +274,9 @@ describe('routingTable', () => {
     ['the output of a root task', childUrn(T, 'common.Message', 'output'), ['plan', 'reply']],
     ['the output of a subtask', childUrn(SUB, 'common.Message', 'output'), ['assistant', 'reply']],
     [
-      'the output of a corrective subtask two levels down',
+      'the output of a corrective subtask at depth 3 (below the Slack progress message)',
       childUrn(childUrn(SUB, 'plan.Task', 'corrective-1-1'), 'common.Message', 'output'),
-      ['assistant', 'reply'],
+      ['assistant'],
     ],
     ['the final answer under the conversation', childUrn(C, 'common.Message', 'answer'), ['plan', 'reply']],
     ['a document chunk', childUrn(DOCUMENT, 'doc.Chunk', '0'), []],
