@@ -731,7 +731,7 @@ describe('catalog seed (at deploy; no function writes the catalog)', () => {
     }
     for (const key of [
       'cld/common.Assistant.ffffffffffffffff_Assistant.json',
-      'cld:common.Conversation.0123456789abcdef.json',
+      'cld/common.Conversation.0123456789abcdef_Conversation.json',
     ]) {
       expect(isAllowed(statements, 's3:PutObject', objectArn(key), create), key).toBe(false);
     }
