@@ -218,7 +218,7 @@ const CONVERSATION_PARTITIONS = ['cld:common.Conversation.*'] as const;
  * The steps that advance the task tree also touch their conversation's item in the open-conversations
  * partition (shared/projections/open-conversations.ts; `UpdateItem`, already granted for the counters).
  */
-const STEP_PARTITIONS = [KEYS.conversations, OPEN_PARTITION] as const;
+const STEP_PARTITIONS = [...CONVERSATION_PARTITIONS, OPEN_PARTITION] as const;
 
 /** Minutes between two runs of the sweeper (its scheduled rule). */
 export const SWEEP_RATE_MINUTES = 5;
