@@ -93,23 +93,26 @@ function rulesOf(json: Synthesized['json']): TemplateRule[] {
   const bucketId = Object.entries(json.Resources).find(
     ([id, r]) => r.Type === 'AWS::S3::Bucket' && id.startsWith('ResourcesBucket'),
   )?.[0] as string;
-  return Object.entries(json.Resources)
-    .filter(([, resource]) => resource.Type === 'AWS::Events::Rule')
-    .map(([id, resource]) => {
-      const props = resource.Properties as {
-        EventPattern: unknown;
-        State?: string;
-        EventBusName?: unknown;
-        Targets: { Arn: { 'Fn::GetAtt': [string, string] } }[];
-      };
-      expect(props.State ?? 'ENABLED').toBe('ENABLED');
-      expect(props.EventBusName).toBeUndefined(); // the default bus, where S3 sends its events
-      return {
-        id,
-        pattern: resolveBucket(props.EventPattern, bucketId) as EventPattern,
-        targets: props.Targets.map((t) => functionsById.get(t.Arn['Fn::GetAtt'][0]) as string),
-      };
-    });
+  return (
+    Object.entries(json.Resources)
+      // Rules with an event pattern (the sweeper's scheduled rule has a ScheduleExpression instead).
+      .filter(([, resource]) => resource.Type === 'AWS::Events::Rule' && resource.Properties?.EventPattern)
+      .map(([id, resource]) => {
+        const props = resource.Properties as {
+          EventPattern: unknown;
+          State?: string;
+          EventBusName?: unknown;
+          Targets: { Arn: { 'Fn::GetAtt': [string, string] } }[];
+        };
+        expect(props.State ?? 'ENABLED').toBe('ENABLED');
+        expect(props.EventBusName).toBeUndefined(); // the default bus, where S3 sends its events
+        return {
+          id,
+          pattern: resolveBucket(props.EventPattern, bucketId) as EventPattern,
+          targets: props.Targets.map((t) => functionsById.get(t.Arn['Fn::GetAtt'][0]) as string),
+        };
+      })
+  );
 }
 
 /** The S3 "Object Created" event of a created object, as S3 sends it to EventBridge. */
@@ -299,7 +302,11 @@ describe('the synthesized EventBridge rules', () => {
     );
     expect(templateRules).toHaveLength(5);
     for (const rule of templateRules) {
-      expect(rule.pattern).toMatchObject({ source: ['aws.s3'], 'detail-type': ['Object Created'] });
+      // S3's Object Created, and the sweeper's RESOURCE_PUT (source cld) for the same keys.
+      expect(rule.pattern).toMatchObject({
+        source: ['aws.s3', 'cld'],
+        'detail-type': ['Object Created', 'RESOURCE_PUT'],
+      });
       const detail = rule.pattern.detail as {
         bucket: { name: string[] };
         object: { key: { wildcard: string }[] };
