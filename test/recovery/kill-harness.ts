@@ -190,6 +190,11 @@ export interface KillResult {
   recoverMs: number;
   /** Conversations still unanswered when the last start began (what it had to recover). */
   unfinishedAtLastStart: number;
+  /**
+   * Conversations acknowledged by a start and still unanswered just before it was killed, summed
+   * over the kills: the work the kills left behind (measured while the process still answered).
+   */
+  unfinishedAtKills: number;
 }
 
 /**
@@ -205,8 +210,10 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
   const ingested = await runCli(['ingest', ...DOCS], dataDir);
   if (ingested.code !== 0) throw new Error(`ingest failed: ${ingested.stdout}`);
   const acknowledged: string[] = [];
+  let unfinishedAtKills = 0;
   for (let kill = 1; kill <= options.kills; kill++) {
     const served = await startServeChild(dataDir);
+    const firstOfStart = acknowledged.length;
     const [low, high] = options.killAfterMs;
     const delay = low + Math.floor(next() * (high - low));
     let acknowledge: () => void = () => undefined;
@@ -223,6 +230,12 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
     // The kill comes while conversations run: a random time after the first one was acknowledged.
     await Promise.race([firstAck, Promise.all(posts)]);
     await new Promise((resolve) => setTimeout(resolve, delay));
+    const views = await Promise.all(
+      acknowledged.slice(firstOfStart).map((id) => status(served.url, id).catch(() => 'not-found' as const)),
+    );
+    unfinishedAtKills += views.filter(
+      (view) => view === 'not-found' || (view.status !== 'done' && view.status !== 'failed'),
+    ).length;
     served.child.kill('SIGKILL');
     await served.exited;
     await Promise.all(posts);
@@ -268,6 +281,7 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
     projectionDifferences: [],
     recoverMs,
     unfinishedAtLastStart,
+    unfinishedAtKills,
   };
   const conversations: string[] = [];
   for (const id of acknowledged) {

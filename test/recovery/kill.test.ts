@@ -19,7 +19,7 @@ describe('process death', () => {
 
     expect(result.kills).toBe(8);
     expect(result.conversations).toBeGreaterThan(0);
-    expect(result.unfinishedAtLastStart).toBeGreaterThan(0); // the kills did leave work behind
+    expect(result.unfinishedAtKills).toBeGreaterThan(0); // the kills did leave work behind
     expect(result.lost).toEqual([]);
     expect(result.stalled).toBe(0);
     for (const failure of result.failed) expect(failure.reason).not.toBe('(no reason)');
