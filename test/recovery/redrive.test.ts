@@ -23,6 +23,7 @@ import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, LOCAL_BUCKET, type LocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
+import { keyOf } from '../../shared/urn.js';
 import { deliveredEvent, type EventBridgeStub, startEventBridgeStub } from '../helpers/eventbridge-stub.js';
 
 const MINUTE = 60_000;
@@ -119,7 +120,7 @@ describe('sweeper redrive through EventBridge PutEvents', () => {
     });
     expect(JSON.parse(entries[0]?.entry.Detail ?? '{}')).toEqual({
       bucket: { name: LOCAL_BUCKET },
-      object: { key: `${started.message}.json` },
+      object: { key: keyOf(started.message) },
       urn: started.message,
       reason: 'redrive',
     });
