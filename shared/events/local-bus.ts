@@ -316,8 +316,10 @@ export class LocalBus implements EventBus {
   }
 }
 
-/** Small seeded PRNG (mulberry32) so fault-injected runs are repeatable. */
-function mulberry32(seed: number): () => number {
+/**
+ * Small seeded PRNG (mulberry32) so fault-injected runs are repeatable: uniform numbers in [0, 1).
+ */
+export function mulberry32(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;

@@ -170,22 +170,37 @@ export function latestGraphResult(
   messages: readonly { content: readonly unknown[] }[],
   graphToolUseIds: ReadonlySet<string>,
 ): unknown {
+  const result = newestGraphResult(messages, graphToolUseIds);
+  if (!result || result.status === 'error') return undefined;
+  for (const part of result.content) {
+    if ('json' in part && part.json !== undefined) return part.json;
+    if ('text' in part && typeof part.text === 'string') {
+      try {
+        return JSON.parse(part.text);
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** A Converse `toolResult` block as the offline model reads it. */
+interface ToolResultView {
+  toolUseId: string;
+  status?: string;
+  content: ({ json?: unknown } | { text?: string })[];
+}
+
+/** The newest `toolResult` of one of the graph calls, or undefined. */
+function newestGraphResult(
+  messages: readonly { content: readonly unknown[] }[],
+  graphToolUseIds: ReadonlySet<string>,
+): ToolResultView | undefined {
   for (const message of [...messages].reverse()) {
     for (const block of message.content as Record<string, unknown>[]) {
-      const result = block.toolResult as
-        | { toolUseId: string; status?: string; content: ({ json?: unknown } | { text?: string })[] }
-        | undefined;
-      if (!result || result.status === 'error' || !graphToolUseIds.has(result.toolUseId)) continue;
-      for (const part of result.content) {
-        if ('json' in part && part.json !== undefined) return part.json;
-        if ('text' in part && typeof part.text === 'string') {
-          try {
-            return JSON.parse(part.text);
-          } catch {
-            return undefined;
-          }
-        }
-      }
+      const result = block.toolResult as ToolResultView | undefined;
+      if (result && graphToolUseIds.has(result.toolUseId)) return result;
     }
   }
   return undefined;
@@ -218,17 +233,9 @@ function latestGraphError(
   messages: readonly { content: readonly unknown[] }[],
   graphToolUseIds: ReadonlySet<string>,
 ): string | undefined {
-  for (const message of [...messages].reverse()) {
-    for (const block of message.content as Record<string, unknown>[]) {
-      const result = block.toolResult as
-        | { toolUseId: string; status?: string; content: ({ json?: unknown } | { text?: string })[] }
-        | undefined;
-      if (!result || !graphToolUseIds.has(result.toolUseId)) continue;
-      if (result.status !== 'error') return undefined;
-      return result.content
-        .map((part) => ('text' in part ? part.text : JSON.stringify((part as { json?: unknown }).json)))
-        .join(' ');
-    }
-  }
-  return undefined;
+  const result = newestGraphResult(messages, graphToolUseIds);
+  if (!result || result.status !== 'error') return undefined;
+  return result.content
+    .map((part) => ('text' in part ? part.text : JSON.stringify((part as { json?: unknown }).json)))
+    .join(' ');
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { conversationProgress } from '../../shared/domain/progress.js';
 import { sweeperActor } from '../../shared/domain/sweep.js';
+import { mulberry32 } from '../../shared/events/local-bus.js';
 import { replayConversation } from '../../shared/projections/replay.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
@@ -53,17 +54,8 @@ export async function bundleCli(): Promise<string> {
   return BUNDLE;
 }
 
-/** A seeded pseudo-random generator (mulberry32), so a run can be repeated. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded pseudo-random generator (the bus's mulberry32), so a run can be repeated. */
+export const random = mulberry32;
 
 /** Runs the bundled CLI to its end. */
 export function runCli(
