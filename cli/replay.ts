@@ -3,7 +3,7 @@ import { InvalidUrnError, ValidationError } from '../shared/errors.js';
 import { describe, replayConversation } from '../shared/projections/replay.js';
 import { modelFor, type parseEnv, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
-import { parseUrn } from '../shared/urn.js';
+import { conversationUrnProblem } from './resources.js';
 
 /**
  * `cld replay <conversation-urn> [--rebuild]` (issue 5): recomputes the conversation's projections
@@ -29,14 +29,8 @@ export async function replayCommand(
   }
   if (positionals.length !== 1) return badInput('replay needs exactly one conversation URN');
   const conversation = positionals[0] as string;
-  try {
-    const parsed = parseUrn(conversation);
-    if (parsed.elements.length !== 1 || parsed.elements[0]?.type !== 'common.Conversation')
-      return badInput(`${conversation} is not a conversation URN (cld:common.Conversation.<hash>)`);
-  } catch (error) {
-    if (error instanceof InvalidUrnError) return badInput(error.message);
-    throw error;
-  }
+  const problem = conversationUrnProblem(conversation);
+  if (problem) return badInput(problem);
   const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
   let report: Awaited<ReturnType<typeof replayConversation>>;
   try {

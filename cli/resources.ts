@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { ValidationError } from '../shared/errors.js';
+import { InvalidUrnError, ValidationError } from '../shared/errors.js';
 import { ingestGraph, isGraphFile } from '../shared/graph/ingest.js';
 import type { AnyResource } from '../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../shared/runtime/compose.js';
@@ -65,4 +65,20 @@ export async function subtree(runtime: LocalRuntime, urn: string): Promise<AnyRe
     .catch(() => undefined);
   const below = await resources.list(SYSTEM_ACTOR, urn);
   return self ? [self as AnyResource, ...below] : below;
+}
+
+/**
+ * Why `input` is not a conversation URN (`cld:common.Conversation.<hash>`), or undefined when it
+ * is one. Errors other than a malformed URN propagate.
+ */
+export function conversationUrnProblem(input: string): string | undefined {
+  try {
+    const parsed = parseUrn(input);
+    if (parsed.elements.length !== 1 || parsed.elements[0]?.type !== 'common.Conversation')
+      return `${input} is not a conversation URN (cld:common.Conversation.<hash>)`;
+    return undefined;
+  } catch (error) {
+    if (error instanceof InvalidUrnError) return error.message;
+    throw error;
+  }
 }

@@ -1,11 +1,10 @@
 import { parseArgs } from 'node:util';
 import { conversationProgress } from '../shared/domain/progress.js';
 import { sweeperActor } from '../shared/domain/sweep.js';
-import { InvalidUrnError } from '../shared/errors.js';
 import { type Env, modelFor } from '../shared/runtime/compose.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
 import { resumeLocal, settleLocal } from '../shared/runtime/local-recovery.js';
-import { parseUrn } from '../shared/urn.js';
+import { conversationUrnProblem } from './resources.js';
 
 /**
  * `cld resume [<conversation-urn>]` (issue 12): picks up what an interrupted run left pending —
@@ -25,14 +24,8 @@ export async function resumeCommand(args: string[], dataDir: string, env: Env): 
   if (positionals.length > 1) return badInput('resume takes at most one conversation URN');
   const conversation = positionals[0];
   if (conversation !== undefined) {
-    try {
-      const parsed = parseUrn(conversation);
-      if (parsed.elements.length !== 1 || parsed.elements[0]?.type !== 'common.Conversation')
-        return badInput(`${conversation} is not a conversation URN (cld:common.Conversation.<hash>)`);
-    } catch (error) {
-      if (error instanceof InvalidUrnError) return badInput(error.message);
-      throw error;
-    }
+    const problem = conversationUrnProblem(conversation);
+    if (problem) return badInput(problem);
   }
   const started = Date.now();
   const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
