@@ -1,4 +1,4 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import * as z from 'zod';
 import {
   InvalidUrnError,
   NotFoundError,
@@ -70,8 +70,34 @@ interface Execution {
   error?: { code: string; message: string };
 }
 
-const ajv = new Ajv({ allErrors: true, strict: false });
-const validators = new WeakMap<Tool, ValidateFunction>();
+/** A Tool's compiled argument check, or why its schema cannot be checked. */
+type ArgumentCheck = { schema: z.ZodType } | { unsupported: string };
+
+const checks = new WeakMap<Tool, ArgumentCheck>();
+
+/**
+ * The argument check of a Tool: its JSON schema (`function.parameters`) converted once with zod's
+ * `z.fromJSONSchema` (zod 4, draft 2020-12 and draft-07 keywords), so the functions validate with
+ * the zod they already carry instead of a second validator (ajv, ~130 KB of the `tool` bundle).
+ * Defaults in the schema do not change the input: the implementation gets the arguments as the
+ * model wrote them. Constructs zod cannot express (`if`/`then`/`else`, `not`, `unevaluated*`,
+ * `dependent*`, external `$ref`) make the Tool uncheckable; test/search/tools.test.ts checks
+ * that every catalog Tool converts and agrees with a JSON Schema validator.
+ */
+export function argumentCheck(tool: Tool): ArgumentCheck {
+  let check = checks.get(tool);
+  if (!check) {
+    try {
+      check = {
+        schema: z.fromJSONSchema(tool.function.parameters as Parameters<typeof z.fromJSONSchema>[0]),
+      };
+    } catch (error) {
+      check = { unsupported: toErrorInfo(error).message };
+    }
+    checks.set(tool, check);
+  }
+  return check;
+}
 
 async function execute(
   name: string,
@@ -86,15 +112,15 @@ async function execute(
   if (!assistantOf(deps, assistantUrn).tools.includes(name)) {
     return failure('NOT_FOUND', `tool "${name}" is not available to this task's assistant`);
   }
-  let validate = validators.get(tool);
-  if (!validate) {
-    validate = ajv.compile(tool.function.parameters);
-    validators.set(tool, validate);
+  const check = argumentCheck(tool);
+  if ('unsupported' in check) {
+    return failure('ERROR', `the ${name} tool's parameters schema cannot be checked: ${check.unsupported}`);
   }
-  if (!validate(input)) {
+  const parsed = check.schema.safeParse(input);
+  if (!parsed.success) {
     return failure(
       'INVALID_ARGUMENTS',
-      `arguments do not match the ${name} schema: ${ajv.errorsText(validate.errors)}`,
+      `arguments do not match the ${name} schema: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}`,
     );
   }
   const controller = new AbortController();

@@ -4,13 +4,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import graphFile from '../../shared/catalog/tools/graph.json' with { type: 'json' };
 import readFile_ from '../../shared/catalog/tools/read.json' with { type: 'json' };
 import searchFile from '../../shared/catalog/tools/search.json' with { type: 'json' };
+import { argumentCheck } from '../../shared/domain/tool.js';
 import { NotFoundError, PolicyDeniedError, ValidationError } from '../../shared/errors.js';
 import type { Actor } from '../../shared/policy/port.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
-import { JsonSchemaObjectSchema } from '../../shared/resources/schemas.js';
+import { JsonSchemaObjectSchema, type Tool } from '../../shared/resources/schemas.js';
 import { ingest } from '../../shared/search/ingest.js';
 import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
@@ -213,5 +215,84 @@ describe('catalog tool files', () => {
 
     expect(validate(input)).toBe(valid);
     expect(SearchInputSchema.safeParse(input).success).toBe(valid);
+  });
+});
+
+describe("the tool step's argument check (the Tool's JSON schema through zod's fromJSONSchema)", () => {
+  const ajv = new Ajv({ strict: false });
+  const asTool = (file: { name: string; parameters: unknown }) =>
+    ({ function: { name: file.name, parameters: file.parameters } }) as unknown as Tool;
+  /** Inputs around every keyword the catalog schemas use; ajv (a JSON Schema validator) is the oracle. */
+  const INPUTS: unknown[] = [
+    {},
+    null,
+    [],
+    'bucket',
+    { extra: 1 },
+    { query: 'bucket' },
+    { query: '' },
+    { query: 'x'.repeat(1001) },
+    { query: 'bucket', limit: 20 },
+    { query: 'bucket', limit: 21 },
+    { query: 'bucket', limit: 2.5 },
+    { query: 'bucket', type: 'doc.Chunk' },
+    { query: 'bucket', type: 'chunk' },
+    { query: 'bucket', prefix: 'cld:doc.Document.abc' },
+    { urn: 'cld:doc.Document.abc' },
+    { urn: 'doc.Document.abc' },
+    { urn: 5 },
+    { describe: 'BucketProps' },
+    { describe: '' },
+    { describe: 'BucketProps', limit: '3' },
+    { patterns: [['?c', 'a', 'jsii:Class']] },
+    { patterns: [['?c', 'a']] },
+    { patterns: [['?c', 'a', 'jsii:Class', 'x']] },
+    { patterns: [] },
+    { patterns: Array.from({ length: 5 }, () => ['?c', 'a', 'jsii:Class']) },
+    { patterns: [['?c', 'a', '']] },
+    { summary: true },
+    { summary: false },
+    { summary: true, module: 'aws_s3' },
+    { summary: true, module: 'AWS S3' },
+    { describe: 'Bucket', offset: -1 },
+    { describe: 'Bucket', offset: 100_000 },
+    { describe: 'Bucket', limit: 0 },
+  ];
+
+  it.each([
+    ['search', searchFile],
+    ['read', readFile_],
+    ['graph', graphFile],
+  ])('%s.json converts and agrees with a JSON Schema validator on every input', (_, file) => {
+    const check = argumentCheck(asTool(file));
+    if (!('schema' in check)) throw new Error(`not checkable: ${check.unsupported}`);
+    const validate = ajv.compile(file.parameters);
+
+    const verdicts = INPUTS.map((input) => [input, check.schema.safeParse(input).success]);
+
+    expect(verdicts).toEqual(INPUTS.map((input) => [input, validate(input)]));
+    expect(verdicts.some(([, valid]) => valid)).toBe(true);
+    expect(verdicts.some(([, valid]) => !valid)).toBe(true);
+  });
+
+  it('compiles a Tool once (same check for the same resource)', () => {
+    const tool = asTool(searchFile);
+
+    expect(argumentCheck(tool)).toBe(argumentCheck(tool));
+  });
+
+  it('reports a schema zod cannot express instead of passing every input', () => {
+    const check = argumentCheck(
+      asTool({
+        name: 'conditional',
+        parameters: {
+          type: 'object',
+          properties: { a: { type: 'string' } },
+          not: { required: ['a'] },
+        },
+      }),
+    );
+
+    expect(check).toEqual({ unsupported: expect.stringContaining('not is not supported') });
   });
 });
