@@ -10,7 +10,10 @@
  * - corrective rounds asked by the supervisor, and whether the corrected answer has the term;
  * - the same hit@k for a plain BM25 baseline (MiniSearch defaults over the module READMEs split
  *   at headings), side by side;
- * with the held-out questions reported apart.
+ * with the held-out questions reported apart. The jsii assembly of the corpus is ingested into the
+ * graph too (as `npm start -- ingest` does), and the structural questions of
+ * test/eval/structural.json (ids g01…, issue 13) are asked the same way and reported in a table of
+ * their own (test/eval/structural.ts), outside the search totals.
  *
  * Options: `--data-dir <dir>` (default `.cld-eval`; the ingested corpus is cached under it, keyed by
  * the search and ingest sources, so a change to them re-ingests), `--only q01,m02`, `--json <file>`,
@@ -21,6 +24,7 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import MiniSearch from 'minisearch';
+import { ingestGraph } from '../../shared/graph/ingest.js';
 import type { AnyResource, Message, Task, ToolCallResource } from '../../shared/resources/schemas.js';
 import { modelFor, parseEnv, SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
@@ -38,6 +42,7 @@ import {
   messageOf,
   moduleOfPath,
 } from './eval-set.js';
+import { askStructural, loadStructuralSet, scoreStructural, structuralTable } from './structural.js';
 
 const CORPUS = 'node_modules/aws-cdk-lib';
 const KS = [1, 3, 8] as const;
@@ -75,6 +80,7 @@ async function main(): Promise<void> {
   });
   const only = values.only ? new Set(values.only.split(',')) : undefined;
   const questions = loadEvalSet().filter((q) => !only || only.has(q.id));
+  const structural = loadStructuralSet().filter((q) => !only || only.has(q.id));
   const env = parseEnv(process.env);
   const dataDir = resolve(values['data-dir'] as string, cacheKey());
   const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
@@ -91,6 +97,17 @@ async function main(): Promise<void> {
       `corpus: ${report.files} files (${report.documents} ingested now, ${report.skipped} cached), ` +
       `${(runtime.deps.search as MiniSearchIndex).size} chunks, ${((performance.now() - started) / 1000).toFixed(1)} s`,
   );
+  const indexStorage = (runtime.deps.search as MiniSearchIndex).location?.storage;
+  if (!indexStorage) throw new Error('the chunk index has no storage after ingest');
+  const graph = await ingestGraph([CORPUS], {
+    resources: runtime.deps.resources,
+    indexStorage,
+    actor: SYSTEM_ACTOR,
+    cwd: process.cwd(),
+  });
+  console.log(
+    `graph: ${graph.files} assembly (${graph.files - graph.skipped} ingested now), ${(graph.ms / 1000).toFixed(1)} s`,
+  );
   const documents = documentPaths();
   const baseline = buildBaseline();
   const readmes = (module: string) => {
@@ -103,6 +120,7 @@ async function main(): Promise<void> {
 
   const runId = Date.now().toString(36);
   const results: PartResult[] = [];
+  const structuralScores: ReturnType<typeof scoreStructural>[] = [];
   try {
     for (const question of questions) {
       const parts = await askOne(runtime, question, runId, documents);
@@ -115,11 +133,19 @@ async function main(): Promise<void> {
         });
       }
     }
+    for (const question of structural) {
+      const observed = await askStructural(runtime, question, `eval-${runId}-${question.id}`);
+      structuralScores.push(scoreStructural(question, observed));
+      if (values.verbose)
+        console.log(`${question.id}: ${observed.answer.replace(/\s+/g, ' ').slice(0, 300)}`);
+    }
   } finally {
     removeConversations(dataDir);
   }
   console.log(`\n${table(results, values.verbose === true)}`);
   console.log(`\n${summary(results)}`);
+  if (structuralScores.length > 0)
+    console.log(`\nStructural questions (graph):\n${structuralTable(structuralScores)}`);
   if (values.json) writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
 }
 
@@ -130,6 +156,8 @@ function cacheKey(): string {
     'shared/search/ingest.ts',
     'shared/search/minisearch-index.ts',
     'shared/search/terms.ts',
+    'shared/graph/jsii.ts',
+    'shared/graph/ingest.ts',
   ]) {
     try {
       hash.update(readFileSync(file));

@@ -1,0 +1,220 @@
+import { readFileSync } from 'node:fs';
+import * as z from 'zod';
+import type { Message, ToolCallResource } from '../../shared/resources/schemas.js';
+import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
+import { startConversation } from '../../shared/runtime/conversation.js';
+import type { LocalRuntime } from '../../shared/runtime/local.js';
+import { parentOf } from '../../shared/urn.js';
+import { containsTerm } from './eval-set.js';
+
+/**
+ * The structural questions of the evaluation (issue 13, test/eval/structural.json): questions
+ * about the shape of the aws-cdk-lib API ("what properties does BucketProps take", "which classes
+ * implement IGrantable") that the graph answers, each with the graph subject(s) a good answer is
+ * about and the names it must list. Asked through the real `ask` path after the corpus and its
+ * jsii assembly are ingested; scored apart from the search questions (they have no search
+ * hit@k) by {@link scoreStructural}.
+ */
+
+export const StructuralQuestionSchema = z.strictObject({
+  id: z.string().regex(/^g[0-9]{2}$/),
+  /** The question as a user types it. */
+  text: z.string().min(1),
+  /**
+   * Graph subjects (compact IRIs as the graph tool prints them: `type:aws-cdk-lib.aws_s3.BucketProps`);
+   * one of them must be the entity a graph result describes or a value it binds.
+   */
+  subjects: z.array(z.string().regex(/^type:[\w.-]+(\/\w+)?$/)).min(1),
+  /** Names the answer must contain, each (case-insensitive): properties, methods, classes, values. */
+  terms: z.array(z.string().min(1)).min(1),
+});
+export type StructuralQuestion = z.infer<typeof StructuralQuestionSchema>;
+
+export const StructuralSetSchema = z.strictObject({
+  about: z.string(),
+  questions: z.array(StructuralQuestionSchema).min(1),
+});
+
+/** The path of the structural set. */
+export const STRUCTURAL_SET_PATH = new URL('./structural.json', import.meta.url);
+
+/**
+ * Loads and validates the structural set.
+ * @throws ZodError when the file does not match {@link StructuralSetSchema}; Error for duplicate ids
+ */
+export function loadStructuralSet(path: URL | string = STRUCTURAL_SET_PATH): StructuralQuestion[] {
+  const set = StructuralSetSchema.parse(JSON.parse(readFileSync(path, 'utf8')));
+  const ids = new Set<string>();
+  for (const question of set.questions) {
+    if (ids.has(question.id)) throw new Error(`duplicate question id ${question.id}`);
+    ids.add(question.id);
+  }
+  return set.questions;
+}
+
+/** What one asked question left behind, as the scorer reads it. */
+export interface StructuralObservation {
+  /** The `graph` tool results of the conversation (tool Messages of `graph` calls), in call order. */
+  graphResults: { status: string; content: string }[];
+  /** The final answer's text. */
+  answer: string;
+  /** The final answer's citations (URNs). */
+  citations: readonly string[];
+  ms: number;
+}
+
+/** The score of one structural question. */
+export interface StructuralScore {
+  id: string;
+  /** At least one `graph` call returned OK. */
+  graph: boolean;
+  /** An OK graph result describes or binds one of the expected subjects. */
+  subject: boolean;
+  /** The answer cites a source an OK graph result returned. */
+  cited: boolean;
+  /** Expected terms found in the answer (its text before `Sources:`). */
+  found: string[];
+  /** Expected terms missing from it. */
+  missing: string[];
+  /** subject, cited and every term. */
+  hit: boolean;
+  ms: number;
+}
+
+interface GraphResultView {
+  entity?: unknown;
+  bindings?: unknown;
+  sources?: unknown;
+}
+
+/**
+ * Scores one structural question: whether the graph was asked and answered about an expected
+ * subject, whether the answer cites what the graph returned, and which expected names it lists.
+ * Results that are not JSON objects (errors, messages) count as no result.
+ */
+export function scoreStructural(
+  question: StructuralQuestion,
+  observed: StructuralObservation,
+): StructuralScore {
+  const results = observed.graphResults
+    .filter((result) => result.status === 'OK')
+    .map((result) => parseObject(result.content))
+    .filter((view): view is GraphResultView => view !== undefined);
+  const subjects = new Set(question.subjects);
+  const mentioned = (view: GraphResultView): boolean =>
+    (typeof view.entity === 'string' && subjects.has(view.entity)) ||
+    (Array.isArray(view.bindings) &&
+      view.bindings.some(
+        (binding) =>
+          typeof binding === 'object' &&
+          binding !== null &&
+          Object.values(binding).some((value) => typeof value === 'string' && subjects.has(value)),
+      ));
+  const sources = new Set(
+    results.flatMap((view) =>
+      Array.isArray(view.sources) ? view.sources.filter((s): s is string => typeof s === 'string') : [],
+    ),
+  );
+  const text = answerText(observed.answer);
+  const found = question.terms.filter((term) => containsTerm(text, term));
+  const missing = question.terms.filter((term) => !found.includes(term));
+  const subject = results.some(mentioned);
+  const cited = observed.citations.some((urn) => sources.has(urn));
+  return {
+    id: question.id,
+    graph: results.length > 0,
+    subject,
+    cited,
+    found,
+    missing,
+    hit: subject && cited && missing.length === 0,
+    ms: observed.ms,
+  };
+}
+
+/** The answer without its `Sources:` list. */
+function answerText(content: string): string {
+  const index = content.search(/\n\s*Sources:\s*\n/);
+  return index === -1 ? content : content.slice(0, index);
+}
+
+function parseObject(content: string): GraphResultView | undefined {
+  try {
+    const value = JSON.parse(content) as unknown;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as GraphResultView)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Asks one structural question through the real `ask` path (a conversation on the local
+ * runtime, run until the bus is idle) and reads back what the scorer needs.
+ */
+export async function askStructural(
+  runtime: LocalRuntime,
+  question: StructuralQuestion,
+  conversationName: string,
+): Promise<StructuralObservation> {
+  const { resources } = runtime.deps;
+  const started = performance.now();
+  const conversation = await startConversation(resources, {
+    user: 'cli:eval',
+    channel: { kind: 'cli' },
+    content: question.text,
+    conversationName,
+  });
+  await runtime.bus.idle();
+  const ms = Math.round(performance.now() - started);
+  const below = await resources.list(SYSTEM_ACTOR, conversation.conversation);
+  const calls = below
+    .filter((r): r is ToolCallResource => r.meta.type === 'tool.Call')
+    .filter((call) => call.call.name === 'graph')
+    .sort((a, b) => a.meta.name.localeCompare(b.meta.name));
+  const results = calls.flatMap((call) => {
+    const result = below.find(
+      (r): r is Message =>
+        r.meta.type === 'common.Message' &&
+        parentOf(r.meta.id) === parentOf(call.meta.id) &&
+        r.meta.name === `result-${call.meta.name}`,
+    );
+    return result ? [{ status: result.status ?? 'OK', content: result.content }] : [];
+  });
+  const answer = below.find((r): r is Message => r.meta.id === conversation.answer);
+  return { graphResults: results, answer: answer?.content ?? '', citations: answer?.citations ?? [], ms };
+}
+
+const pct = (n: number, of: number) => (of === 0 ? '–' : `${Math.round((100 * n) / of)} %`);
+const mark = (ok: boolean) => (ok ? '✓' : '·');
+
+/** One row per question and a totals row (Markdown). */
+export function structuralTable(scores: readonly StructuralScore[]): string {
+  const rows = scores.map(
+    (s) =>
+      `| ${s.id} | ${mark(s.graph)} | ${mark(s.subject)} | ${mark(s.cited)} | ${s.found.length}/${s.found.length + s.missing.length}${s.missing.length > 0 ? ` (missing ${s.missing.join(', ')})` : ''} | ${mark(s.hit)} | ${s.ms} |`,
+  );
+  const n = scores.length;
+  const count = (f: (s: StructuralScore) => boolean) => scores.filter(f).length;
+  const terms = scores.reduce((sum, s) => sum + s.found.length, 0);
+  const expected = scores.reduce((sum, s) => sum + s.found.length + s.missing.length, 0);
+  return [
+    '| question | graph called | subject | cited | terms in answer | hit | ms |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+    `| all (${n}) | ${pct(
+      count((s) => s.graph),
+      n,
+    )} | ${pct(
+      count((s) => s.subject),
+      n,
+    )} | ${pct(
+      count((s) => s.cited),
+      n,
+    )} | ${pct(terms, expected)} | ${pct(
+      count((s) => s.hit),
+      n,
+    )} | |`,
+  ].join('\n');
+}
