@@ -3,6 +3,7 @@ import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
+import { parseToolApproval } from '../shared/catalog/catalog.js';
 import { parseChannelConfig } from '../shared/channels/config.js';
 import { createChannels, provideChannels } from '../shared/channels/context.js';
 import {
@@ -15,7 +16,7 @@ import {
 import { API_ROUTES } from '../shared/channels/routes.js';
 import { ValidationError } from '../shared/errors.js';
 import type { SchedulingPolicy } from '../shared/events/scheduler.js';
-import { type Env, modelFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
+import { type Env, modelFor, parseLimits, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.js';
 import {
   type LocalSweeper,
@@ -92,6 +93,9 @@ export async function startServe(options: ServeOptions): Promise<Served> {
   const runtime = await createLocalRuntime({
     dataDir: options.dataDir,
     model: modelFor(options.core),
+    // CLD_LIMITS (the approval time among them) and CLD_TOOL_APPROVAL, as the functions read them.
+    limits: parseLimits(options.core.CLD_LIMITS),
+    toolApproval: parseToolApproval(options.core.CLD_TOOL_APPROVAL),
     logLevel: options.logLevel ?? 'SILENT',
     ...(options.scheduling ? { scheduling: options.scheduling } : {}),
     ...(options.concurrency ? { concurrency: options.concurrency } : {}),

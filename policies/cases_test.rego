@@ -13,8 +13,11 @@ compiled := {fn: lib.index_rules(data.rules, granted) | some fn, granted in data
 
 decide(c) := d if {
 	idx := compiled
-	inp := {"actor": c.actor, "action": c.action, "resources": c.resources}
-	d := data.cld[c.function].decision with input as inp with data.cld.index as idx
+	inp := object.union(
+		{"actor": c.actor, "action": c.action, "resources": c.resources},
+		{k: v | some k in ["tool", "decision"]; v := c[k]},
+	)
+	d := data.cld[c.function].decision with input as inp with data.cld.index as idx with data.cld.approval as data.approval
 }
 
 cases_of(fn) := [c | some c in data.cases; c.function == fn]

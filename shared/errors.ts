@@ -18,7 +18,9 @@ export type ErrorCode =
   | 'DELIVERY_FAILED'
   | 'STALLED'
   | 'CHANNEL_ERROR'
-  | 'IDEMPOTENCY_CONFLICT';
+  | 'IDEMPOTENCY_CONFLICT'
+  | 'APPROVAL_DECIDED'
+  | 'APPROVAL_EXPIRED';
 
 /** Base class: every error the domain throws on purpose is a `CldError`. */
 export class CldError extends Error {
@@ -82,6 +84,23 @@ export class PolicyDeniedError extends CldError {
 export class IdempotencyConflictError extends CldError {
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('IDEMPOTENCY_CONFLICT', message, options);
+  }
+}
+
+/**
+ * An approval request has a decision already, and another one was given (the first decision is
+ * the only one: `details.decision` names it). The HTTP edge answers 409.
+ */
+export class ApprovalDecidedError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('APPROVAL_DECIDED', message, options);
+  }
+}
+
+/** An approval request expired before a decision was given; nothing was stored. The HTTP edge answers 410. */
+export class ApprovalExpiredError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('APPROVAL_EXPIRED', message, options);
   }
 }
 

@@ -58,7 +58,77 @@ decision(inp, index) := deny("actor is empty") if {
 	not has_resources(inp)
 } else := deny("no actor may delete resources") if {
 	inp.action == "delete"
-} else := verdict(inp, candidates(inp, index), placeholders(inp.actor))
+} else := approved(inp, verdict(inp, candidates(inp, index), placeholders(inp.actor)))
+
+# An `execute` the rules allow is still denied for the reason approval_denial gives, if any
+# (approvalDenial in shared/policy/rules.ts); other actions keep the rules' verdict.
+approved(inp, v) := v if {
+	not v.allow
+} else := v if {
+	inp.action != "execute"
+} else := deny(reason) if {
+	reason := approval_denial(inp)
+} else := v
+
+# The policy's default for tools whose catalog entry sets no `approval` (rules.json approval.always).
+default approval_always := []
+
+approval_always := data.cld.approval.always
+
+# A call of `tool` needs the user's approval: its entry says anything but "never", or says nothing
+# and its name matches a glob of approval_always.
+approval_required(tool) if {
+	object.get(tool, "approval", null) != null
+	tool.approval != "never"
+}
+
+approval_required(tool) if {
+	object.get(tool, "approval", null) == null
+	some g in approval_always
+	glob.match(g, [], tool.name)
+}
+
+# Same checks, order and reasons as approvalDenial (shared/policy/rules.ts); undefined = allowed.
+approval_denial(inp) := "execute names a call and at most one decision" if {
+	count(inp.resources) > 2
+} else := "execute names no tool" if {
+	not is_string(object.get(object.get(inp, "tool", {}), "name", null))
+} else := concat("", ["actor ", inp.actor.id, " does not run tool ", inp.tool.name]) if {
+	object.get(inp.actor, "tool", null) != inp.tool.name
+} else := approval_needed(inp) if {
+	approval_required(inp.tool)
+}
+
+approval_needed(inp) := concat("", ["tool ", inp.tool.name, " needs the approval of the conversation's user for each call"]) if {
+	count(inp.resources) < 2
+} else := concat("", [inp.resources[1], " is not a decision on ", inp.resources[0]]) if {
+	not startswith(inp.resources[1], concat("", [inp.resources[0], "/"]))
+} else := concat("", ["no facts of decision ", inp.resources[1]]) if {
+	not is_object(object.get(inp, "decision", null))
+} else := concat("", ["the conversation's user denied ", inp.resources[0]]) if {
+	object.get(inp.decision, "outcome", null) != "approve"
+} else := concat("", ["decision by ", text(object.get(inp.decision, "by", null)), ", not by the conversation's user ", text(object.get(inp.decision, "user", null))]) if {
+	not same_user(inp.decision)
+} else := concat("", ["decision at ", text(object.get(inp.decision, "decidedAt", null)), ", after the request expired at ", text(object.get(inp.decision, "expiresAt", null))]) if {
+	not in_time(inp.decision)
+}
+
+same_user(d) if {
+	is_string(d.by)
+	is_string(d.user)
+	d.by == d.user
+}
+
+in_time(d) if {
+	is_string(d.decidedAt)
+	is_string(d.expiresAt)
+	d.decidedAt <= d.expiresAt
+}
+
+# A string as it is; anything else as JavaScript's template literal prints undefined.
+text(x) := x if {
+	is_string(x)
+} else := "undefined"
 
 deny(reason) := {"allow": false, "reason": reason}
 

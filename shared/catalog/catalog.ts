@@ -35,7 +35,34 @@ export const ToolFileSchema = z.strictObject({
   description: z.string().min(1),
   parameters: ToolSchema.shape.function.shape.parameters,
   timeoutMs: z.number().int().positive().optional(),
+  /** Each call needs the conversation's user's approval (`always`) or not (`never`); absent: the policy's default. */
+  approval: z.enum(['always', 'never']).optional(),
 });
+
+/**
+ * Per-tool approval settings over the catalog files' (`CLD_TOOL_APPROVAL`, JSON
+ * `{"<tool name>": "always" | "never"}`): what an operator sets without editing a file.
+ */
+export const ToolApprovalSchema = z.record(
+  z.string().regex(/^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/),
+  z.enum(['always', 'never']),
+);
+export type ToolApproval = z.infer<typeof ToolApprovalSchema>;
+
+/**
+ * Parses `CLD_TOOL_APPROVAL` (undefined → no settings).
+ * @throws ValidationError for malformed JSON or a value other than `always`/`never`
+ */
+export function parseToolApproval(json: string | undefined): ToolApproval {
+  if (json === undefined || json.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (error) {
+    throw new ValidationError('CLD_TOOL_APPROVAL is not JSON', { cause: error });
+  }
+  return parseFile(ToolApprovalSchema, value, 'CLD_TOOL_APPROVAL');
+}
 
 /** Fixed creation time of catalog resources, so the catalog's content is the same on every machine. */
 const CATALOG_TIME = new Date('2026-01-01T00:00:00.000Z');
@@ -56,19 +83,27 @@ export function assistantFromFile(file: unknown): Assistant {
 /** Builds a Tool resource from a definition file. @throws ValidationError */
 export function toolFromFile(file: unknown): Tool {
   const def = parseFile(ToolFileSchema, file, 'tool');
-  const { description, parameters, timeoutMs, ...meta } = def;
+  const { description, parameters, timeoutMs, approval, ...meta } = def;
   return {
     meta: withMeta({ type: 'common.Tool', ...meta }, CATALOG_TIME),
     function: { name: def.name, description, parameters },
     timeoutMs: timeoutMs ?? 10_000,
+    ...(approval ? { approval } : {}),
   };
 }
 
-/** The default catalog's resources. @throws ValidationError when a file is malformed */
-export function defaultCatalog(): { assistants: Assistant[]; tools: Tool[] } {
+/**
+ * The default catalog's resources; `approval` sets the `approval` of the tools it names (a name
+ * that is no catalog tool is ignored).
+ * @throws ValidationError when a file is malformed
+ */
+export function defaultCatalog(approval: ToolApproval = {}): { assistants: Assistant[]; tools: Tool[] } {
   return {
     assistants: [apiReference, coordinator, editor, researcher].map(assistantFromFile),
-    tools: [graph, read, search].map(toolFromFile),
+    tools: [graph, read, search].map(toolFromFile).map((tool) => {
+      const setting = approval[tool.function.name];
+      return setting ? { ...tool, approval: setting } : tool;
+    }),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { type ApprovalView, approvalsOf } from '../domain/approval.js';
 import { NAMES, outputUrn } from '../domain/common.js';
 import { type ProgressOptions, type TurnStatus, turnProgress, worstStatus } from '../domain/progress.js';
 import { NotFoundError } from '../errors.js';
@@ -172,6 +173,13 @@ export interface ConversationView {
   messages: TurnView[];
   /** The latest final answer, when there is one. */
   answer?: AnswerView;
+  /**
+   * The conversation's requests for the user's approval of a tool call, at any task depth, newest
+   * first (shared/domain/approval.ts `ApprovalView`): `{id, urn, call, tool, input, task, status,
+   * requestedAt, expiresAt, decision?}`, `status` one of `pending`, `approved`, `denied`,
+   * `expired`. Decide a pending one with `POST /conversations/{id}/approvals/{approvalId}`.
+   */
+  approvals: ApprovalView[];
 }
 
 /**
@@ -187,7 +195,8 @@ export async function conversationView(
   options: ProgressOptions = { now: new Date() },
 ): Promise<ConversationView> {
   const urn = conversation.meta.id;
-  const { byParent, byUrn } = indexed(await resources.list(userActor(user, urn), urn));
+  const subtree = await resources.list(userActor(user, urn), urn);
+  const { byParent, byUrn } = indexed(subtree);
   const userMessages = (byParent.get(urn) ?? [])
     .filter((r): r is Message => r.meta.type === 'common.Message' && (r as Message).role === 'user')
     .sort(byCreation);
@@ -201,6 +210,7 @@ export async function conversationView(
     status: messages.length ? worstStatus(messages.map((m) => m.status)) : 'pending',
     messages,
     ...(answered ? { answer: answered } : {}),
+    approvals: approvalsOf(subtree, options.now),
   };
 }
 

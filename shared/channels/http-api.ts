@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Router, UnauthorizedError } from '@aws-lambda-powertools/event-handler/http';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
+import { decideApproval } from '../domain/approval.js';
 import { MAX_MESSAGE_CHARS } from '../domain/limits.js';
 import { ValidationError } from '../errors.js';
 import { startConversation } from '../runtime/conversation.js';
@@ -23,7 +24,11 @@ import { bodyLimit, sameRoute } from './request-guards.js';
  * The HTTP API (API Gateway HTTP API, payload format 2.0), routed with Powertools' `Router`:
  * - `POST /conversations` `{message, assistant?, tool?}` → 202 `{id, conversation, message, statusUrl}`
  * - `POST /conversations/{id}/messages` `{message}` → 202, same shape
- * - `GET /conversations/{id}` → the status view (conversations.ts)
+ * - `GET /conversations/{id}` → the status view (conversations.ts), its `approvals` included
+ * - `POST /conversations/{id}/approvals/{approvalId}` `{decision: "approve"|"deny", reason?}` →
+ *   200 `{approval}` (shared/domain/approval.ts `ApprovalView`); the same decision again → 200;
+ *   another decision → 409 `APPROVAL_DECIDED`; an expired request → 410 `APPROVAL_EXPIRED`;
+ *   an unknown request or someone else's conversation → 404
  * - `GET /resources/{urn}` → one resource, through the policy gate: of the caller's own
  *   conversations, or of the shared document corpora (what an answer's `citations` name)
  * An optional `Idempotency-Key` header makes a retried POST store nothing new; reused with another
@@ -53,6 +58,19 @@ export const StartConversationBodySchema = z.strictObject({
 export const AddMessageBodySchema = StartConversationBodySchema;
 
 const PathId = z.strictObject({ id: z.uuid({ message: 'conversation id must be a UUID' }) });
+
+const ApprovalPath = z.strictObject({
+  id: PathId.shape.id,
+  approvalId: z.string().regex(/^[0-9a-f]{16}$/, 'approval id must be 16 lowercase hex digits'),
+});
+
+/** Body of `POST /conversations/{id}/approvals/{approvalId}`. */
+export const DecideBodySchema = z.strictObject({
+  /** `approve` runs the call; `deny` answers it DENIED (the model sees the reason). */
+  decision: z.enum(['approve', 'deny']),
+  /** Why (optional, at most 1,000 characters). */
+  reason: z.string().trim().min(1).max(1_000).optional(),
+});
 
 /** What `POST` answers (202). */
 export interface Accepted {
@@ -178,6 +196,28 @@ export function createHttpApi(options: {
       );
     },
     { validation: { req: { path: PathId } } },
+  );
+
+  app.post(
+    '/conversations/:id/approvals/:approvalId',
+    async (reqCtx) => {
+      const deps = await options.deps();
+      const { id, approvalId } = reqCtx.valid.req.path;
+      const body = reqCtx.valid.req.body;
+      const user = reqCtx.get('user') as string;
+      const conversation = await ownConversation(deps.resources, user, httpConversationUrn(user, id));
+      const { view } = await decideApproval(deps.resources, {
+        user,
+        channel: 'http',
+        conversation,
+        request: approvalId,
+        decision: body.decision,
+        reason: body.reason,
+        now: deps.now(),
+      });
+      return Response.json({ approval: view });
+    },
+    { validation: { req: { path: ApprovalPath, body: DecideBodySchema } } },
   );
 
   // `{urn}` may hold `/` (encoded as %2F or not): a regex route takes the rest of the path.

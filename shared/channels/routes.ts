@@ -44,6 +44,13 @@ export const API_ROUTES: readonly ApiRoute[] = [
     description: 'Status, task tree and final answer of one of the caller’s conversations.',
   },
   {
+    method: 'POST',
+    path: '/conversations/{id}/approvals/{approvalId}',
+    function: 'http',
+    auth: 'jwt',
+    description: 'Approve or deny a pending tool call of one of the caller’s conversations.',
+  },
+  {
     method: 'GET',
     path: '/resources/{urn+}',
     function: 'http',

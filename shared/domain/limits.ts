@@ -54,6 +54,18 @@ export const LimitsSchema = z.strictObject({
    * its open messages with a `STALLED` error (shared/domain/sweep.ts).
    */
   maxRedrives: z.number().int().min(0).max(20).default(3),
+  /**
+   * How long a request for the user's approval of a tool call waits for a decision (ms) before it
+   * expires and the call is answered `DENIED` (`APPROVAL_EXPIRED`; shared/domain/approval.ts).
+   * Default 20 min: below the default wall-time budget (`conversationWallTimeMs`, which counts the
+   * wait), so an approval given in time never finds the budget used up. Raise both together.
+   */
+  approvalTtlMs: z
+    .number()
+    .int()
+    .min(1_000)
+    .max(30 * 24 * 60 * 60_000)
+    .default(20 * 60_000),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
 

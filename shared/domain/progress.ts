@@ -1,5 +1,13 @@
-import type { AnyResource, Message, Plan, Task, ToolCallResource } from '../resources/schemas.js';
+import type {
+  AnyResource,
+  ApprovalRequest,
+  Message,
+  Plan,
+  Task,
+  ToolCallResource,
+} from '../resources/schemas.js';
 import { childUrn, parentOf, rootOf } from '../urn.js';
+import { approvalIdOf, approvalStatus, approvalUrnOf, decisionUrnOf } from './approval.js';
 import { NAMES, outputUrn } from './common.js';
 
 /**
@@ -17,6 +25,7 @@ import { NAMES, outputUrn } from './common.js';
  * |---|---|---|
  * | no `plan.Plan` | the plan | the user Message (plan), and the Tasks already stored under it as below |
  * | a leaf Task without output, with a `tool.Call` without its result | the tool result | the `tool.Call` (tool) |
+ * | … whose `tool.Approval` has no decision and has not expired | the user's approval (never a stall) | nothing |
  * | a leaf Task without output, every call answered | the next model turn | the Task (assistant: charges the last turn, persists its calls, or calls the model) |
  * | a Task with an output, under a Task without output | its parent's count (and verdict) | the output (assistant: counts it; a complete round is supervised) |
  * | a root Task with an output, no answer | the plan step's count | the output (plan) |
@@ -138,7 +147,7 @@ export function turnProgress(message: Message, tree: ResourceTree, options: Prog
       lastProgress,
     };
   const plan = tree.byUrn.get(childUrn(urn, 'plan.Plan', NAMES.plan)) as Plan | undefined;
-  const pending: Pending = { waitingFor: [], redrive: [] };
+  const pending: Pending = { waitingFor: [], redrive: [], approvals: 0 };
   if (!plan) {
     pending.waitingFor.push('the plan');
     pending.redrive.push(urn);
@@ -148,7 +157,7 @@ export function turnProgress(message: Message, tree: ResourceTree, options: Prog
     for (const root of roots) {
       const output = tree.byUrn.get(outputUrn(root.meta.id));
       if (output) pending.redrive.push(output.meta.id);
-      else pendingOfTask(root, tree, pending);
+      else pendingOfTask(root, tree, pending, options.now);
     }
   } else {
     const roots = plan.tasks.map((task) => tree.byUrn.get(task) as Task | undefined);
@@ -164,7 +173,7 @@ export function turnProgress(message: Message, tree: ResourceTree, options: Prog
       if (output) pending.redrive.push(output.meta.id);
       else {
         open++;
-        pendingOfTask(root, tree, pending);
+        pendingOfTask(root, tree, pending, options.now);
       }
     }
     if (open === 0) {
@@ -172,7 +181,10 @@ export function turnProgress(message: Message, tree: ResourceTree, options: Prog
       pending.redrive.push(urn);
     }
   }
+  // A turn that only waits for people (pending approvals) is never stalled.
+  const onlyPeople = pending.approvals > 0 && pending.redrive.length === 0;
   const stalled =
+    !onlyPeople &&
     options.stallAfterMs !== undefined &&
     lastProgress !== undefined &&
     options.now.getTime() - Date.parse(lastProgress) > options.stallAfterMs;
@@ -188,10 +200,12 @@ export function turnProgress(message: Message, tree: ResourceTree, options: Prog
 interface Pending {
   waitingFor: string[];
   redrive: string[];
+  /** Calls waiting for the user's decision on an approval request that has not expired. */
+  approvals: number;
 }
 
 /** Collects what a task without output waits for (walking its subtasks) and what re-drives it. */
-function pendingOfTask(task: Task, tree: ResourceTree, pending: Pending): void {
+function pendingOfTask(task: Task, tree: ResourceTree, pending: Pending, now: Date): void {
   const children = tree.byParent.get(task.meta.id) ?? [];
   const subtasks = children.filter((r): r is Task => r.meta.type === 'plan.Task');
   const title = `"${task.title}"`;
@@ -202,7 +216,7 @@ function pendingOfTask(task: Task, tree: ResourceTree, pending: Pending): void {
       if (output) pending.redrive.push(output.meta.id);
       else {
         open++;
-        pendingOfTask(subtask, tree, pending);
+        pendingOfTask(subtask, tree, pending, now);
       }
     }
     if (open === 0) pending.waitingFor.push(`the supervisor's verdict on ${title}`);
@@ -213,6 +227,16 @@ function pendingOfTask(task: Task, tree: ResourceTree, pending: Pending): void {
     (call) => !tree.byUrn.has(childUrn(task.meta.id, 'common.Message', NAMES.result(call.meta.name))),
   );
   for (const call of unanswered) {
+    const request = tree.byUrn.get(approvalUrnOf(call.meta.id)) as ApprovalRequest | undefined;
+    const decided = request && tree.byUrn.has(decisionUrnOf(request.meta.id));
+    if (request && !decided && approvalStatus(request, undefined, now) === 'pending') {
+      // Waiting for a person is not a stall: nothing to re-drive until the decision or the expiry.
+      pending.waitingFor.push(
+        `the user's approval of tool ${call.call.name} for ${title} (request ${approvalIdOf(request.meta.id)}, expires ${request.expiresAt})`,
+      );
+      pending.approvals++;
+      continue;
+    }
     pending.waitingFor.push(`the result of tool ${call.call.name} for ${title}`);
     pending.redrive.push(call.meta.id);
   }

@@ -63,7 +63,7 @@ function objectCreated(bucket: string, shapes: readonly string[]): EventPattern 
  * - assistant: a Task (a leaf starts the inner loop), a Message under a Task (a tool result
  *   continues it; a turn, the only other such Message, is ignored) and a subtask's output
  *   (supervision);
- * - tool: a `tool.Call`;
+ * - tool: a `tool.Call`, and the `tool.Decision` on its approval request (shared/domain/approval.ts);
  * - reply: a Message under a Conversation (the final answer is delivered; a user Message is
  *   ignored) and the output of a task of depth 1 or 2 (the Slack progress message lists those).
  * @param bucket resources bucket name (a CDK token in the stack, the local bucket name locally)
@@ -96,6 +96,12 @@ export function routingTable(bucket: string): Route[] {
     route('ToolOnToolCall', 'tool', 'A persisted tool call is executed by the tool function.', [
       'Conversation-Message-*Task-Call',
     ]),
+    route(
+      'ToolOnDecision',
+      'tool',
+      "The user's decision on a call's approval request resumes the call: the tool function runs it, or answers it DENIED.",
+      ['Conversation-Message-*Task-Call-Approval-Decision'],
+    ),
     route(
       'ReplyOnConversationMessage',
       'reply',

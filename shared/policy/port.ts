@@ -23,8 +23,12 @@ export const ActorSchema = z.strictObject({
 });
 export type Actor = z.infer<typeof ActorSchema>;
 
-/** Actions a policy decides; there is deliberately no rule that grants `delete`. */
-export const ActionSchema = z.enum(['get', 'put', 'list', 'delete']);
+/**
+ * Actions a policy decides; there is deliberately no rule that grants `delete`. `execute` is the
+ * tool function running one call of a tool (resources: the `tool.Call`, then its `tool.Decision`
+ * when there is one), decided with {@link PolicyInput.tool} and {@link PolicyInput.decision}.
+ */
+export const ActionSchema = z.enum(['get', 'put', 'list', 'delete', 'execute']);
 export type Action = z.infer<typeof ActionSchema>;
 
 /** Input to a decision (OPA's `input`). */
@@ -33,6 +37,33 @@ export interface PolicyInput {
   action: Action;
   /** URNs the action touches (for `list`, the URN whose subtree is listed); all must be allowed. */
   resources: readonly string[];
+  /** For `execute`: the catalog facts of the tool run (its `approval` field, absent when unset). */
+  tool?: ExecuteTool;
+  /** For `execute` with a decision: facts of the stored `tool.Decision` and its `tool.Approval`. */
+  decision?: DecisionFacts;
+}
+
+/** The tool an `execute` runs, as its catalog entry has it. */
+export interface ExecuteTool {
+  /** Function name; must equal the actor's `tool`. */
+  name: string;
+  /** The catalog entry's `approval` (absent: the policy's default, rules.json `approval.always`). */
+  approval?: 'always' | 'never';
+}
+
+/**
+ * What the tool function read from storage about the decision it names in an `execute`: the
+ * stored `tool.Decision` (`decision`, `by`, `meta.createdAt`) and its `tool.Approval` (`user`,
+ * `expiresAt`). Times are ISO 8601 as `Date.toISOString()` writes them (compared as strings).
+ */
+export interface DecisionFacts {
+  outcome: 'approve' | 'deny';
+  /** Who decided. */
+  by: string;
+  /** The conversation's user, who alone may decide. */
+  user: string;
+  decidedAt: string;
+  expiresAt: string;
 }
 
 /** A decision: `reason` names the rule that allowed, or says why nothing did. */

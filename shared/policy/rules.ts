@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { ConfigError, ValidationError } from '../errors.js';
-import { divergentGlob, globToRegExp } from './glob.js';
+import { divergentGlob, globMatch, globToRegExp } from './glob.js';
 import type { Action, Actor, Decision, Policy, PolicyInput } from './port.js';
 
 /**
@@ -84,7 +84,7 @@ export const RuleSchema = z.strictObject({
   id: z.string().regex(/^[a-z][a-z0-9-]*$/, 'a kebab-case rule id'),
   description: z.string(),
   actor: z.enum(['plan', 'assistant', 'tool', 'user', 'system']),
-  actions: z.array(z.enum(['get', 'put', 'list'])).min(1),
+  actions: z.array(z.enum(['get', 'put', 'list', 'execute'])).min(1),
   /** OPA `glob.match` patterns with `/` as delimiter; a leading `{placeholder}` from the actor. */
   resources: z.array(PatternSchema).min(1),
 });
@@ -97,6 +97,14 @@ export const RulesDocumentSchema = z
     /** Function name (`plan`, `assistant`, `tool`, `http`, `slack`, `teams`, `reply`, `local`) → rule ids. */
     functions: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(z.string())).default({}),
     rules: z.array(RuleSchema),
+    /** The policy's default for tools whose catalog entry sets no `approval` (see {@link approvalDenial}). */
+    approval: z
+      .strictObject({
+        description: z.string(),
+        /** Globs over tool names (`*` any run of characters): such a tool needs approval of each call. */
+        always: z.array(z.string().regex(/^[A-Za-z0-9_*-]{1,64}$/, 'a tool name glob of A-Z a-z 0-9 _ - *')),
+      })
+      .default({ description: '', always: [] }),
   })
   .superRefine((document, context) => {
     const ids = new Set<string>();
@@ -153,9 +161,12 @@ export interface CompiledRule {
  */
 export type RuleIndex = Record<string, CompiledRule[]>;
 
-/** `data` for the OPA bundles: `{ cld: { index: { <function>: RuleIndex } } }`. */
+/**
+ * `data` for the OPA bundles: `{ cld: { index: { <function>: RuleIndex }, approval: { always } } }`
+ * (`approval.always`: the rules document's default list of tools that need approval).
+ */
 export interface PolicyData {
-  cld: { index: Record<string, RuleIndex> };
+  cld: { index: Record<string, RuleIndex>; approval: { always: string[] } };
 }
 
 /**
@@ -265,7 +276,7 @@ export function compileRules(document: unknown): PolicyData {
   const parsed = parseRulesDocument(document);
   const index: Record<string, RuleIndex> = {};
   for (const fn of Object.keys(parsed.functions)) index[fn] = indexRules(parsed, fn);
-  return { cld: { index } };
+  return { cld: { index, approval: { always: parsed.approval.always } } };
 }
 
 /** True when `value` is a URN by {@link URN_PATTERN} (what the policies accept as a resource). */
@@ -303,6 +314,7 @@ export class RulesPolicy implements Policy {
   /** The function whose rules apply (undefined: every rule of the document). */
   readonly function: string | undefined;
   private readonly index = new Map<string, MatchRule[]>();
+  private readonly approvalAlways: readonly string[];
 
   /**
    * @param document the rules document (policies/rules.json)
@@ -312,6 +324,7 @@ export class RulesPolicy implements Policy {
   constructor(document: unknown, options: { function?: string } = {}) {
     const parsed = parseRulesDocument(document);
     this.function = options.function;
+    this.approvalAlways = parsed.approval.always;
     for (const [key, rules] of Object.entries(indexRules(parsed, options.function))) {
       this.index.set(
         key,
@@ -336,8 +349,59 @@ export class RulesPolicy implements Policy {
       if (!rule) return deny(`no rule allows ${actor.kind} ${actor.id} to ${action} ${resource}`);
       lastRule = rule.id;
     }
+    if (action === 'execute') {
+      const denial = approvalDenial(input, this.approvalAlways);
+      if (denial !== undefined) return deny(denial);
+    }
     return { allow: true, reason: `allowed by ${lastRule}` };
   }
+}
+
+/** The reason an `execute` of tool `name` is denied for want of a decision (the tool step asks the user then). */
+export function needsApprovalReason(name: string): string {
+  return `tool ${name} needs the approval of the conversation's user for each call`;
+}
+
+/**
+ * True when a call of `tool` needs the approval of the conversation's user: its catalog entry says
+ * `always`, or says nothing and its name matches a glob of `always` (the policy's default for
+ * tools with side effects, rules.json `approval.always`); any other value than `never` counts as
+ * `always`. Same as `approval_required` in cld.rego.
+ */
+export function approvalRequired(
+  tool: { name: string; approval?: string | undefined },
+  always: readonly string[],
+): boolean {
+  // Fail safe: only `never` exempts a tool; a value other than `always` or `never` requires approval.
+  if (tool.approval !== undefined) return tool.approval !== 'never';
+  return always.some((glob) => globMatch(glob, tool.name));
+}
+
+/**
+ * Why an `execute` the rules allowed is still denied, or undefined (then it is allowed). Checked in
+ * this order (the same as `approval_denial` in policies/lib/cld.rego, same reasons):
+ * more than two resources; no `tool`; a `tool` other than the actor's; then, for a tool that needs
+ * approval ({@link approvalRequired}): no decision named ({@link needsApprovalReason}), a decision
+ * not under the call, no decision facts, a denial, a decision by someone other than the
+ * conversation's user, a decision made after the request expired.
+ */
+export function approvalDenial(input: PolicyInput, always: readonly string[]): string | undefined {
+  const { actor, resources, tool, decision } = input;
+  if (resources.length > 2) return 'execute names a call and at most one decision';
+  if (!tool || typeof tool.name !== 'string') return 'execute names no tool';
+  if (actor.tool !== tool.name) return `actor ${actor.id} does not run tool ${tool.name}`;
+  if (!approvalRequired(tool, always)) return undefined;
+  const [call, named] = resources as [string, string | undefined];
+  if (named === undefined) return needsApprovalReason(tool.name);
+  if (!named.startsWith(`${call}/`)) return `${named} is not a decision on ${call}`;
+  if (!decision) return `no facts of decision ${named}`;
+  if (decision.outcome !== 'approve') return `the conversation's user denied ${call}`;
+  const { by, user, decidedAt, expiresAt } = decision;
+  if (typeof by !== 'string' || typeof user !== 'string' || by !== user)
+    return `decision by ${by}, not by the conversation's user ${user}`;
+  if (typeof decidedAt !== 'string' || typeof expiresAt !== 'string' || decidedAt > expiresAt)
+    return `decision at ${decision.decidedAt}, after the request expired at ${decision.expiresAt}`;
+  return undefined;
 }
 
 function matches(rule: MatchRule, actor: Actor, resource: string): boolean {

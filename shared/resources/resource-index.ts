@@ -1,6 +1,6 @@
 import { LruCache } from '../cache/lru.js';
 import { NotFoundError, PolicyDeniedError, ValidationError } from '../errors.js';
-import type { Action, Actor, Policy } from '../policy/port.js';
+import type { Action, Actor, Decision, Policy, PolicyInput } from '../policy/port.js';
 import type { StorageInterface } from '../storage/port.js';
 import { keyOf, keyPrefixOf, parseUrn, urnOfKey } from '../urn.js';
 import { assertMetaConsistent } from './meta.js';
@@ -183,6 +183,14 @@ export class ResourceIndex {
     if (!this.cache) return resource;
     this.cache.set(urn, deepFreeze(resource), data.length);
     return resource;
+  }
+
+  /**
+   * The policy's decision on `input` as it is, for the actions that are not a storage access
+   * (`execute`: shared/domain/tool.ts asks before it runs a call). Never throws.
+   */
+  decide(input: PolicyInput): Decision {
+    return this.policy.evaluate(input);
   }
 
   /**

@@ -77,8 +77,19 @@ export const UsageSchema = z.strictObject({
 });
 export type Usage = z.infer<typeof UsageSchema>;
 
-/** Tool result status (seeds/tool-protocol.md `ToolStatus`). */
-export const ToolStatusSchema = z.enum(['OK', 'ERROR', 'TIMEOUT', 'NOT_FOUND', 'INVALID_ARGUMENTS']);
+/**
+ * Tool result status (seeds/tool-protocol.md `ToolStatus`), plus `DENIED`: a call that needed the
+ * user's approval was denied, or its request expired undecided (shared/domain/approval.ts; the
+ * result's `error.code` says which: `APPROVAL_DENIED`, `APPROVAL_EXPIRED`).
+ */
+export const ToolStatusSchema = z.enum([
+  'OK',
+  'ERROR',
+  'TIMEOUT',
+  'NOT_FOUND',
+  'INVALID_ARGUMENTS',
+  'DENIED',
+]);
 export type ToolStatus = z.infer<typeof ToolStatusSchema>;
 
 /** What the context window left out of a model call (seeds/context-assembly.md `droppedMessages`). */
@@ -174,8 +185,67 @@ export const ToolSchema = z.strictObject({
   }),
   /** Execution timeout, in milliseconds. */
   timeoutMs: z.number().int().positive().max(900_000).default(10_000),
+  /**
+   * Whether each call needs the approval of the conversation's user before it runs
+   * (shared/domain/approval.ts): `always` or `never`; absent, the policy's default decides
+   * (`approval.always` of policies/rules.json: tool names with side effects).
+   */
+  approval: z.enum(['always', 'never']).optional(),
 });
 export type Tool = z.infer<typeof ToolSchema>;
+
+/**
+ * `tool.Approval`: the request for the user's approval of one call of a tool that needs it, written
+ * by the tool function instead of running the call, directly under the `tool.Call` (name
+ * `approval`, so one per call). Its decision is a `tool.Decision` under it.
+ */
+export const ApprovalRequestSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  /** The call's tool function name and arguments, as the model gave them (what the user approves). */
+  tool: z.string().min(1).max(64),
+  input: z.unknown(),
+  /** Title of the task that asked (for display). */
+  task: z.string().max(200),
+  /** The conversation's user (`Conversation.actor`): the only one who may decide. */
+  user: z.string().min(1),
+  /** When the request expires undecided (ISO 8601); a decision after it is refused. */
+  expiresAt: z.iso.datetime(),
+});
+export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
+
+/**
+ * `tool.Decision`: the user's decision on a `tool.Approval`, directly under it (name `decision`,
+ * so the first decision is the only one). Only the channel functions (http, slack, teams) may
+ * write it, as the conversation's user (policies/rules.json `user-decide-call`); its
+ * `RESOURCE_PUT` resumes the call in the tool function.
+ */
+export const ApprovalDecisionSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  decision: z.enum(['approve', 'deny']),
+  /** Who decided (the channel's user id, e.g. `http:<sub>`, `slack:<team>:<user>`). */
+  by: z.string().min(1),
+  /** The channel the decision came through. */
+  channel: z.enum(['cli', 'http', 'slack', 'teams']),
+  /** Why, as the user gave it (shown to the model on a denial). */
+  reason: z.string().max(1_000).optional(),
+});
+export type ApprovalDecision = z.infer<typeof ApprovalDecisionSchema>;
+
+/**
+ * `tool.Execution`: the claim the tool function writes (create-only) before it runs an approved
+ * call, directly under the `tool.Approval` (name `execution`). Only the invocation that created
+ * it runs the call, so a duplicated or replayed decision event never runs it twice; a claim
+ * older than the tool's timeout without a result means the run died, and the call is answered
+ * with an ERROR rather than run again (at most once).
+ */
+export const ExecutionClaimSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  /** The decision the run is authorised by. */
+  decision: UrnSchema,
+  /** When the claim expires (ISO 8601): the tool's timeout after the claim. */
+  deadline: z.iso.datetime(),
+});
+export type ExecutionClaim = z.infer<typeof ExecutionClaimSchema>;
 
 /** `tool.Call`: one requested tool call, stored under its task; the tool function reacts to it. */
 export const ToolCallResourceSchema = z.strictObject({
@@ -260,6 +330,9 @@ export const RESOURCE_SCHEMAS = {
   'plan.Plan': PlanSchema,
   'plan.Verdict': VerdictSchema,
   'tool.Call': ToolCallResourceSchema,
+  'tool.Approval': ApprovalRequestSchema,
+  'tool.Decision': ApprovalDecisionSchema,
+  'tool.Execution': ExecutionClaimSchema,
   'doc.Document': DocumentSchema,
   'doc.Chunk': ChunkSchema,
   'doc.Graph': GraphSchema,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import { Logger } from '@aws-lambda-powertools/logger';
 import * as z from 'zod';
-import { defaultCatalog } from '../catalog/catalog.js';
+import { defaultCatalog, parseToolApproval, type ToolApproval } from '../catalog/catalog.js';
 import { TOKENIZER_RANKS_ENV, tokenizerRanksFile } from '../context/tokens.js';
 import { type Limits, LimitsSchema } from '../domain/limits.js';
 import { ConfigError } from '../errors.js';
@@ -59,6 +59,11 @@ export const EnvSchema = z.object({
   AWS_REGION: z.string().min(1).optional(),
   /** Limits as JSON (see domain/limits.ts); absent → defaults. */
   CLD_LIMITS: z.string().optional(),
+  /**
+   * Which catalog tools need the user's approval of each call, as JSON `{"<tool>": "always" |
+   * "never"}` over the catalog files' `approval` (shared/catalog/catalog.ts `parseToolApproval`).
+   */
+  CLD_TOOL_APPROVAL: z.string().optional(),
   POWERTOOLS_LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT']).optional(),
   /** Directory of the function's policy bundle: `rules.json`, `<CLD_FUNCTION>.wasm` when built (shared/policy/select.ts). */
   CLD_POLICY_DIR: z.string().min(1).optional(),
@@ -420,6 +425,8 @@ export async function assembleDeps(options: {
   function?: string;
   /** Embedder for election and hybrid retrieval (default: the offline hashing embedder). */
   embedder?: Embedder;
+  /** Approval settings over the catalog's tools (`CLD_TOOL_APPROVAL`). */
+  toolApproval?: ToolApproval;
 }): Promise<Deps> {
   const uses = options.uses ?? EVERYTHING;
   const embedder = options.embedder ?? new HashingEmbedder();
@@ -428,7 +435,7 @@ export async function assembleDeps(options: {
     options.policy ?? builtinPolicy(),
     options.resourceCache,
   );
-  const catalog = defaultCatalog();
+  const catalog = defaultCatalog(options.toolApproval);
   let tools: { search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> };
   if (uses.tools) tools = await loadTools(options.indexStorage, resources, embedder);
   else tools = { search: new UnusedSearch(options.function), tools: new Map() };
@@ -483,6 +490,12 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
     ...(env.POWERTOOLS_LOG_LEVEL ? { logLevel: env.POWERTOOLS_LOG_LEVEL } : {}),
   });
   const limits = parseLimits(env.CLD_LIMITS);
+  let toolApproval: ToolApproval;
+  try {
+    toolApproval = parseToolApproval(env.CLD_TOOL_APPROVAL);
+  } catch (error) {
+    throw new ConfigError((error as Error).message, { cause: error });
+  }
   const selected = await selectPolicy({
     policyDir: env.CLD_POLICY_DIR,
     wasmDir: env.CLD_POLICY_WASM_DIR,
@@ -511,6 +524,7 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
     policy,
     uses,
     embedder,
+    toolApproval,
     ...(fn ? { function: fn } : {}),
   };
   if (env.CLD_BUCKET) {

@@ -6,6 +6,7 @@ import { handler as assistantHandler } from '../../functions/assistant/handler.j
 import { handler as planHandler } from '../../functions/plan/handler.js';
 import { handler as replyHandler } from '../../functions/reply/handler.js';
 import { handler as toolHandler } from '../../functions/tool/handler.js';
+import type { ToolApproval } from '../catalog/catalog.js';
 import { deadLetterStep } from '../domain/dead-letter.js';
 import type { Limits } from '../domain/limits.js';
 import { type ResourceEvent, toResourcePut } from '../events/envelope.js';
@@ -46,6 +47,8 @@ export interface LocalRuntimeOptions {
   /** Embedder for election and hybrid retrieval (default: the offline hashing embedder). */
   embedder?: Embedder;
   limits?: Partial<Limits>;
+  /** Approval settings over the catalog's tools (`CLD_TOOL_APPROVAL`, shared/catalog/catalog.ts). */
+  toolApproval?: ToolApproval;
   faults?: DeliveryFaults;
   /** Invocations at once (default 4). */
   concurrency?: number;
@@ -159,6 +162,7 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
     model: options.model ?? new OfflineChatModel(),
     ...(options.embedder ? { embedder: options.embedder } : {}),
     limits: parseLimits(undefined, options.limits),
+    ...(options.toolApproval ? { toolApproval: options.toolApproval } : {}),
     projections: injector ? injector.wrapProjections(projections) : projections,
     idempotency: new LocalPersistenceLayer(join(options.dataDir, 'projections')),
     openConversations,
