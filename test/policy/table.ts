@@ -24,9 +24,13 @@ const CaseSchema = z.strictObject({
   why: z.string().min(1),
   // Cases include deliberately broken actors (empty id, missing or malformed placeholders).
   actor: z.looseObject({ kind: z.string(), id: z.string() }),
-  action: z.enum(['get', 'put', 'list', 'delete']),
+  action: z.enum(['get', 'put', 'list', 'delete', 'execute']),
   // Cases include a non-string resource on purpose.
   resources: z.array(z.unknown()),
+  /** For `execute`: the tool's catalog facts (shared/policy/port.ts `ExecuteTool`). */
+  tool: z.looseObject({ name: z.string() }).optional(),
+  /** For `execute` with a decision: the decision's facts (`DecisionFacts`). */
+  decision: z.looseObject({}).optional(),
   allow: z.boolean(),
   reason: z.string().min(1),
 });
@@ -60,6 +64,8 @@ export function inputOf(c: Case): PolicyInput {
     actor: c.actor as unknown as Actor,
     action: c.action as Action,
     resources: c.resources as string[],
+    ...(c.tool ? { tool: c.tool as unknown as PolicyInput['tool'] } : {}),
+    ...(c.decision ? { decision: c.decision as unknown as PolicyInput['decision'] } : {}),
   };
 }
 
