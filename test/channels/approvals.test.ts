@@ -87,7 +87,9 @@ async function answered(url: string, id: string): Promise<ConversationView> {
     const v = await view(url, id);
     // A search call needs approval each time: approve every one the model makes.
     for (const approval of v.approvals.filter((a) => a.status === 'pending'))
-      await call(url, 'POST', `/conversations/${id}/approvals/${approval.id}`, ALICE, { decision: 'approve' });
+      await call(url, 'POST', `/conversations/${id}/approvals/${approval.id}`, ALICE, {
+        decision: 'approve',
+      });
     return v.status === 'done' || v.status === 'failed' ? v : undefined;
   }, 30_000);
 }
@@ -147,11 +149,9 @@ describe('approval of tool calls over HTTP', () => {
     expect(done.answer?.content.length).toBeGreaterThan(0);
     const task = pending.call.slice(0, pending.call.lastIndexOf('/'));
     const result = await until(async () => {
-      const resources = await served.runtime.deps.resources.list(
-        { kind: 'system', id: 'operator' },
-        task,
-        { type: 'common.Message' },
-      );
+      const resources = await served.runtime.deps.resources.list({ kind: 'system', id: 'operator' }, task, {
+        type: 'common.Message',
+      });
       return (resources as Message[]).find((m) => m.role === 'tool' && m.status === 'DENIED');
     });
     expect(result.error).toEqual({
@@ -168,9 +168,11 @@ describe('approval of tool calls over HTTP', () => {
     expect((await call(served.url, 'POST', path, ALICE, { decision: 'maybe' })).status).toBe(400);
     expect((await call(served.url, 'POST', path, ALICE, { decision: 'approve', extra: 1 })).status).toBe(400);
     expect(
-      (await call(served.url, 'POST', `/conversations/${id}/approvals/0000000000000000`, ALICE, {
-        decision: 'approve',
-      })).status,
+      (
+        await call(served.url, 'POST', `/conversations/${id}/approvals/0000000000000000`, ALICE, {
+          decision: 'approve',
+        })
+      ).status,
     ).toBe(404);
     expect((await call(served.url, 'POST', path, ALICE, { decision: 'deny' })).status).toBe(200);
     expect((await call(served.url, 'POST', path, ALICE, { decision: 'deny' })).status).toBe(200);

@@ -258,6 +258,31 @@ describe('routingTable', () => {
     ['a nested task', SUB, ['assistant']],
     ['a tool call under a root task', childUrn(T, 'tool.Call', 'tooluse-1'), ['tool']],
     ['a tool call under a subtask', childUrn(SUB, 'tool.Call', 'tooluse-2'), ['tool']],
+    // The user's decision on an approval request resumes the call (shared/domain/approval.ts);
+    // the request and the run's claim reach no step.
+    [
+      'an approval request under a call',
+      childUrn(childUrn(T, 'tool.Call', 'tooluse-1'), 'tool.Approval', 'approval'),
+      [],
+    ],
+    [
+      "the user's decision on a call of a subtask",
+      childUrn(
+        childUrn(childUrn(SUB, 'tool.Call', 'tooluse-2'), 'tool.Approval', 'approval'),
+        'tool.Decision',
+        'decision',
+      ),
+      ['tool'],
+    ],
+    [
+      'the claim of an approved run',
+      childUrn(
+        childUrn(childUrn(T, 'tool.Call', 'tooluse-1'), 'tool.Approval', 'approval'),
+        'tool.Execution',
+        'execution',
+      ),
+      [],
+    ],
     // A Message under a task reaches the assistant only (a tool result continues the inner loop,
     // a turn is ignored); a task's output has the shape `Output`.
     [

@@ -280,6 +280,9 @@ describe('parseResource', () => {
         'plan.Task',
         'plan.Verdict',
         'tool.Call',
+        'tool.Approval',
+        'tool.Decision',
+        'tool.Execution',
       ].sort(),
     );
   });
