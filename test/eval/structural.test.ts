@@ -60,6 +60,7 @@ describe('scoreStructural', () => {
   it('hits when a graph result describes the subject, the answer cites its sources and lists every term', () => {
     expect(scoreStructural(PROPS, observed())).toEqual({
       id: 'g90',
+      heldOut: false,
       graph: true,
       subject: true,
       cited: true,
@@ -139,16 +140,21 @@ describe('scoreStructural', () => {
 });
 
 describe('structuralTable', () => {
-  it('prints one row per question and the rates over all of them', () => {
+  it('prints one row per question (held-out starred) and the rates over tuning, held-out and all', () => {
     const table = structuralTable([
       scoreStructural(PROPS, observed()),
-      scoreStructural(PROPS, observed({ answer: 'Only `versioned`.', citations: [] })),
+      scoreStructural(
+        { ...PROPS, id: 'g91', heldOut: true },
+        observed({ answer: 'Only `versioned`.', citations: [] }),
+      ),
     ]);
     const lines = table.split('\n');
 
-    expect(lines).toHaveLength(5);
+    expect(lines).toHaveLength(7);
     expect(lines[2]).toBe('| g90 | ✓ | ✓ | ✓ | 2/2 | ✓ | 12 |');
-    expect(lines[3]).toBe('| g90 | ✓ | ✓ | · | 1/2 (missing eventBridgeEnabled) | · | 12 |');
-    expect(lines[4]).toBe('| all (2) | 100 % | 100 % | 50 % | 75 % | 50 % | |');
+    expect(lines[3]).toBe('| g91* | ✓ | ✓ | · | 1/2 (missing eventBridgeEnabled) | · | 12 |');
+    expect(lines[4]).toBe('| tuning (1) | 100 % | 100 % | 100 % | 100 % | 100 % | |');
+    expect(lines[5]).toBe('| held out (1) | 100 % | 100 % | 0 % | 50 % | 0 % | |');
+    expect(lines[6]).toBe('| all (2) | 100 % | 100 % | 50 % | 75 % | 50 % | |');
   });
 });
