@@ -174,8 +174,15 @@ export interface DescribeResult {
   /** `[subject, predicate]` pairs pointing at the entity, bounded likewise. */
   incoming: [string, string][];
   totals: { outgoing: number; incoming: number };
-  /** Members (properties, methods, enum members) of a type, each with its own triples. */
+  /**
+   * Members (properties, methods, enum members) of a type, each with its own triples: those it
+   * declares and those it inherits along `jsii:extends` (base classes; base interfaces of an
+   * interface or struct), nearest declaration first. An inherited member has `inheritedFrom`,
+   * the base that declares it.
+   */
   members?: Record<string, Record<string, string>>;
+  /** Bases whose members are missing because reading them would pass {@link MAX_SHARDS_PER_QUERY}. */
+  basesNotRead?: string[];
   sources: string[];
 }
 
@@ -224,14 +231,10 @@ export async function describeEntity(
   const members: Record<string, Record<string, string>> = {};
   for (const q of outgoingQuads) {
     if (!memberPredicates.has(q.predicate.value)) continue;
-    const facts: Record<string, string> = {};
-    for (const m of session.match(q.object, null, null)) {
-      if (m.predicate.equals(V.type)) continue;
-      facts[compactIri(m.predicate.value)] =
-        m.object.termType === 'Literal' ? m.object.value : formatTerm(m.object);
-    }
+    const facts = memberFacts(session, q.object);
     members[facts['rdfs:label'] ?? formatTerm(q.object)] = facts;
   }
+  const basesNotRead = await addInheritedMembers(session, subject, members, memberPredicates);
   const result: DescribeResult = {
     entity: formatTerm(subject),
     outgoing: outgoingQuads
@@ -245,7 +248,59 @@ export async function describeEntity(
     sources: [...session.usedUrns(), ...citedChunks(session, subject, outgoingQuads, memberPredicates)],
   };
   if (Object.keys(members).length > 0) result.members = members;
+  if (basesNotRead.length > 0) result.basesNotRead = basesNotRead;
   return result;
+}
+
+/** Most bases `describe` walks for inherited members. */
+const MAX_BASES = 24;
+
+/** A member's triples as `compact predicate → value` (literals as their text), without `rdf:type`. */
+function memberFacts(session: QuerySession, member: Term): Record<string, string> {
+  const facts: Record<string, string> = {};
+  for (const m of session.match(member, null, null)) {
+    if (m.predicate.equals(V.type)) continue;
+    facts[compactIri(m.predicate.value)] =
+      m.object.termType === 'Literal' ? m.object.value : formatTerm(m.object);
+  }
+  return facts;
+}
+
+/**
+ * Adds to `members` what `subject` inherits: breadth-first along `jsii:extends` (nearest base
+ * first, each base once, at most {@link MAX_BASES}), loading each base's shard; a member already
+ * present (declared lower down) is kept. Returns the bases left unread because their shards
+ * would pass the query's shard limit.
+ */
+async function addInheritedMembers(
+  session: QuerySession,
+  subject: Term,
+  members: Record<string, Record<string, string>>,
+  memberPredicates: ReadonlySet<string>,
+): Promise<string[]> {
+  const notRead: string[] = [];
+  const seen = new Set<string>([subject.value]);
+  const queue = session.match(subject, V.extends, null).map((q) => q.object);
+  while (queue.length > 0 && seen.size <= MAX_BASES) {
+    const base = queue.shift() as Term;
+    if (base.termType !== 'NamedNode' || seen.has(base.value)) continue;
+    seen.add(base.value);
+    try {
+      await session.ensureFor(base);
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      notRead.push(formatTerm(base));
+      continue;
+    }
+    for (const q of session.match(base, null, null)) {
+      if (q.predicate.equals(V.extends)) queue.push(q.object);
+      if (!memberPredicates.has(q.predicate.value)) continue;
+      const facts = memberFacts(session, q.object);
+      const label = facts['rdfs:label'] ?? formatTerm(q.object);
+      if (!(label in members)) members[label] = { ...facts, inheritedFrom: formatTerm(base) };
+    }
+  }
+  return notRead;
 }
 
 /** Chunks that name the entity or its members, the most often named first (at most 10). */

@@ -60,10 +60,15 @@ export function entityNames(question: string): string[] {
   return cleaned.sort((a, b) => score(b) - score(a));
 }
 
-/** The graph call for a structural question: patterns for "implement", else `describe`. */
+/**
+ * The graph call for a structural question: patterns when it asks what implements the entity
+ * (the name comes after "implement": "which classes implement IGrantable"), else `describe`
+ * (which also answers "what does Rule implement").
+ */
 export function graphCallFor(question: string): Record<string, JsonValue> {
   const [name] = entityNames(question);
-  if (/\bimplement\w*\b/i.test(question) && name) {
+  const implement = question.search(/\bimplement\w*\b/i);
+  if (name && implement !== -1 && question.indexOf(name, implement) !== -1) {
     const label = name.slice(name.lastIndexOf('.') + 1);
     return {
       patterns: [
@@ -123,14 +128,16 @@ export function graphAnswer(question: string, result: unknown): string | undefin
         const optional = m['jsii:optional'] === 'true' ? 'optional' : 'required';
         const fallback = m['jsii:default'] !== undefined ? `; default: ${m['jsii:default']}` : '';
         const text = m['rdfs:comment'] ? ` — ${m['rdfs:comment']}` : '';
-        lines.push(`- \`${label}\` (${m['jsii:valueType']}, ${optional}${fallback})${text}`);
+        lines.push(`- \`${label}\` (${m['jsii:valueType']}, ${optional}${fallback}${from(m)})${text}`);
       }
     }
     if (properties.length > 0 && asksMethods) lines.push(`It has ${properties.length} properties.`);
     if (methods.length > 0 && asksMethods) {
       lines.push('', `${methods.length} methods:`);
       for (const [, m] of methods)
-        lines.push(`- \`${m['jsii:signature']}\`${m['rdfs:comment'] ? ` — ${m['rdfs:comment']}` : ''}`);
+        lines.push(
+          `- \`${m['jsii:signature']}\`${m.inheritedFrom ? ` (${from(m).slice(2)})` : ''}${m['rdfs:comment'] ? ` — ${m['rdfs:comment']}` : ''}`,
+        );
     }
     if (enumMembers.length > 0)
       lines.push('', `Members: ${enumMembers.map(([label]) => code(label)).join(', ')}.`);
@@ -146,6 +153,11 @@ export function graphAnswer(question: string, result: unknown): string | undefin
     for (const value of values) lines.push(`- ${code(value)}`);
   } else return undefined;
   return `${lines.map((line) => line.replace(/\s*\n\s*/g, ' ')).join('\n')}${sourceList(sources)}`;
+}
+
+/** `; from \`Base\`` for an inherited member (describe's `inheritedFrom`), else nothing. */
+function from(member: Record<string, string>): string {
+  return member.inheritedFrom ? `; from ${code(member.inheritedFrom)}` : '';
 }
 
 function sourceList(sources: readonly string[]): string {

@@ -142,8 +142,10 @@ async function main(): Promise<void> {
   } finally {
     removeConversations(dataDir);
   }
-  console.log(`\n${table(results, values.verbose === true)}`);
-  console.log(`\n${summary(results)}`);
+  if (results.length > 0) {
+    console.log(`\n${table(results, values.verbose === true)}`);
+    console.log(`\n${summary(results)}`);
+  }
   if (structuralScores.length > 0)
     console.log(`\nStructural questions (graph):\n${structuralTable(structuralScores)}`);
   if (values.json) writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);

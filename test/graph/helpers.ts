@@ -4,8 +4,9 @@ import { join } from 'node:path';
 
 /**
  * A small jsii assembly in the shape of aws-cdk-lib's (the published jsii spec): a module
- * `aws_s3` with a props struct, an interface hierarchy, a class hierarchy and an enum, and a
- * module `aws_iam` whose interface the s3 class satisfies through its bases.
+ * `aws_s3` with a props struct, an interface hierarchy, a class hierarchy (whose root base,
+ * `Resource`, is in the root module) and an enum, and a module `aws_iam` whose interface the s3
+ * class satisfies through its bases.
  */
 export function smallAssembly(): Record<string, unknown> {
   const t = (fqn: string, rest: Record<string, unknown>) => ({
@@ -33,13 +34,21 @@ export function smallAssembly(): Record<string, unknown> {
         kind: 'class',
         namespace: 'aws_s3',
         abstract: true,
+        base: 'demo-lib.Resource',
         interfaces: ['demo-lib.aws_s3.IBucket'],
+        properties: [
+          { name: 'bucketArn', type: { primitive: 'string' }, docs: { summary: 'The ARN (base).' } },
+        ],
+        methods: [{ name: 'grantWrite', docs: { summary: 'Grants write permissions.' } }],
       }),
       'demo-lib.aws_s3.Bucket': t('demo-lib.aws_s3.Bucket', {
         kind: 'class',
         namespace: 'aws_s3',
         base: 'demo-lib.aws_s3.BucketBase',
         docs: { summary: 'An S3 bucket.' },
+        properties: [
+          { name: 'bucketArn', type: { primitive: 'string' }, docs: { summary: 'The ARN of this bucket.' } },
+        ],
         methods: [
           {
             name: 'grantRead',
@@ -86,6 +95,12 @@ export function smallAssembly(): Record<string, unknown> {
         members: [{ name: 'S3_MANAGED' }, { name: 'KMS' }],
       }),
       'demo-lib.Stack': t('demo-lib.Stack', { kind: 'class', docs: { summary: 'A root stack.' } }),
+      'demo-lib.Resource': t('demo-lib.Resource', {
+        kind: 'class',
+        abstract: true,
+        docs: { summary: 'A construct that is a resource.' },
+        methods: [{ name: 'applyRemovalPolicy', docs: { summary: 'Sets the removal policy.' } }],
+      }),
     },
   };
 }

@@ -49,6 +49,43 @@ describe('the offline model and the graph tool', () => {
     expect(nextGraphCall('Which classes implement IGrantable?', [], new Set())).toMatchObject({
       patterns: [['?interface', 'rdfs:label', '"IGrantable"'], expect.any(Array), expect.any(Array)],
     });
+    expect(
+      nextGraphCall('What does aws_events.Rule extend, and what does it implement?', [], new Set()),
+    ).toEqual({
+      describe: 'aws_events.Rule',
+    });
+  });
+
+  it('says which base an inherited property or method comes from', () => {
+    const result = {
+      entity: 'type:demo.TableProps',
+      outgoing: [['rdf:type', 'jsii:Struct']],
+      members: {
+        partitionKey: {
+          'rdfs:label': 'partitionKey',
+          'jsii:valueType': 'Attribute',
+          'jsii:optional': 'false',
+          inheritedFrom: 'type:demo.SchemaOptions',
+        },
+        grant: {
+          'rdfs:label': 'grant',
+          'jsii:signature': 'grant(grantee: IGrantable)',
+          inheritedFrom: 'type:demo.TableBase',
+        },
+        tableName: { 'rdfs:label': 'tableName', 'jsii:valueType': 'string', 'jsii:optional': 'true' },
+      },
+      sources: [],
+    };
+
+    expect(graphAnswer('What properties does TableProps take?', result)).toContain(
+      '- `partitionKey` (Attribute, required; from `demo.SchemaOptions`)',
+    );
+    expect(graphAnswer('What properties does TableProps take?', result)).toContain(
+      '- `tableName` (string, optional)',
+    );
+    expect(graphAnswer('What methods does Table have?', result)).toContain(
+      '- `grant(grantee: IGrantable)` (from `demo.TableBase`)',
+    );
   });
 
   it('resolves an ambiguous name to the candidate whose module the question names, once', () => {

@@ -71,6 +71,31 @@ describe('the graph tool', () => {
     expect(result.sources.some((s) => /\/doc\.Chunk\.[0-9a-f]{16}$/.test(s))).toBe(true);
   });
 
+  it('describes a class with the members it inherits along its bases, across modules, its own declaration first', async () => {
+    const result = (await call({ describe: 'aws_s3.Bucket' })) as {
+      members: Record<string, Record<string, string>>;
+      sources: string[];
+      basesNotRead?: string[];
+    };
+
+    expect(Object.keys(result.members).sort()).toEqual([
+      'applyRemovalPolicy',
+      'bucketArn',
+      'grantRead',
+      'grantWrite',
+    ]);
+    expect(result.members.grantRead?.inheritedFrom).toBeUndefined();
+    expect(result.members.bucketArn).toMatchObject({ 'rdfs:comment': 'The ARN of this bucket.' });
+    expect(result.members.bucketArn?.inheritedFrom).toBeUndefined();
+    expect(result.members.grantWrite?.inheritedFrom).toBe('type:demo-lib.aws_s3.BucketBase');
+    expect(result.members.applyRemovalPolicy).toMatchObject({
+      inheritedFrom: 'type:demo-lib.Resource',
+      'jsii:signature': 'applyRemovalPolicy()',
+    });
+    expect(result.basesNotRead).toBeUndefined();
+    expect(result.sources.filter((s) => s.includes('/doc.Graph.'))).toHaveLength(2);
+  });
+
   it('joins patterns across modules: classes that conform to an interface of another module', async () => {
     const result = await call({
       patterns: [
