@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { GenerationalMemo } from './cache/memo.js';
 import { InvalidUrnError } from './errors.js';
 
 /**
@@ -56,18 +57,41 @@ export interface UrnElement {
   hash: string;
 }
 
-/** A parsed URN: the original string plus its elements, root first. */
+/** A parsed URN: the original string plus its elements, root first (frozen: parses are shared). */
 export interface ParsedUrn {
-  urn: string;
-  elements: UrnElement[];
+  readonly urn: string;
+  readonly elements: readonly Readonly<UrnElement>[];
 }
 
 /**
- * Parses a URN strictly.
+ * Valid URNs parsed recently (per process; at most 2 × 10,000): a URN is parsed on every get,
+ * put, key and policy check of its resource, and the parse of a string never changes. Failures
+ * are not kept (they are rare and throw anyway).
+ */
+const parsedUrns = new GenerationalMemo<string, ParsedUrn>(10_000);
+
+/** Shapes ({@link shapeOf}) and keys ({@link keyOf}) of recent URNs, URNs of recent keys ({@link urnOfKey}; `''`: not a resource key). */
+const shapes = new GenerationalMemo<string, string>(10_000);
+const keys = new GenerationalMemo<string, string>(10_000);
+const urnsOfKeys = new GenerationalMemo<string, string>(10_000);
+
+/**
+ * Parses a URN strictly. The result is frozen and may be shared with other callers (valid
+ * URNs are remembered, see `parsedUrns`).
  * @throws InvalidUrnError for a wrong scheme, unknown namespace, empty element, `..`,
  *   malformed element or a storage key over {@link MAX_KEY_BYTES} bytes.
  */
 export function parseUrn(input: unknown): ParsedUrn {
+  if (typeof input === 'string') {
+    const known = parsedUrns.get(input);
+    if (known) return known;
+  }
+  const parsed = parseUrnStrictly(input);
+  parsedUrns.set(parsed.urn, parsed);
+  return parsed;
+}
+
+function parseUrnStrictly(input: unknown): ParsedUrn {
   if (typeof input !== 'string') throw new InvalidUrnError(`URN must be a string, got ${typeof input}`);
   const prefix = `${URN_NAMESPACE}:`;
   if (!input.startsWith(prefix)) {
@@ -94,9 +118,9 @@ export function parseUrn(input: unknown): ParsedUrn {
     if (!(KNOWN_NAMESPACES as readonly string[]).includes(namespace)) {
       throw new InvalidUrnError(`URN element "${part}" has unknown namespace "${namespace}"`);
     }
-    return { type: `${namespace}.${name}`, namespace, name, hash };
+    return Object.freeze({ type: `${namespace}.${name}`, namespace, name, hash });
   });
-  const parsed = { urn: input, elements };
+  const parsed: ParsedUrn = Object.freeze({ urn: input, elements: Object.freeze(elements) });
   // `Output` is one byte shorter than `Message`: hash only when that byte decides.
   const plain = keyBytesOf(parsed, false);
   if (plain > MAX_KEY_BYTES && !(plain === MAX_KEY_BYTES + 1 && isTaskOutput(parsed)))
@@ -201,10 +225,14 @@ export function ancestorsOf(urn: string): string[] {
  * @throws InvalidUrnError
  */
 export function shapeOf(urn: string): string {
+  const known = shapes.get(urn);
+  if (known !== undefined) return known;
   const parsed = parseUrn(urn);
   const names = parsed.elements.map((element) => element.name);
   if (isTaskOutput(parsed)) names[names.length - 1] = OUTPUT_SHAPE;
-  return names.join(SHAPE_JOINER);
+  const shape = names.join(SHAPE_JOINER);
+  shapes.set(urn, shape);
+  return shape;
 }
 
 /**
@@ -215,8 +243,12 @@ export function shapeOf(urn: string): string {
  * @throws InvalidUrnError
  */
 export function keyOf(urn: string): string {
+  const known = keys.get(urn);
+  if (known !== undefined) return known;
   const shape = shapeOf(urn);
-  return `${KEY_PREFIX}${urn.slice(URN_NAMESPACE.length + 1)}${SHAPE_SEPARATOR}${shape}${KEY_SUFFIX}`;
+  const key = `${KEY_PREFIX}${urn.slice(URN_NAMESPACE.length + 1)}${SHAPE_SEPARATOR}${shape}${KEY_SUFFIX}`;
+  keys.set(urn, key);
+  return key;
 }
 
 /**
@@ -235,6 +267,15 @@ export function keyPrefixOf(urn: string): string {
  * Never throws: keys come from listings and events and are validated by the caller.
  */
 export function urnOfKey(key: string): string | undefined {
+  let urn = urnsOfKeys.get(key);
+  if (urn === undefined) {
+    urn = urnOfKeyStrictly(key) ?? '';
+    urnsOfKeys.set(key, urn);
+  }
+  return urn === '' ? undefined : urn;
+}
+
+function urnOfKeyStrictly(key: string): string | undefined {
   if (!key.startsWith(KEY_PREFIX) || !key.endsWith(KEY_SUFFIX)) return undefined;
   const body = key.slice(KEY_PREFIX.length, -KEY_SUFFIX.length);
   const separator = body.indexOf(SHAPE_SEPARATOR);

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
 import * as z from 'zod';
 import { LruCache } from '../cache/lru.js';
+import { GenerationalMemo } from '../cache/memo.js';
 import { ConfigError } from '../errors.js';
 
 /**
@@ -111,13 +112,33 @@ let encoder: Tiktoken | undefined;
 const MEMO_MIN_CHARS = 64;
 
 /**
- * Token counts of the texts counted recently, by SHA-1 of the text (per process: a Lambda
+ * Token counts of the longer texts counted recently, by SHA-1 of the text (per process: a Lambda
  * container keeps it across invocations). Bounded: 20,000 counts of about 100 bytes each.
  */
 const counted = new LruCache<string, number>(20_000);
 
-/** Hits and misses of the token-count memo (benchmarks, tests). */
-export const tokenCountStats: Readonly<{ hits: number; misses: number; evictions: number }> = counted.stats;
+/** Texts up to this long are remembered by the text itself (no hashing); longer ones by SHA-1. */
+const MEMO_BY_TEXT_CHARS = 2_048;
+
+/**
+ * Token counts of recent texts of {@link MEMO_MIN_CHARS} to {@link MEMO_BY_TEXT_CHARS}
+ * characters, keyed by the text (a `Map` lookup: cheaper than hashing it with SHA-1). At most
+ * 2 × 4,000 texts, i.e. 32 MB in the worst case.
+ */
+const countedTexts = new GenerationalMemo<string, number>(4_000);
+
+/** Hits and misses of the token-count memo, both kinds (benchmarks, tests). */
+export const tokenCountStats: Readonly<{ hits: number; misses: number; evictions: number }> = {
+  get hits() {
+    return counted.stats.hits + countedTexts.stats.hits;
+  },
+  get misses() {
+    return counted.stats.misses + countedTexts.stats.misses;
+  },
+  get evictions() {
+    return counted.stats.evictions + countedTexts.stats.evictions;
+  },
+};
 
 /**
  * Longest run of non-space (or of space) characters counted exactly. js-tiktoken's byte-pair merge
@@ -141,8 +162,8 @@ const LONG_RUN = new RegExp(`\\S{${MAX_TOKEN_RUN + 1},}|\\s{${MAX_TOKEN_RUN + 1}
  * {@link MAX_TOKEN_RUN} long, an estimate for longer runs (see there). Special-token text such as
  * `<|endoftext|>` is counted as ordinary text. The first non-empty call loads the ranks
  * ({@link loadTokenizerRanks} over `process.env`) and builds the encoder. A text of 64
- * characters or more is counted once per process while it stays among the 20,000 most recently
- * counted (memoised by its SHA-1): a window counts the same system prompt, tool specs and
+ * characters or more is counted once per process while it stays among the most recently counted
+ * (memoised by the text itself up to 2,048 characters, by its SHA-1 beyond): a window counts the same system prompt, tool specs and
  * ancestors on every turn of every task.
  * @throws ConfigError when the ranks cannot be loaded (see {@link loadTokenizerRanks})
  */
@@ -150,6 +171,13 @@ export function countTokens(text: string): number {
   if (text.length === 0) return 0;
   encoder ??= new Tiktoken(loadTokenizerRanks());
   if (text.length < MEMO_MIN_CHARS) return countLinear(encoder, text);
+  if (text.length <= MEMO_BY_TEXT_CHARS) {
+    const known = countedTexts.get(text);
+    if (known !== undefined) return known;
+    const tokens = countLinear(encoder, text);
+    countedTexts.set(text, tokens);
+    return tokens;
+  }
   const key = createHash('sha1').update(text).digest('base64');
   const known = counted.get(key);
   if (known !== undefined) return known;

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LruCache } from '../../shared/cache/lru.js';
+import { GenerationalMemo } from '../../shared/cache/memo.js';
 import { countTokens, tokenCountStats } from '../../shared/context/tokens.js';
 import { NotFoundError, PolicyDeniedError } from '../../shared/errors.js';
 import type { Actor } from '../../shared/policy/port.js';
@@ -142,6 +143,26 @@ describe('LruCache', () => {
   });
 });
 
+describe('GenerationalMemo', () => {
+  it('keeps what was used in the last generation and holds at most two generations', () => {
+    const memo = new GenerationalMemo<string, number>(2);
+    memo.set('a', 1);
+    memo.set('b', 2);
+    memo.set('c', 3); // young {c}, old {a, b}
+    expect(memo.get('a')).toBe(1); // moved to the young generation: young {c, a}, old {b}
+    memo.set('d', 4); // young {d}, old {c, a}: b dropped
+    expect(memo.get('b')).toBeUndefined();
+    expect(memo.get('a')).toBe(1); // young {d, a}, old {c}
+    expect(memo.get('c')).toBe(3); // young {c}, old {d, a}
+    expect(memo.size).toBe(3);
+    expect(memo.stats).toEqual({ hits: 3, misses: 1, evictions: 1 });
+  });
+
+  it('rejects a bound below 1', () => {
+    expect(() => new GenerationalMemo(0)).toThrow(RangeError);
+  });
+});
+
 describe('countTokens memo', () => {
   it('counts a text of 64+ characters once, and gives the same count as a fresh count', () => {
     const text = `A system prompt that every turn of every task repeats, word for word. ${Date.now()}`;
@@ -154,6 +175,14 @@ describe('countTokens memo', () => {
     expect(tokenCountStats.hits - before.hits).toBe(1);
     expect(countTokens(`${text}!`)).toBeGreaterThanOrEqual(first); // another text is counted anew
     expect(tokenCountStats.misses - before.misses).toBe(2);
+  });
+
+  it('counts a text longer than 2,048 characters once too (memoised by its SHA-1)', () => {
+    const text = `${'Long tool output, repeated on every turn. '.repeat(60)}${Date.now()}`;
+    const before = { ...tokenCountStats };
+    expect(countTokens(text)).toBe(countTokens(text));
+    expect(tokenCountStats.misses - before.misses).toBe(1);
+    expect(tokenCountStats.hits - before.hits).toBe(1);
   });
 
   it('does not memoise short texts', () => {
