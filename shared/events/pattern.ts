@@ -24,43 +24,87 @@ export type Matcher =
   | { exists: boolean }
   | { 'anything-but': string | number | readonly (string | number)[] | { prefix: string } };
 
-/** True when `event` matches `pattern`. */
+/** A compiled pattern (or pattern field): true when the value matches. */
+type Predicate = (value: unknown) => boolean;
+
+/**
+ * Patterns compiled into predicates, by identity: a route's pattern is compiled once, at its
+ * first event. A pattern must not be changed after it was first matched.
+ */
+const compiledPatterns = new WeakMap<EventPattern, Predicate>();
+
+/** True when `event` matches `pattern` (compiled at the first call, see `compiledPatterns`). */
 export function matchesPattern(pattern: EventPattern, event: unknown): boolean {
-  for (const [field, expected] of Object.entries(pattern)) {
-    const value = isRecord(event) ? event[field] : undefined;
-    if (Array.isArray(expected)) {
-      if (!matchField(expected as readonly Matcher[], value)) return false;
-    } else if (!matchesPattern(expected as EventPattern, value)) {
-      return false;
-    }
+  let predicate = compiledPatterns.get(pattern);
+  if (!predicate) {
+    predicate = compileObject(pattern);
+    compiledPatterns.set(pattern, predicate);
   }
-  return true;
+  return predicate(event);
 }
 
-function matchField(matchers: readonly Matcher[], value: unknown): boolean {
-  const values = Array.isArray(value) ? value : [value];
-  return matchers.some((matcher) => {
-    if (isRecord(matcher) && 'exists' in matcher) return (value !== undefined) === matcher.exists;
-    return values.some((v) => v !== undefined && matchOne(matcher, v));
-  });
+function compileObject(pattern: EventPattern): Predicate {
+  const fields = Object.entries(pattern).map(([field, expected]): [string, Predicate] => [
+    field,
+    Array.isArray(expected)
+      ? compileField(expected as readonly Matcher[])
+      : compileObject(expected as EventPattern),
+  ]);
+  return (event) => {
+    for (const [field, test] of fields) {
+      if (!test(isRecord(event) ? event[field] : undefined)) return false;
+    }
+    return true;
+  };
 }
 
-function matchOne(matcher: Matcher, value: unknown): boolean {
-  if (!isRecord(matcher)) return matcher === value;
-  if ('prefix' in matcher) return typeof value === 'string' && value.startsWith(matcher.prefix);
-  if ('suffix' in matcher) return typeof value === 'string' && value.endsWith(matcher.suffix);
-  if ('wildcard' in matcher)
-    return typeof value === 'string' && wildcardToRegExp(matcher.wildcard).test(value);
+/** A field matches when any matcher does; `exists` looks at the field, the others at each value of it. */
+function compileField(matchers: readonly Matcher[]): Predicate {
+  const exists: boolean[] = [];
+  const tests: Predicate[] = [];
+  for (const matcher of matchers) {
+    if (isRecord(matcher) && 'exists' in matcher) exists.push(matcher.exists);
+    else tests.push(compileMatcher(matcher));
+  }
+  return (value) => {
+    for (const wanted of exists) if ((value !== undefined) === wanted) return true;
+    const values = Array.isArray(value) ? value : [value];
+    for (const v of values) {
+      if (v === undefined) continue;
+      for (const test of tests) if (test(v)) return true;
+    }
+    return false;
+  };
+}
+
+function compileMatcher(matcher: Matcher): Predicate {
+  if (!isRecord(matcher)) return (value) => matcher === value;
+  if ('prefix' in matcher) {
+    const { prefix } = matcher;
+    return (value) => typeof value === 'string' && value.startsWith(prefix);
+  }
+  if ('suffix' in matcher) {
+    const { suffix } = matcher;
+    return (value) => typeof value === 'string' && value.endsWith(suffix);
+  }
+  if ('wildcard' in matcher) {
+    const regexp = wildcardToRegExp(matcher.wildcard);
+    return (value) => typeof value === 'string' && regexp.test(value);
+  }
   if ('equals-ignore-case' in matcher) {
-    return typeof value === 'string' && value.toLowerCase() === matcher['equals-ignore-case'].toLowerCase();
+    const lower = matcher['equals-ignore-case'].toLowerCase();
+    return (value) => typeof value === 'string' && value.toLowerCase() === lower;
   }
   if ('anything-but' in matcher) {
     const but = matcher['anything-but'];
-    if (isRecord(but) && 'prefix' in but) return typeof value === 'string' && !value.startsWith(but.prefix);
+    if (isRecord(but) && 'prefix' in but) {
+      const { prefix } = but;
+      return (value) => typeof value === 'string' && !value.startsWith(prefix);
+    }
     const list = Array.isArray(but) ? but : [but];
-    return !list.includes(value as string | number);
+    return (value) => !list.includes(value as string | number);
   }
-  return false;
+  return () => false;
 }
 
 const wildcardCache = new Map<string, RegExp>();

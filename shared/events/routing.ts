@@ -131,6 +131,13 @@ export function typePathOf(urn: string): string {
  * @throws InvalidUrnError
  */
 export function routeAccepts(route: Route, urn: string): boolean {
-  const matchers = (route.pattern.detail as { object: { key: readonly Matcher[] } }).object.key;
-  return matchesPattern({ key: matchers }, { key: keyOf(urn) });
+  let keyPattern = keyPatterns.get(route);
+  if (!keyPattern) {
+    keyPattern = { key: (route.pattern.detail as { object: { key: readonly Matcher[] } }).object.key };
+    keyPatterns.set(route, keyPattern);
+  }
+  return matchesPattern(keyPattern, { key: keyOf(urn) });
 }
+
+/** The object-key part of each route's pattern, made once per route (matched compiled). */
+const keyPatterns = new WeakMap<Route, EventPattern>();
