@@ -233,6 +233,14 @@ export class GraphIndex {
     return loaded;
   }
 
+  /**
+   * Size in bytes of a shard's N-Quads, as the manifest records it.
+   * @throws NotFoundError for an unknown shard key
+   */
+  shardBytes(key: string): number {
+    return this.entry(key).bytes;
+  }
+
   private entry(key: string): z.infer<typeof ShardEntrySchema> {
     const [source, name] = splitShardKey(key);
     const entry = this.manifest.sources[source]?.shards.find((s) => s.name === name);

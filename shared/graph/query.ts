@@ -181,15 +181,32 @@ export interface DescribeResult {
    * the base that declares it.
    */
   members?: Record<string, Record<string, string>>;
-  /** Bases whose members are missing because reading them would pass {@link MAX_SHARDS_PER_QUERY}. */
+  /**
+   * Bases whose members are not listed: their shard is not loaded yet and is larger than
+   * {@link DescribeOptions.inheritShardBytes} (`aws-cdk-lib.Resource` in the 15 MB `core` shard),
+   * or reading it would pass {@link MAX_SHARDS_PER_QUERY}. Describe one to see its members.
+   */
   basesNotRead?: string[];
   sources: string[];
 }
 
 /**
+ * Largest shard (bytes of N-Quads) `describe` loads by default just to list inherited members:
+ * a few hundred ms to parse at most, so one question stays within the 1 s goal.
+ */
+export const INHERIT_SHARD_BYTES = 2 * 1024 * 1024;
+
+/** Options of {@link describeEntity}. */
+export interface DescribeOptions {
+  /** Largest shard loaded only for a base's inherited members (default {@link INHERIT_SHARD_BYTES}). */
+  inheritShardBytes?: number;
+}
+
+/**
  * Describes one entity: its triples in both directions (bounded), and for a jsii type its
- * members with their label, value type, optionality, default and summary. `entity` is an IRI,
- * a prefixed name, a fully qualified name or a simple name (`BucketProps`).
+ * members — declared and inherited — with their label, value type, optionality, default and
+ * summary. `entity` is an IRI, a prefixed name, a fully qualified name or a simple name
+ * (`BucketProps`).
  * @throws NotFoundError for an unknown entity; ValidationError when a simple name is ambiguous
  *   (the candidates are listed)
  */
@@ -197,6 +214,7 @@ export async function describeEntity(
   graph: GraphIndex,
   actor: Actor,
   entity: string,
+  options: DescribeOptions = {},
 ): Promise<DescribeResult> {
   const session = new QuerySession(graph, actor);
   for (const key of graph.unshardedKeys()) await session.ensure(key);
@@ -234,7 +252,13 @@ export async function describeEntity(
     const facts = memberFacts(session, q.object);
     members[facts['rdfs:label'] ?? formatTerm(q.object)] = facts;
   }
-  const basesNotRead = await addInheritedMembers(session, subject, members, memberPredicates);
+  const basesNotRead = await addInheritedMembers(
+    session,
+    subject,
+    members,
+    memberPredicates,
+    options.inheritShardBytes ?? INHERIT_SHARD_BYTES,
+  );
   const result: DescribeResult = {
     entity: formatTerm(subject),
     outgoing: outgoingQuads
@@ -268,15 +292,16 @@ function memberFacts(session: QuerySession, member: Term): Record<string, string
 
 /**
  * Adds to `members` what `subject` inherits: breadth-first along `jsii:extends` (nearest base
- * first, each base once, at most {@link MAX_BASES}), loading each base's shard; a member already
- * present (declared lower down) is kept. Returns the bases left unread because their shards
- * would pass the query's shard limit.
+ * first, each base once, at most {@link MAX_BASES}); a member already present (declared lower
+ * down) is kept. A base in a shard not loaded yet is read only when that shard is at most
+ * `maxShardBytes` and within the query's shard limit; returns the bases left unread.
  */
 async function addInheritedMembers(
   session: QuerySession,
   subject: Term,
   members: Record<string, Record<string, string>>,
   memberPredicates: ReadonlySet<string>,
+  maxShardBytes: number,
 ): Promise<string[]> {
   const notRead: string[] = [];
   const seen = new Set<string>([subject.value]);
@@ -286,7 +311,10 @@ async function addInheritedMembers(
     if (base.termType !== 'NamedNode' || seen.has(base.value)) continue;
     seen.add(base.value);
     try {
-      await session.ensureFor(base);
+      if (!(await session.ensureSmall(base, maxShardBytes))) {
+        notRead.push(formatTerm(base));
+        continue;
+      }
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
       notRead.push(formatTerm(base));
@@ -368,6 +396,19 @@ class QuerySession {
   async ensureFor(term: Term): Promise<void> {
     if (term.termType !== 'NamedNode') return;
     for (const key of await this.graph.shardsFor(term.value)) await this.ensure(key);
+  }
+
+  /**
+   * Loads the shards holding `term` unless one not loaded yet is larger than `maxBytes`.
+   * @returns whether every shard of `term` is loaded now
+   * @throws ValidationError when loading would pass the query's shard limit
+   */
+  async ensureSmall(term: Term, maxBytes: number): Promise<boolean> {
+    if (term.termType !== 'NamedNode') return false;
+    const keys = await this.graph.shardsFor(term.value);
+    if (keys.some((key) => !this.loaded.has(key) && this.graph.shardBytes(key) > maxBytes)) return false;
+    for (const key of keys) await this.ensure(key);
+    return true;
   }
 
   /** Literal objects of `rdfs:label` patterns name entities: load their shards. */

@@ -84,6 +84,7 @@ export function graphCallFor(question: string): Record<string, JsonValue> {
 
 interface DescribeView {
   entity?: string;
+  basesNotRead?: string[];
   outgoing?: [string, string][];
   incoming?: [string, string][];
   members?: Record<string, Record<string, string>>;
@@ -141,6 +142,11 @@ export function graphAnswer(question: string, result: unknown): string | undefin
     }
     if (enumMembers.length > 0)
       lines.push('', `Members: ${enumMembers.map(([label]) => code(label)).join(', ')}.`);
+    if ((view.basesNotRead ?? []).length > 0)
+      lines.push(
+        '',
+        `Not listed: what it inherits from ${(view.basesNotRead ?? []).map(code).join(', ')} (describe ${(view.basesNotRead ?? []).length > 1 ? 'them' : 'it'} to see).`,
+      );
   } else if (Array.isArray(view.bindings)) {
     if (view.bindings.length === 0) return `The graph has no match for this question.${sourceList(sources)}`;
     const variable =

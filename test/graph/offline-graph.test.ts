@@ -74,9 +74,13 @@ describe('the offline model and the graph tool', () => {
         },
         tableName: { 'rdfs:label': 'tableName', 'jsii:valueType': 'string', 'jsii:optional': 'true' },
       },
+      basesNotRead: ['type:demo.Resource'],
       sources: [],
     };
 
+    expect(graphAnswer('What properties does TableProps take?', result)).toContain(
+      'Not listed: what it inherits from `demo.Resource` (describe it to see).',
+    );
     expect(graphAnswer('What properties does TableProps take?', result)).toContain(
       '- `partitionKey` (Attribute, required; from `demo.SchemaOptions`)',
     );

@@ -4,6 +4,7 @@ import { toolActor } from '../../shared/domain/common.js';
 import { NotFoundError, PolicyDeniedError, ValidationError } from '../../shared/errors.js';
 import { GraphIndex } from '../../shared/graph/graph-index.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
+import { describeEntity } from '../../shared/graph/query.js';
 import type { Message, ToolCallResource } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
@@ -94,6 +95,18 @@ describe('the graph tool', () => {
     });
     expect(result.basesNotRead).toBeUndefined();
     expect(result.sources.filter((s) => s.includes('/doc.Graph.'))).toHaveLength(2);
+  });
+
+  it('reads a base in a shard not loaded yet only when that shard is small enough, else names it in basesNotRead', async () => {
+    const graph = await GraphIndex.open(indexStorage, runtime.deps.resources);
+    const result = await describeEntity(graph, toolActor(TASK, 'graph'), 'aws_s3.Bucket', {
+      inheritShardBytes: 0,
+    });
+
+    expect(Object.keys(result.members ?? {}).sort()).toEqual(['bucketArn', 'grantRead', 'grantWrite']);
+    expect(result.members?.grantWrite?.inheritedFrom).toBe('type:demo-lib.aws_s3.BucketBase');
+    expect(result.basesNotRead).toEqual(['type:demo-lib.Resource']);
+    expect(result.sources.filter((s) => s.includes('/doc.Graph.'))).toHaveLength(1);
   });
 
   it('joins patterns across modules: classes that conform to an interface of another module', async () => {
