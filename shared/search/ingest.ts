@@ -12,7 +12,7 @@ import { withMeta } from '../resources/meta.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Chunk, Document } from '../resources/schemas.js';
 import { childUrn } from '../urn.js';
-import { splitMarkdown } from './chunking.js';
+import { markdownChunks } from './chunking.js';
 import { type Heading, headingsOf } from './headings.js';
 import type { MiniSearchIndex } from './minisearch-index.js';
 import type { IndexedItem } from './port.js';
@@ -171,7 +171,7 @@ interface FileOutcome {
  *   only the path below the folder given is matched). Files are processed in sorted name
  *   order, {@link INGEST_CONCURRENCY} at a time; the resources and the index contents do not
  *   depend on timing.
- * - Markdown is split by {@link splitMarkdown} (chunks within one heading section, code kept
+ * - Markdown is split by {@link markdownChunks} (chunks within one heading section, code kept
  *   with the paragraph that introduces it), text with `RecursiveCharacterTextSplitter`
  *   ({@link CHUNK_OVERLAP} overlap); at most {@link CHUNK_SIZE} characters. A chunk is named
  *   `chunk-<i>`, carries the heading trail in force where it starts (`# A` > `## B`) and its
@@ -373,10 +373,15 @@ async function readSource(file: SourceFile, deps: IngestDeps): Promise<ReadFile>
 
 /** Splits a new file and puts its chunks, then its Document. */
 async function write(file: ReadFile, deps: IngestDeps, now: () => Date): Promise<FileOutcome> {
-  const pieces = await split(file.content, file.markdown);
+  const located = await split(file.content, file.markdown);
+  const pieces = located.map((piece) => piece.text);
   const headings = file.markdown ? headingsOf(file.content) : [];
   const title = headings[0]?.title ?? basename(file.name);
-  const trails = trailsOf(file.content, pieces, headings);
+  const trails = trailsOf(
+    file.content,
+    located.map((piece) => piece.start),
+    headings,
+  );
   const items: IndexedItem[] = [];
   for (const [index, text] of pieces.entries()) {
     const heading = trails[index];
@@ -455,36 +460,43 @@ function toItem(chunk: Chunk, documentTitle: string, path: string): IndexedItem 
   };
 }
 
-async function split(content: string, markdown: boolean): Promise<string[]> {
-  if (markdown) return splitMarkdown(content, CHUNK_SIZE);
+/**
+ * Chunks of a file with where each starts in it (UTF-16 offset): Markdown by
+ * {@link markdownChunks}, text by `RecursiveCharacterTextSplitter` (whose pieces are substrings,
+ * found in order; a piece not found starts where the previous one did).
+ */
+async function split(content: string, markdown: boolean): Promise<{ text: string; start: number }[]> {
+  if (markdown) return markdownChunks(content, CHUNK_SIZE);
   const splitter = new RecursiveCharacterTextSplitter({ chunkSize: CHUNK_SIZE, chunkOverlap: CHUNK_OVERLAP });
-  return splitter.splitText(content);
+  let searchFrom = 0;
+  let lastStart = 0;
+  return (await splitter.splitText(content)).map((text) => {
+    const found = content.indexOf(text, searchFrom);
+    if (found !== -1) {
+      searchFrom = found + 1;
+      lastStart = found;
+    }
+    return { text, start: lastStart };
+  });
 }
 
 /**
  * The heading trail in force where each piece's content starts (`Top > Section > Subsection`),
  * or undefined before the first heading. Headings that open a piece count as in force, so a
- * piece starting `## Install` belongs to "Install". Pieces are located in order in the original
- * text (the splitter keeps separators and only trims, so each piece is a substring).
+ * piece starting `## Install` belongs to "Install". `starts` are the pieces' offsets in
+ * `content`, in order.
  */
 function trailsOf(
   content: string,
-  pieces: readonly string[],
+  starts: readonly number[],
   headings: readonly Heading[],
 ): (string | undefined)[] {
   const byOffset = new Map(headings.map((heading) => [heading.offset, heading]));
   const trails: (string | undefined)[] = [];
   const stack: Heading[] = [];
   let next = 0;
-  let searchFrom = 0;
-  let lastStart = 0;
-  for (const piece of pieces) {
-    const found = content.indexOf(piece, searchFrom);
-    if (found !== -1) {
-      searchFrom = found + 1;
-      lastStart = found;
-    }
-    const start = contentStart(content, found === -1 ? lastStart : found, byOffset);
+  for (const offset of starts) {
+    const start = contentStart(content, offset, byOffset);
     while (next < headings.length && (headings[next] as Heading).offset <= start) {
       const heading = headings[next] as Heading;
       while (stack.length > 0 && (stack[stack.length - 1] as Heading).level >= heading.level) stack.pop();

@@ -156,6 +156,8 @@ function cacheKey(): string {
   const hash = createHash('sha256');
   for (const file of [
     'shared/search/ingest.ts',
+    'shared/search/chunking.ts',
+    'shared/search/headings.ts',
     'shared/search/minisearch-index.ts',
     'shared/search/terms.ts',
     'shared/graph/jsii.ts',

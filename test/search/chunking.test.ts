@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { splitMarkdown } from '../../shared/search/chunking.js';
+import { markdownChunks, splitMarkdown } from '../../shared/search/chunking.js';
 
 const DOC = [
   '# Guide',
@@ -64,5 +64,55 @@ describe('splitMarkdown', () => {
 
   it('accepts the smallest size, 100', () => {
     expect(splitMarkdown(DOC, 100).length).toBeGreaterThan(0);
+  });
+});
+
+describe('markdownChunks: code blocks longer than the size', () => {
+  const code = Array.from({ length: 30 }, (_, i) => `  property${i}: value${i},`);
+  const LONG = [
+    '## Example',
+    '',
+    'To configure everything, pass these properties:',
+    '',
+    '```ts',
+    "new Thing(this, 'T', {",
+    ...code,
+    '});',
+    '```',
+    '',
+    'After the example.',
+  ].join('\n');
+
+  it('cuts the block into fenced pieces within the size, none starting or ending inside code', () => {
+    const chunks = markdownChunks(LONG, 300);
+    const pieces = chunks.filter((chunk) => chunk.text.includes('property'));
+    expect(pieces.length).toBeGreaterThan(1);
+    for (const piece of pieces) {
+      expect(piece.text.length).toBeLessThanOrEqual(300);
+      expect(piece.text.match(/^```/gm)?.length).toBe(2);
+      expect(piece.text).toMatch(/```$/);
+      expect(piece.text.split('```ts\n')[1]?.startsWith('```')).toBe(false);
+    }
+    // Every code line is in exactly one piece, in order.
+    const lines = pieces
+      .flatMap((piece) => piece.text.split('\n'))
+      .filter((line) => line.includes('property'));
+    expect(lines).toEqual(code);
+  });
+
+  it('keeps the heading and introducing paragraph with the first piece, and the text after it apart', () => {
+    const chunks = markdownChunks(LONG, 300);
+    expect(
+      chunks[0]?.text.startsWith('## Example\n\nTo configure everything, pass these properties:\n\n```ts\n'),
+    ).toBe(true);
+    expect(chunks.at(-1)?.text).toBe('After the example.');
+    for (const chunk of chunks) expect(LONG.slice(chunk.start, chunk.end).length).toBeGreaterThan(0);
+    expect(chunks.map((chunk) => chunk.start)).toEqual(
+      [...chunks.map((chunk) => chunk.start)].sort((a, b) => a - b),
+    );
+  });
+
+  it('splitMarkdown returns the same texts', () => {
+    expect(splitMarkdown(LONG, 300)).toEqual(markdownChunks(LONG, 300).map((chunk) => chunk.text));
   });
 });
