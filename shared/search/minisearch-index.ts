@@ -3,6 +3,7 @@ import { NotFoundError, ValidationError } from '../errors.js';
 import type { Embedder } from '../llm/port.js';
 import type { StorageInterface } from '../storage/port.js';
 import { isWithin } from '../urn.js';
+import { folderOf, NameOwners } from './owners.js';
 import type { ChunkSearch, IndexedItem, SearchFilter, SearchHit } from './port.js';
 import { processTerm, tokenize } from './terms.js';
 
@@ -32,6 +33,12 @@ export const TERMS_VERSION = 2;
  */
 const PRIOR_WEIGHT = 0.1;
 const PRIOR_TOP = 3;
+
+/**
+ * Weight of the module prior ({@link NameOwners}): a hit of the folder that owns the API names the
+ * query spells gains up to this share of its score (score × (1 + w · prior), prior in [0, 1]).
+ */
+const OWNER_WEIGHT = 0.3;
 
 /** Hits of each ranking (lexical, dense) that reciprocal rank fusion combines. */
 const FUSION_DEPTH = 50;
@@ -76,7 +83,9 @@ const OPTIONS: Options<StoredFields> = {
 /**
  * In-memory full-text index of chunks over minisearch (BM25+ ranking; fields `title` — the
  * heading trail — boosted ×2, `source` — the document path — boosted ×3, and `text`; terms from
- * shared/search/terms.ts; a document prior over the results), implementing the
+ * shared/search/terms.ts; a document prior over the results, and a module prior: hits of the
+ * folder that owns the API names the query spells, per the code examples' imports
+ * (shared/search/owners.ts), gain up to 30 %), implementing the
  * {@link ChunkSearch} port. With vectors stored and an embedder given ({@link useEmbedder}),
  * search is hybrid: BM25 and the dense ranking fused by reciprocal rank fusion.
  *
@@ -95,6 +104,8 @@ export class MiniSearchIndex implements ChunkSearch {
   private readonly vectors = new Map<string, Float32Array>();
   private vectorModel: string | undefined;
   private queryEmbedder: Embedder | undefined;
+  /** Which folder owns which API names, from the code of every indexed chunk (the module prior). */
+  private readonly owners = new NameOwners();
 
   /** An empty index, or one wrapping a loaded minisearch instance (see {@link load}, {@link open}). */
   constructor(engine?: MiniSearch<StoredFields>) {
@@ -180,6 +191,7 @@ export class MiniSearchIndex implements ChunkSearch {
       if (item.title !== undefined && item.title !== '') fields.title = item.title;
       if (item.source !== undefined && item.source !== '') fields.source = item.source;
       this.engine.add(fields);
+      this.owners.add(item.text, item.source);
       added += 1;
     }
     return added;
@@ -203,8 +215,9 @@ export class MiniSearchIndex implements ChunkSearch {
       throw new ValidationError(`search limit must be a positive integer, got ${limit}`);
     }
     if (query.trim() === '') return [];
-    const results = withDocumentPrior(
-      this.engine.search(query, { filter: (result) => matchesFilter(result, filter) }),
+    const results = withOwnerPrior(
+      withDocumentPrior(this.engine.search(query, { filter: (result) => matchesFilter(result, filter) })),
+      this.owners.prior(query),
     );
     const embedder = this.queryEmbedder;
     if (embedder && this.vectors.size > 0 && this.vectorModel === embedder.name) {
@@ -296,6 +309,10 @@ export class MiniSearchIndex implements ChunkSearch {
         cldVectors?: { model?: unknown; vectors?: Record<string, unknown> };
       };
       const index = new MiniSearchIndex(MiniSearch.loadJS<StoredFields>(plain, OPTIONS));
+      // The module prior is derived data: rebuilt from the stored chunk texts.
+      for (const stored of Object.values(plain.storedFields ?? {}) as Partial<StoredFields>[]) {
+        if (typeof stored?.text === 'string') index.owners.add(stored.text, stored.source);
+      }
       const stored = plain.cldVectors;
       if (stored && typeof stored.model === 'string' && stored.vectors) {
         index.vectorModel = stored.model;
@@ -423,6 +440,25 @@ function withDocumentPrior(results: readonly SearchResult[]): SearchResult[] {
       result: { ...result, score: result.score + PRIOR_WEIGHT * prior(result) },
       order,
     }))
+    .sort((a, b) => b.result.score - a.result.score || a.order - b.order)
+    .map((entry) => entry.result);
+}
+
+/**
+ * Results re-scored with the module prior: score × (1 + {@link OWNER_WEIGHT} · prior of the hit's
+ * folder), sorted again; unchanged when the prior is empty. Stable for equal scores.
+ */
+function withOwnerPrior(results: SearchResult[], prior: ReadonlyMap<string, number>): SearchResult[] {
+  if (prior.size === 0) return results;
+  return results
+    .map((result, order) => {
+      const folder = typeof result.source === 'string' ? folderOf(result.source) : undefined;
+      const weight = folder === undefined ? 0 : (prior.get(folder) ?? 0);
+      return {
+        result: weight > 0 ? { ...result, score: result.score * (1 + OWNER_WEIGHT * weight) } : result,
+        order,
+      };
+    })
     .sort((a, b) => b.result.score - a.result.score || a.order - b.order)
     .map((entry) => entry.result);
 }
