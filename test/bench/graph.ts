@@ -1,16 +1,23 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { toolActor } from '../../shared/domain/common.js';
+import { buildBundle, importOnce, median, probeEnvironment } from '../../infra/lib/bundles.js';
+import { PROJECT_ROOT } from '../../infra/lib/bundling.js';
+import { FUNCTIONS } from '../../infra/lib/functions.js';
+import { NAMES as RESULT_NAMES, toolActor } from '../../shared/domain/common.js';
+import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
 import { GraphIndex } from '../../shared/graph/graph-index.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
 import { describeEntity, queryPatterns } from '../../shared/graph/query.js';
+import type { ToolCallResource } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { createLocalRuntime } from '../../shared/runtime/local.js';
+import { startConversation } from '../../shared/runtime/conversation.js';
+import { createLocalRuntime, LOCAL_BUCKET } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import type { StorageInterface } from '../../shared/storage/port.js';
+import { childUrn, keyOf, parentOf } from '../../shared/urn.js';
 
 /**
  * `npm run bench:graph [-- --package node_modules/aws-cdk-lib] [--data DIR]`: the Graph tool at
@@ -18,6 +25,11 @@ import type { StorageInterface } from '../../shared/storage/port.js';
  * entities link to chunks) and its assembly into a fresh data directory, then measures, on a
  * freshly opened graph index: the cold load of one question's shards (manifest + shard), the
  * heap a loaded shard holds, and p50/p99 of `describe` and pattern queries over warm shards.
+ * Then the cold start of the `tool` function on that graph: the function's bundle (built as the
+ * stack builds it, infra/lib/bundling.ts) imported in new plain `node` processes, each invoked
+ * once with the `graph` call the offline model made for "What properties does BucketProps take?"
+ * (the call's result deleted before each run): import time, and the first invocation (composition,
+ * manifest, name bucket, the `aws_s3` shard through the policy gate, describe, result written).
  * Goals: p50 ≤ 5 ms per pattern query, ≤ 1 s to load the shards of one question. Reported,
  * not asserted. Run with `node --expose-gc` (the npm script does) for the heap figure.
  */
@@ -112,6 +124,46 @@ for (let round = 0; round < 25; round++) {
 }
 console.log(`describe (warm shards): ${percentiles(describeTimes)}`);
 console.log(`patterns (warm shards): ${percentiles(patternTimes)}`);
+// Cold start of the tool function's bundle on this graph.
+const BUNDLE_RUNS = 5;
+const asked = await startConversation(runtime.deps.resources, {
+  user: 'cli:bench',
+  channel: { kind: 'cli' },
+  content: 'What properties does BucketProps take, and what are their defaults?',
+  conversationName: 'bench-graph-bundle',
+});
+await runtime.bus.idle();
+const graphCall = (await runtime.deps.resources.list(SYSTEM_ACTOR, asked.conversation)).find(
+  (r): r is ToolCallResource => r.meta.type === 'tool.Call' && (r as ToolCallResource).call.name === 'graph',
+);
+if (!graphCall) throw new Error('the offline model made no graph call for the BucketProps question');
+const resultKey = keyOf(
+  childUrn(parentOf(graphCall.meta.id), 'common.Message', RESULT_NAMES.result(graphCall.meta.name)),
+);
+// Under the project's node_modules, so the modules the bundle leaves to the Lambda runtime resolve.
+const bundleRoot = join(PROJECT_ROOT, 'node_modules', '.cache', `cld-bench-graph-${process.pid}`);
+const toolBundle = await buildBundle('tool', FUNCTIONS.tool, bundleRoot);
+const eventFile = join(dataDir, 'graph-call-event.json');
+const callKey = keyOf(graphCall.meta.id);
+await writeFile(
+  eventFile,
+  JSON.stringify(s3ObjectCreatedEvent(LOCAL_BUCKET, callKey, (await runtime.storage.get(callKey)).length)),
+);
+const bundleRuns: { importMs: number; firstMs: number }[] = [];
+for (let i = 0; i < BUNDLE_RUNS; i++) {
+  await runtime.storage.delete(resultKey);
+  const timing = await importOnce(toolBundle.file, [], {
+    eventFile,
+    env: probeEnvironment(toolBundle, dataDir),
+  });
+  if (timing.outcome !== 'ok') throw new Error(`the tool bundle failed the graph call: ${timing.outcome}`);
+  bundleRuns.push({ importMs: timing.bundleMs, firstMs: timing.firstCallMs ?? Number.NaN });
+}
+await rm(bundleRoot, { recursive: true, force: true });
+console.log(
+  `tool bundle (${(toolBundle.bytes / 1024).toFixed(1)} KB) cold on this graph, ${BUNDLE_RUNS} processes: import p50 ${median(bundleRuns.map((r) => r.importMs)).toFixed(0)} ms, first graph call (compose + manifest + aws_s3 shard + describe) p50 ${median(bundleRuns.map((r) => r.firstMs)).toFixed(0)} ms`,
+);
+
 console.log(
   `peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB; load average ${loadavg()
     .map((l) => l.toFixed(2))
