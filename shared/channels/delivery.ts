@@ -1,4 +1,4 @@
-import { LogLevel, WebClient } from '@slack/web-api';
+import { type KnownBlock, LogLevel, WebClient } from '@slack/web-api';
 import { ChannelError } from '../errors.js';
 
 /**
@@ -24,15 +24,39 @@ export const SLACK_CLIENT_RETRIES = 2;
 
 /** Slack delivery. */
 export interface SlackDelivery {
-  /** `chat.postMessage` (in a thread when `threadTs` is given). Markdown goes as `markdown_text`. */
+  /**
+   * `chat.postMessage` (in a thread when `threadTs` is given). Markdown goes as `markdown_text`;
+   * with `blocks` (Block Kit), `text` is the notification's fallback.
+   */
   postMessage(
     token: string,
-    message: { channel: string; threadTs?: string | undefined; markdown?: string; text?: string },
+    message: {
+      channel: string;
+      threadTs?: string | undefined;
+      markdown?: string;
+      text?: string;
+      blocks?: KnownBlock[];
+    },
   ): Promise<{ ts: string }>;
   /** `chat.update` of a message the bot posted (replaces its text; idempotent by nature). */
   update(token: string, message: { channel: string; ts: string; text: string }): Promise<void>;
   /** POSTs to a slash command's `response_url` (visible to the channel). */
   respond(responseUrl: string, text: string): Promise<void>;
+  /**
+   * POSTs a message payload to a `response_url` (a slash command's or an interaction's,
+   * https://api.slack.com/interactivity/handling#message_responses): `replace_original` to
+   * rewrite the message a button was on, `response_type: 'ephemeral'` to tell only the clicker.
+   */
+  respondWith(responseUrl: string, payload: SlackResponsePayload): Promise<void>;
+}
+
+/** A `response_url` message payload (https://api.slack.com/interactivity/handling#message_responses). */
+export interface SlackResponsePayload {
+  text: string;
+  blocks?: KnownBlock[];
+  response_type?: 'ephemeral' | 'in_channel';
+  replace_original?: boolean;
+  thread_ts?: string;
 }
 
 /** Teams delivery. */
@@ -63,13 +87,21 @@ export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number
       const thread = message.threadTs ? { thread_ts: message.threadTs } : {};
       const result = await slackCall('chat.postMessage', () =>
         client(token).chat.postMessage(
-          message.markdown !== undefined
+          message.blocks !== undefined
             ? {
                 channel: message.channel,
-                markdown_text: truncate(message.markdown, SLACK_MARKDOWN_LIMIT),
+                text: message.text ?? '',
+                blocks: message.blocks,
+                unfurl_links: false,
                 ...thread,
               }
-            : { channel: message.channel, text: message.text ?? '', unfurl_links: false, ...thread },
+            : message.markdown !== undefined
+              ? {
+                  channel: message.channel,
+                  markdown_text: truncate(message.markdown, SLACK_MARKDOWN_LIMIT),
+                  ...thread,
+                }
+              : { channel: message.channel, text: message.text ?? '', unfurl_links: false, ...thread },
         ),
       );
       if (!result.ts) throw new ChannelError('chat.postMessage answered without a ts');
@@ -82,6 +114,9 @@ export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number
     },
     async respond(responseUrl, text) {
       await postJson(responseUrl, { response_type: 'in_channel', text: toMrkdwn(text) }, options.timeoutMs);
+    },
+    async respondWith(responseUrl, payload) {
+      await postJson(responseUrl, payload, options.timeoutMs);
     },
   };
 }

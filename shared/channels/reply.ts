@@ -8,6 +8,7 @@ import type { Conversation, Message, Task } from '../resources/schemas.js';
 import { userActor } from '../runtime/conversation.js';
 import type { Deps } from '../runtime/deps.js';
 import { childUrn, parentOf, parseUrn, rootOf, typeOf } from '../urn.js';
+import { noticeText, slackApprovalBlocks, teamsApprovalText } from './approvals.js';
 import type { Channels } from './context.js';
 import type { TaskView } from './conversations.js';
 import { deliveryGuard, type Once } from './idempotency.js';
@@ -24,6 +25,11 @@ import { type SlackAddress, SlackAddressSchema } from './slack.js';
  *   more tasks, one progress message in the thread, posted once and then updated (`chat.update`)
  *   with the counts derived from the stored keys and a line per task of depth ≤ 2
  *   ({@link progressOf}: what it reads does not grow with the tasks below).
+ * - an approval request under a tool call (shared/domain/approval.ts), at any task depth: the
+ *   conversation's user is asked on the channel the conversation came from — Slack: a message in
+ *   the thread (or to the slash command's `response_url`) with "Approve"/"Deny" buttons
+ *   (approvals.ts `slackApprovalBlocks`), Teams: a message naming the request and the replies
+ *   that decide it; `http`/`cli`: nothing to push (`GET /conversations/{id}` lists `approvals`).
  * Every delivery runs through the exactly-once guard keyed by the reply's URN, on the Deps'
  * idempotency layer (`deps.idempotency`: the projections table in AWS, the journaled local layer
  * in the embedded default), so duplicated and retried events post once. The step reads as the
@@ -52,6 +58,8 @@ export async function replyStep(
       return ignored(event.urn, 'not a task output');
     return onTaskOutput(event.urn, deps, channels, once);
   }
+  if (/^common\.Conversation\/common\.Message(\/plan\.Task)+\/tool\.Call\/tool\.Approval$/.test(path))
+    return onApprovalRequest(event.urn, deps, channels, once);
   return ignored(event.urn, `not for reply: ${path}`);
 }
 
@@ -81,6 +89,57 @@ async function onConversationMessage(
     }
     default:
       return ignored(urn, `channel ${conversation.channel.kind}: clients poll`);
+  }
+}
+
+/** Asks the conversation's user to decide an approval request, once per request. */
+async function onApprovalRequest(
+  urn: string,
+  deps: Deps,
+  channels: Channels,
+  once: Once,
+): Promise<StepOutcome> {
+  const conversationUrn = rootOf(urn);
+  const actor = userActor(REPLY_USER, conversationUrn);
+  const [request, conversation] = await Promise.all([
+    deps.resources.getAs(actor, 'tool.Approval', urn),
+    deps.resources.getAs(actor, 'common.Conversation', conversationUrn),
+  ]);
+  const key = `${urn}#notice`;
+  switch (conversation.channel.kind) {
+    case 'slack': {
+      const address = addressOf(SlackAddressSchema, conversation);
+      const text = noticeText(request);
+      const blocks = slackApprovalBlocks(request);
+      if (address.response_url) {
+        const responseUrl = address.response_url;
+        await once(key, async () => {
+          await channels.slack.respondWith(responseUrl, { response_type: 'ephemeral', text, blocks });
+          return { delivered: 'response_url' };
+        });
+        return { action: 'delivered', urn, detail: 'approval notice to slack response_url' };
+      }
+      const token = await channels.secrets.slackBotToken();
+      const posted = await once(key, () =>
+        channels.slack.postMessage(token, {
+          channel: address.channel,
+          threadTs: address.thread_ts,
+          text,
+          blocks,
+        }),
+      );
+      return { action: 'delivered', urn, detail: `approval notice, slack ts ${posted.ts}` };
+    }
+    case 'teams': {
+      const address = addressOf(TeamsAddressSchema, conversation);
+      await once(key, async () => {
+        await channels.teams.post(address.webhook, teamsApprovalText(request));
+        return { delivered: 'teams' };
+      });
+      return { action: 'delivered', urn, detail: 'approval notice to teams webhook' };
+    }
+    default:
+      return ignored(urn, `channel ${conversation.channel.kind}: clients poll approvals`);
   }
 }
 

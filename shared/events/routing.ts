@@ -65,7 +65,8 @@ function objectCreated(bucket: string, shapes: readonly string[]): EventPattern 
  *   (supervision);
  * - tool: a `tool.Call`, and the `tool.Decision` on its approval request (shared/domain/approval.ts);
  * - reply: a Message under a Conversation (the final answer is delivered; a user Message is
- *   ignored) and the output of a task of depth 1 or 2 (the Slack progress message lists those).
+ *   ignored), the output of a task of depth 1 or 2 (the Slack progress message lists those), and
+ *   an approval request under a call (the user is asked on the conversation's channel).
  * @param bucket resources bucket name (a CDK token in the stack, the local bucket name locally)
  */
 export function routingTable(bucket: string): Route[] {
@@ -114,6 +115,12 @@ export function routingTable(bucket: string): Route[] {
       'The output of a task of depth 1 or 2 updates the Slack progress message of its conversation.',
       // The progress message lists tasks down to depth 2 (shared/channels/reply.ts PROGRESS_DEPTH).
       ['Conversation-Message-Task-Output', 'Conversation-Message-Task-Task-Output'],
+    ),
+    route(
+      'ReplyOnApprovalRequest',
+      'reply',
+      "An approval request under a tool call (any task depth) asks the conversation's user on its channel: Slack buttons, a Teams message naming the replies.",
+      ['Conversation-Message-*Task-Call-Approval'],
     ),
   ];
 }

@@ -298,9 +298,9 @@ afterAll(() => {
 describe('the synthesized EventBridge rules', () => {
   it('are one rule per route, each on Object Created events of the resources bucket with key wildcards only', () => {
     expect(templateRules.map((r) => r.targets)).toEqual(
-      expect.arrayContaining([['plan'], ['assistant'], ['tool'], ['tool'], ['reply'], ['reply']]),
+      expect.arrayContaining([['plan'], ['assistant'], ['tool'], ['tool'], ['reply'], ['reply'], ['reply']]),
     );
-    expect(templateRules).toHaveLength(6);
+    expect(templateRules).toHaveLength(7);
     for (const rule of templateRules) {
       // S3's Object Created, and the sweeper's RESOURCE_PUT (source cld) for the same keys.
       expect(rule.pattern).toMatchObject({

@@ -259,11 +259,12 @@ describe('routingTable', () => {
     ['a tool call under a root task', childUrn(T, 'tool.Call', 'tooluse-1'), ['tool']],
     ['a tool call under a subtask', childUrn(SUB, 'tool.Call', 'tooluse-2'), ['tool']],
     // The user's decision on an approval request resumes the call (shared/domain/approval.ts);
-    // the request and the run's claim reach no step.
+    // the request reaches the reply step (the user is asked on the channel); the run's claim
+    // reaches no step.
     [
       'an approval request under a call',
       childUrn(childUrn(T, 'tool.Call', 'tooluse-1'), 'tool.Approval', 'approval'),
-      [],
+      ['reply'],
     ],
     [
       "the user's decision on a call of a subtask",
