@@ -4,8 +4,9 @@ import { createSlackRouter } from '../../shared/channels/slack-router.js';
 import { getDeps } from '../../shared/runtime/compose.js';
 
 /**
- * The Slack function (HTTP API routes `POST /slack/events` and `POST /slack/commands`, no
- * authorizer): verifies the Slack signature, stores the conversation and acknowledges within
+ * The Slack function (HTTP API routes `POST /slack/events`, `POST /slack/commands` and
+ * `POST /slack/interactions`, no authorizer): verifies the Slack signature, stores the
+ * conversation (or the user's decision on an approval request) and acknowledges within
  * Slack's 3 seconds (shared/channels/slack-router.ts). Thin by design.
  */
 const app = createSlackRouter({ deps: getDeps, channels: getChannels });

@@ -73,6 +73,14 @@ export const API_ROUTES: readonly ApiRoute[] = [
   },
   {
     method: 'POST',
+    path: '/slack/interactions',
+    function: 'slack',
+    auth: 'none',
+    description:
+      'Slack Interactivity request URL: Approve/Deny buttons of approval requests (signed with the signing secret).',
+  },
+  {
+    method: 'POST',
     path: '/teams/messages',
     function: 'teams',
     auth: 'none',

@@ -3,6 +3,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { startConversation } from '../runtime/conversation.js';
+import { decideSlackInteraction, SlackBlockActionsSchema, SlackInteractionSchema } from './approvals.js';
 import type { ChannelDeps, Channels } from './context.js';
 import { header, rawBody } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
@@ -18,11 +19,13 @@ import {
 import { verifySlackSignature } from './verification.js';
 
 /**
- * The Slack function's routes (`POST /slack/events`, `POST /slack/commands`), behind no
- * authorizer: every request must carry a valid Slack signature over its raw body, checked before
- * anything is parsed or stored (401 otherwise). Within Slack's 3 seconds the handler only stores
- * the Conversation and user Message and answers 200; the work continues through events and the
- * reply step posts the answer.
+ * The Slack function's routes (`POST /slack/events`, `POST /slack/commands`,
+ * `POST /slack/interactions`), behind no authorizer: every request must carry a valid Slack
+ * signature over its raw body, checked before anything is parsed or stored (401 otherwise; a
+ * timestamp more than 5 minutes away is refused the same way, so a captured request cannot be
+ * replayed later). Within Slack's 3 seconds the handler only stores the Conversation and user
+ * Message (or the user's decision on an approval request) and answers 200; the work continues
+ * through events and the reply step posts the answer.
  */
 export function createSlackRouter(options: {
   deps: () => Promise<ChannelDeps>;
@@ -103,6 +106,45 @@ export function createSlackRouter(options: {
       message: started.message,
     });
     return { response_type: 'ephemeral', text: 'Working on it: the answer will be posted here.' };
+  });
+
+  // The app's Interactivity Request URL: a button of an approval notice (approvals.ts) was pressed.
+  app.post('/slack/interactions', async (reqCtx) => {
+    const deps = await options.deps();
+    const form = new URLSearchParams(rawBody(reqCtx.event as APIGatewayProxyEventV2).toString('utf8'));
+    const raw = form.get('payload');
+    if (raw === null) throw new ValidationError('interaction body has no payload field');
+    const parsed = SlackInteractionSchema.safeParse(parseJson(Buffer.from(raw, 'utf8')));
+    if (!parsed.success)
+      throw new ValidationError(`invalid Slack interaction: ${z.prettifyError(parsed.error)}`);
+    const actions = SlackBlockActionsSchema.safeParse(parsed.data);
+    if (!actions.success) {
+      deps.logger.debug('slack interaction ignored', { type: parsed.data.type });
+      return ack();
+    }
+    const responseUrl = actions.data.response_url;
+    const allowed = new URL(options.channels().config.CLD_SLACK_RESPONSE_URL_ORIGIN).origin;
+    if (new URL(responseUrl).origin !== allowed)
+      throw new ValidationError(`response_url must be on ${allowed}`);
+    const outcome = await decideSlackInteraction(deps.resources, actions.data, deps.now());
+    if (outcome.action === 'ignore') {
+      deps.logger.debug('slack interaction ignored', { reason: outcome.reason });
+      return ack();
+    }
+    const { decision } = outcome;
+    deps.logger.info('slack approval interaction', {
+      outcome: decision.outcome,
+      ...(decision.outcome === 'decided'
+        ? { approval: decision.view.urn, status: decision.view.status, created: decision.created }
+        : {}),
+    });
+    // The decision is stored: a failed message update is logged, not retried by Slack.
+    try {
+      await options.channels().slack.respondWith(responseUrl, outcome.payload);
+    } catch (error) {
+      deps.logger.warn('slack response_url update failed', { error: (error as Error).message });
+    }
+    return ack();
   });
 
   return app;

@@ -1,9 +1,12 @@
 import { Router, UnauthorizedError } from '@aws-lambda-powertools/event-handler/http';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
-import { ValidationError } from '../errors.js';
+import { NotFoundError, ValidationError } from '../errors.js';
 import { type StartConversationInput, startConversation } from '../runtime/conversation.js';
+import { childUrn } from '../urn.js';
+import { type ChatDecision, decideFromChat, parseTypedDecision, type TypedDecision } from './approvals.js';
 import type { ChannelDeps, Channels } from './context.js';
+import { ownConversation } from './conversations.js';
 import { header, rawBody } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
 import { bodyLimit, sameRoute } from './request-guards.js';
@@ -15,7 +18,9 @@ import { verifyTeamsSignature } from './verification.js';
  * `Authorization: HMAC <base64>`, and waits 5 seconds for a synchronous answer. The handler
  * verifies the HMAC, stores the Conversation and user Message, and answers at once with an
  * acknowledgement; the reply step later posts the answer to the incoming-webhook/Workflows URL
- * stored in the Conversation's address.
+ * stored in the Conversation's address. A message `approve <id> [reason]` or `deny <id> [reason]`
+ * (approvals.ts `parseTypedDecision`) decides the approval request `<id>` of the conversation
+ * it is sent in, as its user, and is answered at once with the outcome; it stores no Message.
  */
 
 /** The fields of the Activity we use (validated loosely: Teams sends many more). */
@@ -103,6 +108,15 @@ export function createTeamsRouter(options: {
     const webhook = await channels.secrets.teamsWebhookUrl();
     const input = teamsConversationInput(parsed.data, webhook);
     if (!input.content) return { type: 'message', text: 'Ask me a question after the mention.' };
+    const typed = parseTypedDecision(input.content);
+    if (typed) {
+      const decided = await decideTyped(deps, input, typed);
+      deps.logger.info('teams approval reply', {
+        outcome: decided.outcome,
+        ...(decided.outcome === 'decided' ? { approval: decided.view.urn, created: decided.created } : {}),
+      });
+      return { type: 'message', text: typedDecisionText(typed, decided) };
+    }
     const started = await startConversation(
       deps.resources,
       { ...input, now: deps.now() },
@@ -116,4 +130,48 @@ export function createTeamsRouter(options: {
   });
 
   return app;
+}
+
+/**
+ * Decides the request a typed reply names, in the Teams conversation it was sent in, as its
+ * sender (who must be the conversation's user: anyone else gets `not-found`, nothing stored).
+ */
+async function decideTyped(
+  deps: ChannelDeps,
+  input: StartConversationInput,
+  typed: TypedDecision,
+): Promise<ChatDecision> {
+  const urn = childUrn(undefined, 'common.Conversation', input.conversationName as string);
+  let conversation: Awaited<ReturnType<typeof ownConversation>>;
+  try {
+    conversation = await ownConversation(deps.resources, input.user, urn);
+  } catch (error) {
+    if (error instanceof NotFoundError) return { outcome: 'not-found', message: '' };
+    throw error;
+  }
+  return decideFromChat(deps.resources, {
+    user: input.user,
+    channel: 'teams',
+    conversation,
+    request: typed.id,
+    decision: typed.decision,
+    reason: typed.reason,
+    now: deps.now(),
+  });
+}
+
+/** The synchronous answer to a typed decision. */
+export function typedDecisionText(typed: TypedDecision, decided: ChatDecision): string {
+  switch (decided.outcome) {
+    case 'decided':
+      return decided.view.status === 'approved'
+        ? `Approved request ${typed.id}: the call of ${decided.view.tool} runs now.`
+        : `Denied request ${typed.id}: the call of ${decided.view.tool} will not run.`;
+    case 'not-found':
+      return `No approval request ${typed.id} of yours in this conversation: reply in the thread of your question.`;
+    case 'expired':
+      return `Request ${typed.id} expired before a decision: nothing was decided.`;
+    default:
+      return `Request ${typed.id} was already decided otherwise: ${decided.message}`;
+  }
 }

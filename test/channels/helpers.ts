@@ -149,14 +149,20 @@ export interface TestServe {
   stop(): Promise<void>;
 }
 
-/** Starts `serve` with this environment (tokens, secrets, URLs) on a fresh data directory. */
-export async function startTestServe(env: Record<string, string>): Promise<TestServe> {
+/**
+ * Starts `serve` with this environment (tokens, secrets, URLs) on a fresh data directory, and
+ * these core variables (e.g. `CLD_TOOL_APPROVAL`).
+ */
+export async function startTestServe(
+  env: Record<string, string>,
+  core: Record<string, string> = {},
+): Promise<TestServe> {
   const dataDir = await mkdtemp(join(tmpdir(), 'cld-channels-'));
   const served = await startServe({
     port: 0,
     dataDir,
     env,
-    core: parseEnv({ CLD_DATA_DIR: dataDir }),
+    core: parseEnv({ ...core, CLD_DATA_DIR: dataDir }),
     docs: DOCS,
   });
   return {

@@ -52,6 +52,26 @@ describe('the reply routes of the routing table', () => {
     ['a turn of a task', childUrn(SUB, 'common.Message', NAMES.turn(1)), false],
     ['a tool result of a task', childUrn(T, 'common.Message', NAMES.result('call-1-x')), false],
     ['a tool call', childUrn(T, 'tool.Call', 'call-1'), false],
+    // The user is asked on the conversation's channel (approvals.ts), at any task depth.
+    [
+      'an approval request under a call of a root task',
+      childUrn(childUrn(T, 'tool.Call', 'call-1'), 'tool.Approval', 'approval'),
+      true,
+    ],
+    [
+      'an approval request under a call of a subtask',
+      childUrn(childUrn(SUB, 'tool.Call', 'call-1'), 'tool.Approval', 'approval'),
+      true,
+    ],
+    [
+      "the user's decision on a request",
+      childUrn(
+        childUrn(childUrn(T, 'tool.Call', 'call-1'), 'tool.Approval', 'approval'),
+        'tool.Decision',
+        'decision',
+      ),
+      false,
+    ],
     ['a verdict', childUrn(T, 'plan.Verdict', 'verdict-1'), false],
     ['the conversation', C, false],
     ['a document chunk', childUrn(childUrn(undefined, 'doc.Document', 'd'), 'doc.Chunk', '0'), false],
@@ -68,7 +88,11 @@ describe('the reply routes of the routing table', () => {
   });
 
   it("gives each reply route an S3 Object Created pattern on the bucket, matching the sweeper's RESOURCE_PUT too", () => {
-    expect(replyRoutes.map((r) => r.id)).toEqual(['ReplyOnConversationMessage', 'ReplyOnTaskOutput']);
+    expect(replyRoutes.map((r) => r.id)).toEqual([
+      'ReplyOnConversationMessage',
+      'ReplyOnTaskOutput',
+      'ReplyOnApprovalRequest',
+    ]);
     for (const route of replyRoutes) {
       expect(route.pattern).toMatchObject({
         source: ['aws.s3', 'cld'],
@@ -96,6 +120,7 @@ describe('the API route table', () => {
     ],
     ['GET', '/resources/a/b/c', 'GET /resources/{urn+}', { urn: 'a/b/c' }],
     ['POST', '/slack/events', 'POST /slack/events', {}],
+    ['POST', '/slack/interactions', 'POST /slack/interactions', {}],
     ['POST', '/teams/messages', 'POST /teams/messages', {}],
     ['GET', '/slack/events', undefined, {}],
     ['GET', '/conversations/', undefined, {}],
@@ -110,6 +135,7 @@ describe('the API route table', () => {
     expect(API_ROUTES.filter((r) => r.auth === 'none').map((r) => r.path)).toEqual([
       '/slack/events',
       '/slack/commands',
+      '/slack/interactions',
       '/teams/messages',
     ]);
     expect(

@@ -220,6 +220,7 @@ describe('the HTTP API, generated from API_ROUTES', () => {
     expect(resolveValue(outputs.ApiUrl?.Value)).toBe(url);
     expect(resolveValue(outputs.SlackEventsWebhookUrl?.Value)).toBe(`${url}slack/events`);
     expect(resolveValue(outputs.SlackCommandsWebhookUrl?.Value)).toBe(`${url}slack/commands`);
+    expect(resolveValue(outputs.SlackInteractionsWebhookUrl?.Value)).toBe(`${url}slack/interactions`);
     expect(resolveValue(outputs.TeamsMessagesWebhookUrl?.Value)).toBe(`${url}teams/messages`);
     expect(Object.keys(outputs).filter((name) => name.endsWith('WebhookUrl'))).toHaveLength(
       API_ROUTES.filter((route) => route.auth === 'none').length,
