@@ -428,7 +428,8 @@ export const FUNCTIONS = {
     allowRecursiveLoop: false,
     model: false,
     storage: {
-      // Conversation + user Message (create-only); a thread follow-up reads the thread's Conversation.
+      // Conversation + user Message (create-only); a thread follow-up reads the thread's Conversation;
+      // an Approve/Deny button names its request by URN (no listing) and creates the decision.
       read: [KEYS.conversations, ...CATALOG_READS],
       create: [KEYS.conversations],
       list: [],
@@ -438,7 +439,7 @@ export const FUNCTIONS = {
   },
   teams: {
     entry: 'functions/teams/handler.ts',
-    description: 'cld Teams: verifies the HMAC, stores the message, acknowledges within 5 s',
+    description: 'cld Teams: verifies the HMAC, stores the message or decision, acknowledges within 5 s',
     trigger: 'http-api',
     memoryMb: 1024,
     timeoutSeconds: 10,
@@ -446,9 +447,12 @@ export const FUNCTIONS = {
     allowRecursiveLoop: false,
     model: false,
     storage: {
+      // Conversation + user Message (create-only); a reply `approve <id>` finds the request of
+      // that public id among the conversation's approval requests (a listing of its subtree) and
+      // creates the decision under it (policies/rules.json user-decide-call).
       read: [KEYS.conversations, ...CATALOG_READS],
       create: [KEYS.conversations],
-      list: [],
+      list: [LIST_PREFIXES.conversations],
     },
     table: [],
     // The webhook URL is stored in each Conversation's address, where the reply step reads it.

@@ -46,8 +46,9 @@ export interface SlackDelivery {
    * POSTs a message payload to a `response_url` (a slash command's or an interaction's,
    * https://api.slack.com/interactivity/handling#message_responses): `replace_original` to
    * rewrite the message a button was on, `response_type: 'ephemeral'` to tell only the clicker.
+   * `timeoutMs` (default `CLD_DELIVERY_TIMEOUT_MS`) bounds the call when an answer is due soon.
    */
-  respondWith(responseUrl: string, payload: SlackResponsePayload): Promise<void>;
+  respondWith(responseUrl: string, payload: SlackResponsePayload, timeoutMs?: number): Promise<void>;
 }
 
 /** A `response_url` message payload (https://api.slack.com/interactivity/handling#message_responses). */
@@ -115,8 +116,8 @@ export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number
     async respond(responseUrl, text) {
       await postJson(responseUrl, { response_type: 'in_channel', text: toMrkdwn(text) }, options.timeoutMs);
     },
-    async respondWith(responseUrl, payload) {
-      await postJson(responseUrl, payload, options.timeoutMs);
+    async respondWith(responseUrl, payload, timeoutMs) {
+      await postJson(responseUrl, payload, Math.min(timeoutMs ?? options.timeoutMs, options.timeoutMs));
     },
   };
 }

@@ -138,9 +138,10 @@ export function createSlackRouter(options: {
         ? { approval: decision.view.urn, status: decision.view.status, created: decision.created }
         : {}),
     });
-    // The decision is stored: a failed message update is logged, not retried by Slack.
+    // The decision is stored: a failed or slow message update is logged (Slack does not retry an
+    // interaction), and bounded so the 200 still comes within Slack's 3 seconds.
     try {
-      await options.channels().slack.respondWith(responseUrl, outcome.payload);
+      await options.channels().slack.respondWith(responseUrl, outcome.payload, INTERACTION_UPDATE_TIMEOUT_MS);
     } catch (error) {
       deps.logger.warn('slack response_url update failed', { error: (error as Error).message });
     }
@@ -149,6 +150,12 @@ export function createSlackRouter(options: {
 
   return app;
 }
+
+/**
+ * How long the interaction route waits for its `response_url` update, in ms: Slack shows the
+ * user an error when the 200 takes more than 3 seconds, and the decision is stored before.
+ */
+export const INTERACTION_UPDATE_TIMEOUT_MS = 1_500;
 
 function ack(): Response {
   return new Response(null, { status: 200 });

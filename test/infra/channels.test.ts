@@ -131,6 +131,7 @@ describe('the HTTP API, generated from API_ROUTES', () => {
         'GET /conversations/{id}',
         'GET /resources/{urn+}',
         'POST /conversations',
+        'POST /conversations/{id}/approvals/{approvalId}',
         'POST /conversations/{id}/messages',
       ].sort(),
     );
@@ -237,7 +238,12 @@ describe('the HTTP API, generated from API_ROUTES', () => {
         ),
       )
       .map((c) => c.node.id);
-    expect(acknowledged.sort()).toEqual(['PostSlackCommands', 'PostSlackEvents', 'PostTeamsMessages']);
+    expect(acknowledged.sort()).toEqual([
+      'PostSlackCommands',
+      'PostSlackEvents',
+      'PostSlackInteractions',
+      'PostTeamsMessages',
+    ]);
   });
 
   it.each([

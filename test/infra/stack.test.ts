@@ -447,9 +447,11 @@ describe('least privilege', () => {
     http: { create: true, list: true, search: false, documents: true },
     // Fails a task (its output), a request (Plan, answer); reads the Plan and root outputs.
     deadletter: { create: true, list: true, search: false, documents: false },
-    // Store the Conversation and user Message; never list a conversation.
+    // Store the Conversation and user Message (or a decision); Slack never lists a conversation
+    // (a button names its request by URN), Teams lists one to find the request a reply
+    // `approve <id>` names by its public id.
     slack: { create: true, list: false, search: false, documents: false },
-    teams: { create: true, list: false, search: false, documents: false },
+    teams: { create: true, list: true, search: false, documents: false },
     // Reads a stalled conversation, writes the answer of a message it gives up on.
     sweeper: { create: true, list: true, search: false, documents: false },
   };
