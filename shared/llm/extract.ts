@@ -218,7 +218,9 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   for (const code of blocks) {
     const intro = code.item.intro;
     if (intro && !prose.includes(intro)) parts.push(intro);
-    parts.push(`\`\`\`${code.item.lang}\n${excerpt(code.item.text, new Set(questionTerms))}\n\`\`\``);
+    parts.push(
+      `\`\`\`${code.item.lang}\n${excerpt(code.item.text, new Set(questionTerms), code.item.lang)}\n\`\`\``,
+    );
   }
   const sources = [...new Set([...chosen.map((c) => c.urn), ...blocks.map((c) => c.urn)])];
   return `${parts.join('\n\n')}\n\nSources:\n${sources.map((urn) => `- ${urn}`).join('\n')}`;
@@ -249,8 +251,16 @@ function pickSentences(
   return chosen.sort((a, b) => a.rank - b.rank || a.item.order - b.item.order);
 }
 
-/** The whole code when short, else the {@link MAX_CODE_LINES} lines around the line matching most terms. */
-function excerpt(code: string, terms: ReadonlySet<string>): string {
+/** Lines of a long code block's opening statement kept above an excerpt, at most. */
+const HEAD_LINES = 3;
+
+/**
+ * The whole code when short, else an excerpt of at most {@link MAX_CODE_LINES} lines: the block's
+ * opening statement (its first lines up to one that opens a bracket, at most {@link HEAD_LINES}),
+ * then the lines around the line matching most terms, with an elision comment wherever lines are
+ * left out — so the excerpt never starts in the middle of an expression without saying so.
+ */
+export function excerpt(code: string, terms: ReadonlySet<string>, lang = ''): string {
   const lines = code.split('\n');
   if (lines.length <= MAX_CODE_LINES) return code;
   let best = 0;
@@ -262,6 +272,35 @@ function excerpt(code: string, terms: ReadonlySet<string>): string {
       bestScore = score;
     }
   });
-  const start = Math.max(0, Math.min(best - Math.floor(MAX_CODE_LINES / 3), lines.length - MAX_CODE_LINES));
-  return lines.slice(start, start + MAX_CODE_LINES).join('\n');
+  const opener = lines.slice(0, HEAD_LINES).findIndex((line) => /[{([]\s*$/.test(line));
+  const head = opener === -1 ? 0 : opener + 1;
+  // Room for the window: the head and up to two elision lines are counted in the limit.
+  const room = MAX_CODE_LINES - head - 2;
+  let start = Math.max(head, Math.min(best - Math.floor(room / 3), lines.length - room));
+  // A window that would leave out only the line after the head takes it instead.
+  if (start === head + 1) start = head;
+  // Nor does it open on a blank line or on the close of something it left out.
+  while (start < best && start > head && /^\s*(?:[}\])].*)?$/.test(lines[start] ?? '')) start += 1;
+  const end = Math.min(lines.length, start + room);
+  const elision = (next: string | undefined) =>
+    `${/^\s*/.exec(next ?? '')?.[0] ?? ''}${elisionComment(lang)}`;
+  const out = lines.slice(0, head);
+  if (start > head) out.push(elision(lines[start]));
+  out.push(...lines.slice(start, end));
+  if (end < lines.length) out.push(elision(lines[end - 1]));
+  return out.join('\n');
+}
+
+/** A comment saying lines were left out, in the block's language (`// …`, `# …`, or `…`). */
+function elisionComment(lang: string): string {
+  const language = lang.toLowerCase();
+  if (
+    /^(ts|tsx|typescript|js|jsx|javascript|java|go|cs|csharp|kotlin|scala|swift|rust|c|cpp|json5)$/.test(
+      language,
+    )
+  )
+    return '// …';
+  if (/^(py|python|sh|bash|shell|console|yaml|yml|toml|ruby|rb|dockerfile|hcl|ini)$/.test(language))
+    return '# …';
+  return '…';
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   codeIdentifiers,
+  excerpt,
   extractiveAnswer,
   isCompleteSentence,
   segmentChunk,
@@ -201,5 +202,38 @@ describe('codeIdentifiers', () => {
     expect(kept).not.toContain('consumed');
     expect(kept).not.toContain('inline');
     expect(kept).not.toContain('example.com');
+  });
+});
+
+describe('excerpt of a long code block', () => {
+  const code = [
+    "const rule = new events.Rule(this, 'rule', {",
+    '  eventPattern: {',
+    ...Array.from({ length: 30 }, (_, i) => `    field${i}: events.Match.exactString('v${i}'),`),
+    "    key: events.Match.wildcard('path/*.txt'),",
+    ...Array.from({ length: 10 }, (_, i) => `    other${i}: 'x',`),
+    '  },',
+    '});',
+  ].join('\n');
+
+  it('keeps the opening statement, the lines around the best match, and marks what it leaves out', () => {
+    const lines = excerpt(code, new Set(['wildcard']), 'ts').split('\n');
+    expect(lines.length).toBeLessThanOrEqual(18);
+    expect(lines[0]).toBe("const rule = new events.Rule(this, 'rule', {");
+    expect(lines[1]).toBe('    // …');
+    expect(lines).toContain("    key: events.Match.wildcard('path/*.txt'),");
+    expect(lines.at(-1)).toBe('    // …');
+    // Every other line is a line of the block, in order.
+    const kept = lines.filter((line) => !line.endsWith('…'));
+    const all = code.split('\n');
+    expect(kept.map((line) => all.indexOf(line))).toEqual(
+      [...kept.map((line) => all.indexOf(line))].sort((a, b) => a - b),
+    );
+  });
+
+  it("returns a short block whole, and marks elisions with the language's comment", () => {
+    expect(excerpt('a = 1\nb = 2', new Set(['b']), 'py')).toBe('a = 1\nb = 2');
+    const python = Array.from({ length: 30 }, (_, i) => `x${i} = ${i}`).join('\n');
+    expect(excerpt(python, new Set(['x25']), 'py').split('\n')[0]).toBe('# …');
   });
 });
