@@ -194,7 +194,7 @@ export function approvalsOf(resources: readonly AnyResource[], now: Date): Appro
 
 /** What a channel decides. */
 export interface DecideInput {
-  /** The channel's user id (`http:<sub>`, `slack:<team>:<user>`, `teams:<tenant>:<user>`). */
+  /** The channel's user id (`http:<sub>`, `slack:<team>:<user>`, `teams:<Entra object id>`). */
   user: string;
   channel: ApprovalDecision['channel'];
   /** The conversation, as read by the channel (its `actor` must be `user`). */

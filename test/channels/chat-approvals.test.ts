@@ -377,5 +377,13 @@ describe('approval of tool calls over Teams', () => {
       (r) => r.meta.type === 'common.Message' && (r as Message).role === 'user',
     );
     expect(userMessages).toHaveLength(1);
+
+    // Anything else, even starting with "approve", stays a follow-up message of the conversation.
+    const followUp = await postTeams(activity('approve the plan and show the rule', conversationId));
+    expect(followUp.json.text).toMatch(/^Working on it/);
+    const after = (await subtree(conversation)).filter(
+      (r) => r.meta.type === 'common.Message' && (r as Message).role === 'user',
+    );
+    expect(after).toHaveLength(2);
   });
 });
