@@ -187,11 +187,22 @@ export function generateHash(parent: string | undefined, type: string, name: str
  * @throws InvalidUrnError when the result is not a valid URN (unknown type, too deep).
  */
 export function childUrn(parent: string | undefined, type: string, name: string): string {
+  const input = `${parent ?? ''}\u0000${type}\u0000${name}`;
+  const known = childUrns.get(input);
+  if (known !== undefined) return known;
   const element = `${type}.${generateHash(parent, type, name)}`;
   const urn = parent ? `${parent}/${element}` : `${URN_NAMESPACE}:${element}`;
   parseUrn(urn);
+  childUrns.set(input, urn);
   return urn;
 }
+
+/**
+ * URNs of recent children ({@link childUrn}) by parent, type and name: a resource's URN is
+ * computed when it is built, again when it is put (its meta is checked against its URN) and
+ * whenever a step looks for it by name, each time a SHA-256.
+ */
+const childUrns = new GenerationalMemo<string, string>(10_000);
 
 /** Parent URN, or undefined for a root resource. */
 export function parentOf(urn: string): string | undefined {

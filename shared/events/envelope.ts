@@ -153,11 +153,15 @@ function fromRedrive(event: unknown): ResourcePutEvent {
  * `-_.*` and `/` → `%XX` of its UTF-8 bytes). Resource keys come out unchanged.
  */
 export function encodeS3EventKey(key: string): string {
+  if (UNESCAPED_KEY.test(key)) return key; // every resource key (shared/urn.ts keyOf)
   return encodeURIComponent(key)
     .replace(/%2F/g, '/')
     .replace(/%20/g, '+')
     .replace(/[!'()~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
+
+/** A key of only the characters form encoding leaves alone: letters, digits, `-`, `_`, `.`, `*` and `/`. */
+const UNESCAPED_KEY = /^[A-Za-z0-9_.*/-]*$/;
 
 /**
  * Decodes a key from an event notification ({@link encodeS3EventKey}'s inverse: `+` → space,

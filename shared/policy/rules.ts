@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { GenerationalMemo } from '../cache/memo.js';
 import { ConfigError, ValidationError } from '../errors.js';
 import { divergentGlob, globMatch, globToRegExp } from './glob.js';
 import type { Action, Actor, Decision, Policy, PolicyInput } from './port.js';
@@ -281,8 +282,15 @@ export function compileRules(document: unknown): PolicyData {
 
 /** True when `value` is a URN by {@link URN_PATTERN} (what the policies accept as a resource). */
 export function isPolicyUrn(value: unknown): value is string {
-  return typeof value === 'string' && value.length <= MAX_URN_LENGTH && URN_REGEXP.test(value);
+  if (typeof value !== 'string') return false;
+  if (policyUrns.get(value)) return true;
+  if (value.length > MAX_URN_LENGTH || !URN_REGEXP.test(value)) return false;
+  policyUrns.set(value, true);
+  return true;
 }
+
+/** Strings {@link isPolicyUrn} accepted recently: every decision checks each URN it names. */
+const policyUrns = new GenerationalMemo<string, true>(10_000);
 
 interface MatchPattern {
   base: Placeholder | null;

@@ -23,7 +23,20 @@ export function assertValidKey(key: string): void {
   }
 }
 
-/** Compares two keys by UTF-8 bytes, the order S3 `ListObjectsV2` returns. */
+/**
+ * Compares two keys by UTF-8 bytes, the order S3 `ListObjectsV2` returns. UTF-16 code units
+ * order text as UTF-8 bytes do, except a surrogate (a character beyond U+FFFF) against
+ * U+E000–U+FFFF: only when the first differing code units include one of those (never in resource
+ * keys, which are ASCII) are the strings encoded and compared as bytes.
+ */
 export function compareKeys(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0xd800 || y >= 0xd800) return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+    return x < y ? -1 : 1;
+  }
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
 }
