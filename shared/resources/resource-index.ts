@@ -138,13 +138,16 @@ export class ResourceIndex {
   async listUrns(actor: Actor, urn: string, options: ListOptions = {}): Promise<string[]> {
     parseUrn(urn);
     this.authorize(actor, 'list', [urn]);
-    const depth = urn.split('/').length + 1;
-    const keys = await this.storage.findByPrefix(keyPrefixOf(urn));
+    // Direct children: a delimited listing (S3 `Delimiter: '/'`), which reads only their folder.
+    const keys = await this.storage.findByPrefix(
+      keyPrefixOf(urn),
+      options.childrenOnly ? { delimiter: '/' } : {},
+    );
     const urns: string[] = [];
     for (const key of keys) {
       const child = urnOfKey(key);
       if (child === undefined) continue;
-      if (options.childrenOnly && child.split('/').length !== depth) continue;
+      if (options.childrenOnly && child.indexOf('/', urn.length + 1) !== -1) continue;
       if (options.type && !child.slice(child.lastIndexOf('/') + 1).startsWith(`${options.type}.`)) continue;
       urns.push(child);
     }

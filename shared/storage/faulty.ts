@@ -169,7 +169,7 @@ export class FaultInjector {
         this.beforeWrite();
         return inner.delete(key);
       },
-      findByPrefix: (prefix) => inner.findByPrefix(prefix),
+      findByPrefix: (prefix, options) => inner.findByPrefix(prefix, options),
       findByExtension: (extension) => inner.findByExtension(extension),
     };
   }

@@ -5,7 +5,7 @@ import { dirname, join, sep } from 'node:path';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { assertValidKey, compareKeys } from './keys.js';
-import type { PutResult, StorageInterface } from './port.js';
+import type { FindOptions, PutResult, StorageInterface } from './port.js';
 
 const TMP_DIR = '.tmp';
 
@@ -150,11 +150,12 @@ export class FilesystemStorage implements StorageInterface {
     await rm(this.pathOf(key), { force: true });
   }
 
-  async findByPrefix(prefix: string): Promise<string[]> {
+  /** With `delimiter`, reads only the prefix's folder (S3's `Contents` of a delimited listing). */
+  async findByPrefix(prefix: string, options: FindOptions = {}): Promise<string[]> {
     const slash = prefix.lastIndexOf('/');
     const base = slash === -1 ? '' : prefix.slice(0, slash);
     if (base !== '') assertValidKey(base);
-    const keys = await this.walk(base);
+    const keys = options.delimiter === '/' ? await this.files(base) : await this.walk(base);
     return keys.filter((key) => key.startsWith(prefix)).sort(compareKeys);
   }
 
@@ -172,6 +173,19 @@ export class FilesystemStorage implements StorageInterface {
 
   private pathOf(key: string): string {
     return join(this.root, ...key.split('/'));
+  }
+
+  /** Keys of the files directly in folder `base` (not below it). */
+  private async files(base: string): Promise<string[]> {
+    let entries: import('node:fs').Dirent[];
+    try {
+      entries = await readdir(base === '' ? this.root : this.pathOf(base), { withFileTypes: true });
+    } catch (error) {
+      if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return [];
+      throw error;
+    }
+    const folder = base === '' ? '' : `${base}/`;
+    return entries.filter((entry) => entry.isFile()).map((entry) => `${folder}${entry.name}`);
   }
 
   private async walk(base: string): Promise<string[]> {

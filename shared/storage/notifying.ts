@@ -1,6 +1,6 @@
 import type { EventBus } from '../events/bus.js';
 import { s3ObjectCreatedEvent } from '../events/envelope.js';
-import type { PutResult, StorageInterface } from './port.js';
+import type { FindOptions, PutResult, StorageInterface } from './port.js';
 
 /**
  * Decorates a storage so that every create publishes the S3 "Object Created" EventBridge
@@ -33,8 +33,8 @@ export class NotifyingStorage implements StorageInterface {
     return this.inner.delete(key);
   }
 
-  findByPrefix(prefix: string): Promise<string[]> {
-    return this.inner.findByPrefix(prefix);
+  findByPrefix(prefix: string, options?: FindOptions): Promise<string[]> {
+    return this.inner.findByPrefix(prefix, options);
   }
 
   findByExtension(extension: string): Promise<string[]> {

@@ -10,6 +10,16 @@ export interface PutResult {
   created: boolean;
 }
 
+/** Options of {@link StorageInterface.findByPrefix}. */
+export interface FindOptions {
+  /**
+   * `'/'`: only the keys with no `/` after the prefix, as the `Contents` of an S3
+   * `ListObjectsV2` with `Delimiter: '/'` (its `CommonPrefixes`, the "folders" below, are not
+   * returned). Listing `keyPrefixOf(urn)` so gives the keys of the URN's direct children only.
+   */
+  delimiter?: '/';
+}
+
 /** The storage contract both adapters (filesystem, S3) pass (test/storage/contract.ts). */
 export interface StorageInterface {
   /**
@@ -27,8 +37,11 @@ export interface StorageInterface {
   put(key: string, data: Buffer | string): Promise<PutResult>;
   /** Deletes an object; deleting a missing key is not an error. */
   delete(key: string): Promise<void>;
-  /** All keys starting with `prefix`, sorted by UTF-8 byte order (as S3 lists them). */
-  findByPrefix(prefix: string): Promise<string[]>;
+  /**
+   * All keys starting with `prefix` (with `delimiter`: only those with no `/` after it), sorted by
+   * UTF-8 byte order (as S3 lists them).
+   */
+  findByPrefix(prefix: string, options?: FindOptions): Promise<string[]>;
   /** All keys ending with `extension` (for example `.json`), sorted. */
   findByExtension(extension: string): Promise<string[]>;
 }

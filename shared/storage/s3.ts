@@ -12,7 +12,7 @@ import pLimit from 'p-limit';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { MAX_KEY_BYTES } from '../urn.js';
 import { assertValidKey, compareKeys } from './keys.js';
-import type { PutResult, StorageInterface } from './port.js';
+import type { FindOptions, PutResult, StorageInterface } from './port.js';
 
 /** How many `GetObject` calls {@link S3Storage.getMany} keeps in flight at once. */
 export const GET_MANY_CONCURRENCY = 16;
@@ -163,10 +163,10 @@ export class S3Storage implements StorageInterface {
    * @throws ValidationError when the part of `prefix` before its last `/` is not a valid key
    *   (the filesystem adapter's rule).
    */
-  async findByPrefix(prefix: string): Promise<string[]> {
+  async findByPrefix(prefix: string, options: FindOptions = {}): Promise<string[]> {
     const slash = prefix.lastIndexOf('/');
     if (slash > 0) assertValidKey(prefix.slice(0, slash));
-    return (await this.list(prefix)).sort(compareKeys);
+    return (await this.list(prefix, options.delimiter)).sort(compareKeys);
   }
 
   /**
@@ -187,12 +187,19 @@ export class S3Storage implements StorageInterface {
     return objectKey;
   }
 
-  /** Keys (prefix stripped) under `prefix`, all pages; object keys that are not valid storage keys are skipped. */
-  private async list(prefix: string): Promise<string[]> {
+  /**
+   * Keys (prefix stripped) under `prefix`, all pages (with `delimiter`, the pages' `Contents`
+   * only); object keys that are not valid storage keys are skipped.
+   */
+  private async list(prefix: string, delimiter?: '/'): Promise<string[]> {
     const listPrefix = `${this.prefix}${prefix}`;
     const paginator = paginateListObjectsV2(
       { client: this.client, ...(this.pageSize === undefined ? {} : { pageSize: this.pageSize }) },
-      { Bucket: this.bucket, ...(listPrefix === '' ? {} : { Prefix: listPrefix }) },
+      {
+        Bucket: this.bucket,
+        ...(listPrefix === '' ? {} : { Prefix: listPrefix }),
+        ...(delimiter ? { Delimiter: delimiter } : {}),
+      },
     );
     const keys: string[] = [];
     for await (const page of paginator) {

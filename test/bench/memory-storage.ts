@@ -1,6 +1,6 @@
 import { NotFoundError, ValidationError } from '../../shared/errors.js';
 import { assertValidKey, compareKeys } from '../../shared/storage/keys.js';
-import type { PutResult, StorageInterface } from '../../shared/storage/port.js';
+import type { FindOptions, PutResult, StorageInterface } from '../../shared/storage/port.js';
 
 /**
  * A scratch in-memory storage for benchmarks (issue 16: "an in-memory storage variant"): the
@@ -23,6 +23,7 @@ export class MemoryStorage implements StorageInterface {
   }
 
   async getMany(keys: readonly string[]): Promise<Map<string, Buffer>> {
+    for (const key of keys) assertValidKey(key);
     const found = new Map<string, Buffer>();
     for (const key of keys) {
       const data = this.objects.get(key);
@@ -53,8 +54,15 @@ export class MemoryStorage implements StorageInterface {
     if (this.objects.delete(key)) this.files.get(folderOf(key))?.delete(key);
   }
 
-  async findByPrefix(prefix: string): Promise<string[]> {
+  /** With `delimiter`, only the keys directly in the prefix's folder (S3's delimited `Contents`). */
+  async findByPrefix(prefix: string, options: FindOptions = {}): Promise<string[]> {
+    const folder = folderOf(prefix);
+    if (folder !== '') assertValidKey(folder); // as the filesystem adapter
     const keys: string[] = [];
+    if (options.delimiter === '/') {
+      for (const key of this.files.get(folderOf(prefix)) ?? []) if (key.startsWith(prefix)) keys.push(key);
+      return keys.sort(compareKeys);
+    }
     const walk = (folder: string) => {
       for (const key of this.files.get(folder) ?? []) if (key.startsWith(prefix)) keys.push(key);
       for (const sub of this.folders.get(folder) ?? []) walk(sub);
@@ -110,9 +118,9 @@ export class CountingStorage implements StorageInterface {
     return this.inner.delete(key);
   }
 
-  findByPrefix(prefix: string): Promise<string[]> {
+  findByPrefix(prefix: string, options?: FindOptions): Promise<string[]> {
     this.listings++;
-    return this.inner.findByPrefix(prefix);
+    return this.inner.findByPrefix(prefix, options);
   }
 
   findByExtension(extension: string): Promise<string[]> {

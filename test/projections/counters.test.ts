@@ -20,7 +20,7 @@ import { withMeta } from '../../shared/resources/meta.js';
 import type { Message, Task } from '../../shared/resources/schemas.js';
 import { assembleDeps, parseLimits } from '../../shared/runtime/compose.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
-import type { StorageInterface } from '../../shared/storage/port.js';
+import type { FindOptions, StorageInterface } from '../../shared/storage/port.js';
 import { keyOf, rootOf } from '../../shared/urn.js';
 import { ScriptedModel } from '../faults/scripted-model.js';
 
@@ -43,9 +43,9 @@ class CountingStorage implements StorageInterface {
   delete(key: string) {
     return this.inner.delete(key);
   }
-  findByPrefix(prefix: string) {
+  findByPrefix(prefix: string, options?: FindOptions) {
     this.listings++;
-    return this.inner.findByPrefix(prefix);
+    return this.inner.findByPrefix(prefix, options);
   }
   findByExtension(extension: string) {
     this.listings++;

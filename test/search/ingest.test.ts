@@ -13,7 +13,7 @@ import type { Chunk } from '../../shared/resources/schemas.js';
 import { CHUNK_SIZE, headingsOf, type IngestProgress, ingest } from '../../shared/search/ingest.js';
 import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
-import type { PutResult, StorageInterface } from '../../shared/storage/port.js';
+import type { FindOptions, PutResult, StorageInterface } from '../../shared/storage/port.js';
 import { childUrn, keyOf, keyPrefixOf } from '../../shared/urn.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
@@ -39,8 +39,8 @@ class RecordingStorage implements StorageInterface {
   delete(key: string): Promise<void> {
     return this.inner.delete(key);
   }
-  findByPrefix(prefix: string): Promise<string[]> {
-    return this.inner.findByPrefix(prefix);
+  findByPrefix(prefix: string, options?: FindOptions): Promise<string[]> {
+    return this.inner.findByPrefix(prefix, options);
   }
   findByExtension(extension: string): Promise<string[]> {
     return this.inner.findByExtension(extension);

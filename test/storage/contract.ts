@@ -214,6 +214,40 @@ export function storageContract(
         expect(subtree).toEqual([`${c1}/common.Message.${hash(1)}.json`]);
       });
 
+      it('with delimiter "/" returns only the keys with no "/" after the prefix, as S3 Contents do', async () => {
+        const task = `${CONVERSATION}/plan.Task.00000000000000aa`;
+        const keys = [
+          `${task}/tool.Call.00000000000000bb.json`,
+          messageKey(31),
+          `${CONVERSATION}.json`,
+          `${task}.json`,
+          messageKey(30),
+          `${OTHER_CONVERSATION}.json`,
+          `${OTHER_CONVERSATION}/common.Message.${hash(1)}.json`,
+        ];
+        for (const key of keys) await storage.put(key, key);
+
+        // Direct children of the conversation: its messages and the task's own key, not the call.
+        expect(await storage.findByPrefix(`${CONVERSATION}/`, { delimiter: '/' })).toEqual([
+          messageKey(30),
+          messageKey(31),
+          `${task}.json`,
+        ]);
+        // A prefix that does not end at a "/" (S3: a plain string prefix, then the delimiter).
+        expect(await storage.findByPrefix(`${CONVERSATION}/common.Message.`, { delimiter: '/' })).toEqual([
+          messageKey(30),
+          messageKey(31),
+        ]);
+        expect(await storage.findByPrefix('cld:common.Conversation.', { delimiter: '/' })).toEqual([
+          `${CONVERSATION}.json`,
+          `${OTHER_CONVERSATION}.json`,
+        ]);
+        expect(await storage.findByPrefix(`${task}/`, { delimiter: '/' })).toEqual([
+          `${task}/tool.Call.00000000000000bb.json`,
+        ]);
+        expect(await storage.findByPrefix(`${task}/x/`, { delimiter: '/' })).toEqual([]);
+      });
+
       it('returns an empty list for a prefix without keys', async () => {
         await storage.put(messageKey(40), 'x');
 
