@@ -58,6 +58,47 @@ export function toToolSpec(tool: Tool): ToolSpec {
   };
 }
 
+/** The part of a window that depends only on the assistant and its tools, and its tokens. */
+interface FixedPart {
+  /** What it was built from: the assistant's name and description fields, the tools and their functions. */
+  from: readonly unknown[];
+  system: string;
+  toolSpecs: ToolSpec[];
+  tokens: number;
+}
+
+/**
+ * Fixed parts by assistant object (the catalog's, which lives as long as the container's Deps):
+ * every turn of every task of an assistant has the same system prompt and tool specs, built and
+ * counted once while the assistant's name and description and its tools (the same objects) stay.
+ */
+const fixedParts = new WeakMap<Assistant, FixedPart>();
+
+function fixedPart(assistant: Assistant, tools: readonly Tool[]): FixedPart {
+  const { name, purpose, instructions, applicability, evaluation } = assistant.meta;
+  const from = [
+    name,
+    purpose,
+    instructions,
+    applicability,
+    evaluation,
+    ...tools.flatMap((t) => [t, t.function]),
+  ];
+  const known = fixedParts.get(assistant);
+  if (known && known.from.length === from.length && known.from.every((item, i) => item === from[i]))
+    return known;
+  const system = `You are the assistant "${name}".\n\n${toDescription(assistant.meta)}\n\n${RULES}`;
+  const toolSpecs = tools.map(toToolSpec);
+  const part = {
+    from,
+    system,
+    toolSpecs,
+    tokens: countTokens(system) + countTokens(JSON.stringify(toolSpecs)),
+  };
+  fixedParts.set(assistant, part);
+  return part;
+}
+
 /**
  * Builds the Converse request of one inner-loop turn: system = the assistant's description and
  * house rules; first user message = conversation message, parent tasks and the task; then the
@@ -72,9 +113,7 @@ export function toToolSpec(tool: Tool): ToolSpec {
  */
 export function buildWindow(input: WindowInput): Window {
   const dropped: string[] = [];
-  const system = `You are the assistant "${input.assistant.meta.name}".\n\n${toDescription(input.assistant.meta)}\n\n${RULES}`;
-  const toolSpecs = input.tools.map(toToolSpec);
-  const fixed = countTokens(system) + countTokens(JSON.stringify(toolSpecs));
+  const { system, toolSpecs, tokens: fixed } = fixedPart(input.assistant, input.tools);
 
   const userMessage = input.ancestors.find(
     (r): r is Message => r.meta.type === 'common.Message' && (r as Message).role === 'user',

@@ -92,15 +92,53 @@ export async function electAssistant(
   const sorted = [...assistants].sort((a, b) => a.meta.name.localeCompare(b.meta.name));
   const vectors = await embedder.embed([toDescription(task), ...sorted.map((a) => toDescription(a.meta))]);
   const [taskVector, ...assistantVectors] = vectors as [number[], ...number[][]];
+  const scores = cosines(taskVector, assistantVectors);
   const ranked = sorted
     .map((assistant, i) => ({
       assistant: assistant.meta.id,
       name: assistant.meta.name,
-      score: Math.round(cosine(taskVector, assistantVectors[i] as number[]) * 10_000) / 10_000,
+      score: Math.round((scores[i] as number) * 10_000) / 10_000,
     }))
     .sort((a, b) => b.score - a.score);
   const [best, runnerUp] = ranked as [(typeof ranked)[number], ...(typeof ranked)[number][]];
   return { ...best, ...(runnerUp ? { runnerUp } : {}) };
+}
+
+/** Squared norms of recent vectors (the catalog's, which the embedder hands out again, frozen). */
+const squaredNorms = new WeakMap<readonly number[], number>();
+
+function squaredNorm(vector: readonly number[]): number {
+  let norm = squaredNorms.get(vector);
+  if (norm === undefined) {
+    norm = 0;
+    for (let i = 0; i < vector.length; i++) norm += (vector[i] as number) * (vector[i] as number);
+    if (Object.isFrozen(vector)) squaredNorms.set(vector, norm);
+  }
+  return norm;
+}
+
+/**
+ * {@link cosine} of `query` with each candidate, equal to it bit for bit for finite vectors: the sums skip only the
+ * query's zero entries (adding a zero product leaves a float sum as it is), so a sparse query (a
+ * task's few words) costs its non-zero entries per candidate, and a frozen candidate's norm is
+ * computed once.
+ */
+function cosines(query: readonly number[], candidates: readonly (readonly number[])[]): number[] {
+  const nonZero: number[] = [];
+  let nq = 0;
+  for (let i = 0; i < query.length; i++) {
+    const x = query[i] as number;
+    if (x === 0) continue;
+    nonZero.push(i);
+    nq += x * x;
+  }
+  return candidates.map((candidate) => {
+    if (candidate.length !== query.length) return cosine(query, candidate);
+    let dot = 0;
+    for (const i of nonZero) dot += (query[i] as number) * (candidate[i] as number);
+    const nc = squaredNorm(candidate);
+    return nq === 0 || nc === 0 ? 0 : dot / Math.sqrt(nq * nc);
+  });
 }
 
 function fnv1a(text: string): number {
