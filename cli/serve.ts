@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
+import { buildConsole } from '../console/build.js';
 import { parseToolApproval } from '../shared/catalog/catalog.js';
 import { parseChannelConfig } from '../shared/channels/config.js';
+import { forgetConsoleAssets } from '../shared/channels/console-assets.js';
 import { createChannels, provideChannels } from '../shared/channels/context.js';
 import {
   type ApiTokens,
@@ -82,7 +84,13 @@ export interface Served {
 export async function startServe(options: ServeOptions): Promise<Served> {
   const print = options.print ?? (() => undefined);
   const config = parseChannelConfig(options.env);
-  const channels = createChannels(config);
+  // The web console, built from its sources at every start (what the stack's bundling also does).
+  const consoleDir = config.CLD_CONSOLE_DIR ?? join(options.dataDir, 'console');
+  if (!config.CLD_CONSOLE_DIR) {
+    await buildConsole(consoleDir);
+    forgetConsoleAssets(consoleDir);
+  }
+  const channels = createChannels({ ...config, CLD_CONSOLE_DIR: consoleDir });
   let tokens: ApiTokens;
   let generatedToken: Served['generatedToken'];
   if (options.env.CLD_API_TOKENS) tokens = parseApiTokens(options.env.CLD_API_TOKENS);
@@ -192,6 +200,7 @@ export async function serveCommand(
     logLevel: 'WARN',
   });
   console.log(`cld serve: ${served.url}   model: ${served.runtime.deps.model.name}   data: ${dataDir}`);
+  console.log(`  console: ${served.url}/  (sign in with the bearer token)`);
   for (const route of API_ROUTES)
     console.log(
       `  ${route.method.padEnd(4)} ${served.url}${route.path}  (${route.auth === 'jwt' ? 'bearer token' : 'signed'})`,

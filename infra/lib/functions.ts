@@ -2,6 +2,7 @@ import { catalogObjects } from '../../shared/catalog/catalog.js';
 import { DELIVERY_LOCK_MS } from '../../shared/channels/idempotency.js';
 import { IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
 import { OPEN_PARTITION } from '../../shared/projections/open-conversations.js';
+import { userPartition } from '../../shared/projections/user-conversations.js';
 import type { ChannelSecretName } from './secrets.js';
 
 /**
@@ -220,6 +221,9 @@ const CONVERSATION_PARTITIONS = ['cld:common.Conversation.*'] as const;
  */
 const STEP_PARTITIONS = [...CONVERSATION_PARTITIONS, OPEN_PARTITION] as const;
 
+/** Partitions of the conversations-per-user projection (shared/projections/user-conversations.ts). */
+const USER_PARTITIONS = userPartition('*');
+
 /** Minutes between two runs of the sweeper (its scheduled rule). */
 export const SWEEP_RATE_MINUTES = 5;
 
@@ -414,7 +418,10 @@ export const FUNCTIONS = {
       create: [KEYS.conversations],
       list: [LIST_PREFIXES.conversations],
     },
-    table: [],
+    // The conversations-per-user projection (`UpdateItem` to record a message, `Query` for
+    // GET /conversations) and the open-conversations item a new message opens (`UpdateItem`).
+    table: ['UpdateItem', 'Query'],
+    tablePartitions: [USER_PARTITIONS, OPEN_PARTITION],
   },
   slack: {
     entry: 'functions/slack/handler.ts',

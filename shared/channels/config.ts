@@ -55,6 +55,18 @@ export const ChannelEnvSchema = z.object({
   CLD_TEAMS_WEBHOOK_URL_ARN: z.string().min(1).optional(),
   /** Timeout of one delivery call (Slack Web API, response_url, Teams webhook), in ms. */
   CLD_DELIVERY_TIMEOUT_MS: z.coerce.number().int().positive().max(60_000).default(10_000),
+  /**
+   * Folder of the built web console (`index.html` and its content-hashed script and style;
+   * shared/channels/console-assets.ts). `serve` builds it into its data folder; the stack's
+   * bundling into the HTTP function's asset. Unset → the console routes answer 404.
+   */
+  CLD_CONSOLE_DIR: z.string().min(1).optional(),
+  /**
+   * How the console signs in, JSON: `{"kind":"token"}` (default: a bearer token, as `serve` prints)
+   * or `{"kind":"oidc","authorizationEndpoint","tokenEndpoint","clientId","scopes"?}` (authorization
+   * code + PKCE against the issuer the JWT authorizer trusts). Parsed by `parseConsoleAuth`.
+   */
+  CLD_CONSOLE_AUTH: z.string().optional(),
   AWS_REGION: z.string().min(1).optional(),
 });
 

@@ -20,7 +20,7 @@ import { type ChannelSecrets, channelSecrets } from './secrets.js';
 /** What the HTTP, Slack and Teams handlers use of the Deps. */
 export type ChannelDeps = Pick<
   Deps,
-  'resources' | 'catalog' | 'logger' | 'now' | 'limits' | 'openConversations'
+  'resources' | 'catalog' | 'logger' | 'now' | 'limits' | 'openConversations' | 'userConversations'
 >;
 
 /** Channel adapters and configuration. */

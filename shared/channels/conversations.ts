@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { type ApprovalView, approvalsOf } from '../domain/approval.js';
 import { NAMES, outputUrn } from '../domain/common.js';
+import type { Limits } from '../domain/limits.js';
 import { type ProgressOptions, type TurnStatus, turnProgress, worstStatus } from '../domain/progress.js';
 import { NotFoundError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
@@ -16,6 +17,17 @@ import type {
 } from '../resources/schemas.js';
 import { userActor } from '../runtime/conversation.js';
 import { childUrn, parentOf, parseUrn, rootOf } from '../urn.js';
+import {
+  type CallView,
+  callsOf,
+  type TaskTimes,
+  type TimelineStep,
+  taskTimes,
+  timelineOf,
+  turnUsage,
+  type UsageView,
+  usageOf,
+} from './activity.js';
 
 type ErrorInfo = z.infer<typeof ErrorInfoSchema>;
 
@@ -108,6 +120,14 @@ async function readOrNotFound(resources: ResourceIndex, actor: Actor, urn: strin
 /** Status of a task, derived from its children (the same rule as the CLI tree). */
 export type TaskStatus = 'pending' | 'running' | 'waiting' | 'done' | 'failed';
 
+/** A task as progress displays show it (Slack/Teams progress, the status view's base). */
+export type TaskSummary = Omit<
+  TaskView,
+  'evaluation' | 'calls' | 'usage' | 'times' | 'citations' | 'subtasks'
+> & {
+  subtasks: TaskSummary[];
+};
+
 /** A task in the status view. */
 export interface TaskView {
   urn: string;
@@ -116,6 +136,10 @@ export interface TaskView {
   /** Name of the elected Assistant and its similarity score. */
   assistant: string;
   score: number;
+  /** The assistant with the next best score, when there was one. */
+  runnerUp?: { name: string; score: number };
+  /** What the task's output must meet (the task's `evaluation`, what its supervisor judges by). */
+  evaluation: string;
   depth: number;
   /** Corrective round that created it (0 for planned tasks). */
   round: number;
@@ -123,8 +147,22 @@ export interface TaskView {
   corrects?: string;
   /** The failure of a failed task. */
   error?: ErrorInfo;
-  /** Supervisor verdicts on this task's subtasks, by round. */
-  verdicts: { round: number; pass: boolean; reason: string }[];
+  /** Supervisor verdicts on this task's subtasks, by round, with the corrective subtasks each added. */
+  verdicts: {
+    round: number;
+    pass: boolean;
+    reason: string;
+    subtasks: { urn: string; pass: boolean; reason: string }[];
+    corrective: string[];
+  }[];
+  /** Its tool calls with arguments and results. */
+  calls: CallView[];
+  /** Model calls and tokens of its own turns and verdicts, and its tool calls. */
+  usage: UsageView;
+  /** When it was queued, started and finished. */
+  times: TaskTimes;
+  /** Citations of its output. */
+  citations: string[];
   subtasks: TaskView[];
 }
 
@@ -156,6 +194,10 @@ export interface TurnView {
   plan?: { tasks: number; model: string; error?: ErrorInfo };
   tasks: TaskView[];
   answer?: AnswerView;
+  /** What the message's steps used (model calls, tokens, tool calls), answer included. */
+  usage: UsageView;
+  /** Its steps on a time axis (activity.ts). */
+  timeline: TimelineStep[];
 }
 
 /** `GET /conversations/{id}`. */
@@ -180,6 +222,11 @@ export interface ConversationView {
    * `expired`. Decide a pending one with `POST /conversations/{id}/approvals/{approvalId}`.
    */
   approvals: ApprovalView[];
+  /**
+   * The conversation's budgets (limits `conversationTokens`, `conversationModelCalls`,
+   * `conversationToolCalls`) and what its messages used, summed from their resources.
+   */
+  budget: { used: UsageView; limits: UsageView };
 }
 
 /**
@@ -192,7 +239,7 @@ export async function conversationView(
   user: string,
   conversation: Conversation,
   publicId: string,
-  options: ProgressOptions = { now: new Date() },
+  options: ProgressOptions & { limits?: Limits } = { now: new Date() },
 ): Promise<ConversationView> {
   const urn = conversation.meta.id;
   const subtree = await resources.list(userActor(user, urn), urn);
@@ -211,6 +258,18 @@ export async function conversationView(
     messages,
     ...(answered ? { answer: answered } : {}),
     approvals: approvalsOf(subtree, options.now),
+    budget: {
+      used: {
+        modelCalls: sum(messages, 'modelCalls'),
+        tokens: sum(messages, 'tokens'),
+        toolCalls: sum(messages, 'toolCalls'),
+      },
+      limits: {
+        modelCalls: options.limits?.conversationModelCalls ?? 0,
+        tokens: options.limits?.conversationTokens ?? 0,
+        toolCalls: options.limits?.conversationToolCalls ?? 0,
+      },
+    },
   };
 }
 
@@ -233,6 +292,10 @@ export async function turnOf(resources: ResourceIndex, user: string, messageUrn:
     ...(answer ? [answer] : []),
   ]);
   return turnView(message, byParent, byUrn, { now: new Date() });
+}
+
+function sum(messages: readonly TurnView[], key: keyof UsageView): number {
+  return messages.reduce((total, m) => total + m.usage[key], 0);
 }
 
 function indexed(resources: readonly AnyResource[]) {
@@ -271,6 +334,8 @@ function turnView(
       : {}),
     tasks,
     ...(answer ? { answer: answerView(answer) } : {}),
+    usage: turnUsage(message, { byParent, byUrn }, answer),
+    timeline: timelineOf(message, { byParent, byUrn }),
   };
 }
 
@@ -313,18 +378,32 @@ function tasksUnder(
       const verdicts = children
         .filter((r): r is Verdict => r.meta.type === 'plan.Verdict')
         .sort((a, b) => a.round - b.round)
-        .map((v) => ({ round: v.round, pass: v.pass, reason: v.reason }));
+        .map((v) => ({
+          round: v.round,
+          pass: v.pass,
+          reason: v.reason,
+          subtasks: v.subtasks,
+          corrective: v.corrective,
+        }));
+      const tree = { byParent, byUrn };
+      const runnerUp = task.election.runnerUp;
       return {
         urn: task.meta.id,
         title: task.title,
         status,
         assistant: task.election.name,
         score: task.election.score,
+        ...(runnerUp ? { runnerUp: { name: runnerUp.name, score: runnerUp.score } } : {}),
+        evaluation: task.meta.evaluation,
         depth: task.depth,
         round: task.round,
         ...(task.corrects ? { corrects: task.corrects } : {}),
         ...(output?.error ? { error: output.error } : {}),
         verdicts,
+        calls: callsOf(task, tree),
+        usage: usageOf(task, tree),
+        times: taskTimes(task, tree),
+        citations: output?.citations ?? [],
         subtasks: tasksUnder(task.meta.id, byParent, byUrn),
       };
     });

@@ -4,9 +4,11 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
 import { decideApproval } from '../domain/approval.js';
 import { MAX_MESSAGE_CHARS } from '../domain/limits.js';
-import { ValidationError } from '../errors.js';
+import { ConfigError, NotFoundError, ValidationError } from '../errors.js';
 import { startConversation } from '../runtime/conversation.js';
+import { consoleResponse, noneMatch, parseConsoleAuth, strongEtag } from './console-assets.js';
 import type { ChannelDeps, Channels } from './context.js';
+import { listConversations, parseListQuery } from './conversation-list.js';
 import {
   conversationView,
   httpConversationName,
@@ -24,11 +26,14 @@ import { bodyLimit, sameRoute } from './request-guards.js';
  * The HTTP API (API Gateway HTTP API, payload format 2.0), routed with Powertools' `Router`:
  * - `POST /conversations` `{message, assistant?, tool?}` → 202 `{id, conversation, message, statusUrl}`
  * - `POST /conversations/{id}/messages` `{message}` → 202, same shape
- * - `GET /conversations/{id}` → the status view (conversations.ts), its `approvals` included
+ * - `GET /conversations` → the caller's conversations, newest first (conversation-list.ts)
+ * - `GET /conversations/{id}` → the status view (conversations.ts), its `approvals` included, with a
+ *   strong `ETag`; a matching `If-None-Match` → 304 with no body (what the console polls with)
  * - `POST /conversations/{id}/approvals/{approvalId}` `{decision: "approve"|"deny", reason?}` →
  *   200 `{approval}` (shared/domain/approval.ts `ApprovalView`); the same decision again → 200;
  *   another decision → 409 `APPROVAL_DECIDED`; an expired request → 410 `APPROVAL_EXPIRED`;
  *   an unknown request or someone else's conversation → 404
+ * - `GET /` and `GET /console/{file}` → the web console (console-assets.ts), no caller needed
  * - `GET /resources/{urn}` → one resource, through the policy gate: of the caller's own
  *   conversations, or of the shared document corpora (what an answer's `citations` name)
  * An optional `Idempotency-Key` header makes a retried POST store nothing new; reused with another
@@ -107,6 +112,9 @@ export function createHttpApi(options: {
   app.use(sameRoute());
   app.use(bodyLimit(() => options.channels().config.CLD_HTTP_MAX_BODY_BYTES));
   app.use(async ({ reqCtx, next }) => {
+    // The console's static files hold no data: they are the only routes without a caller.
+    const path = new URL(reqCtx.req.url).pathname;
+    if (reqCtx.req.method === 'GET' && (path === '/' || path.startsWith('/console/'))) return next();
     const subject = callerSubject(reqCtx.event);
     if (!subject) throw new UnauthorizedError('missing or invalid credentials');
     reqCtx.set('user', httpUser(subject));
@@ -146,6 +154,16 @@ export function createHttpApi(options: {
         { openConversations: deps.openConversations },
       );
       if (fingerprint) assertSameRequest(started.stored, fingerprint, body.message);
+      await deps.userConversations?.record(
+        user,
+        {
+          conversation: started.conversation,
+          id,
+          title: body.message.slice(0, 200),
+          createdAt: started.conversationCreatedAt,
+        },
+        started.message,
+      );
       return accepted(reqCtx.event as APIGatewayProxyEventV2, options.channels().config, id, started);
     },
     { validation: { req: { body: StartConversationBodySchema } } },
@@ -176,6 +194,16 @@ export function createHttpApi(options: {
         { openConversations: deps.openConversations },
       );
       if (fingerprint) assertSameRequest(started.stored, fingerprint, body.message);
+      await deps.userConversations?.record(
+        user,
+        {
+          conversation: started.conversation,
+          id,
+          title: conversation.meta.purpose.slice(0, 200),
+          createdAt: started.conversationCreatedAt,
+        },
+        started.message,
+      );
       return accepted(reqCtx.event as APIGatewayProxyEventV2, options.channels().config, id, started);
     },
     { validation: { req: { path: PathId, body: AddMessageBodySchema } } },
@@ -188,12 +216,18 @@ export function createHttpApi(options: {
       const { id } = reqCtx.valid.req.path;
       const user = reqCtx.get('user') as string;
       const conversation = await ownConversation(deps.resources, user, httpConversationUrn(user, id));
-      return Response.json(
-        await conversationView(deps.resources, user, conversation, id, {
-          now: deps.now(),
-          stallAfterMs: deps.limits.stallAfterMs,
-        }),
-      );
+      const view = await conversationView(deps.resources, user, conversation, id, {
+        now: deps.now(),
+        stallAfterMs: deps.limits.stallAfterMs,
+        limits: deps.limits,
+      });
+      // A strong validator of the view: an unchanged tree costs a 304 and no body (RFC 9110 §13.1.2).
+      const body = JSON.stringify(view);
+      const etag = strongEtag(body);
+      const headers = { etag, 'cache-control': 'private, no-cache' };
+      if (noneMatch(header(reqCtx.event as APIGatewayProxyEventV2, 'if-none-match'), etag))
+        return new Response(null, { status: 304, headers });
+      return new Response(body, { status: 200, headers: { ...headers, 'content-type': 'application/json' } });
     },
     { validation: { req: { path: PathId } } },
   );
@@ -218,6 +252,35 @@ export function createHttpApi(options: {
       return Response.json({ approval: view });
     },
     { validation: { req: { path: ApprovalPath, body: DecideBodySchema } } },
+  );
+
+  app.get('/conversations', async (reqCtx) => {
+    const deps = await options.deps();
+    const query = parseListQuery((reqCtx.event as APIGatewayProxyEventV2).queryStringParameters);
+    if (!deps.userConversations)
+      throw new ConfigError('the conversations-per-user projection is not configured');
+    const list = await listConversations(
+      deps.userConversations,
+      deps.resources,
+      reqCtx.get('user') as string,
+      query,
+    );
+    return Response.json(list, { headers: { 'cache-control': 'private, no-cache' } });
+  });
+
+  const consoleFile = async (event: APIGatewayProxyEventV2, name: string) => {
+    const config = options.channels().config;
+    if (!config.CLD_CONSOLE_DIR) throw new NotFoundError('the console is not installed (CLD_CONSOLE_DIR)');
+    return consoleResponse(
+      config.CLD_CONSOLE_DIR,
+      name,
+      parseConsoleAuth(config.CLD_CONSOLE_AUTH),
+      header(event, 'if-none-match'),
+    );
+  };
+  app.get('/', (reqCtx) => consoleFile(reqCtx.event as APIGatewayProxyEventV2, 'index.html'));
+  app.get('/console/:file', (reqCtx) =>
+    consoleFile(reqCtx.event as APIGatewayProxyEventV2, reqCtx.params.file as string),
   );
 
   // `{urn}` may hold `/` (encoded as %2F or not): a regex route takes the rest of the path.

@@ -10,7 +10,7 @@ import type { Deps } from '../runtime/deps.js';
 import { childUrn, parentOf, parseUrn, rootOf, typeOf } from '../urn.js';
 import { noticeText, slackApprovalBlocks, teamsApprovalText } from './approvals.js';
 import type { Channels } from './context.js';
-import type { TaskView } from './conversations.js';
+import type { TaskSummary } from './conversations.js';
 import { deliveryGuard, type Once } from './idempotency.js';
 import { type SlackAddress, SlackAddressSchema } from './slack.js';
 
@@ -217,7 +217,7 @@ export interface ProgressView {
   /** Failed tasks among those listed (depth ≤ {@link PROGRESS_DEPTH}). */
   failed: number;
   /** Tasks of depth ≤ {@link PROGRESS_DEPTH}, each with its subtasks down to that depth. */
-  tasks: TaskView[];
+  tasks: TaskSummary[];
 }
 
 /**
@@ -245,7 +245,7 @@ export async function progressOf(resources: ResourceIndex, messageUrn: string): 
   ]);
   const byUrn = new Map(read.map((r) => [r.meta.id, r]));
   let failed = 0;
-  const view = (parent: string): TaskView[] =>
+  const view = (parent: string): TaskSummary[] =>
     shown
       .filter((t) => parentOf(t) === parent)
       .map((t) => byUrn.get(t) as Task | undefined)
@@ -314,7 +314,7 @@ export function progressText(progress: ProgressView): string {
       ? `:white_check_mark: Done: ${progress.finished} of ${progress.total} tasks${progress.failed ? ` (${progress.failed} failed)` : ''}`
       : `:hourglass_flowing_sand: Working on it: ${progress.finished} of ${progress.total} tasks done`;
   const lines: string[] = [head];
-  const walk = (tasks: readonly TaskView[], indent: string) => {
+  const walk = (tasks: readonly TaskSummary[], indent: string) => {
     for (const task of tasks) {
       lines.push(`${indent}${ICON[task.status]} ${task.title} (${task.assistant})`);
       walk(task.subtasks, `${indent}    `);
@@ -324,7 +324,7 @@ export function progressText(progress: ProgressView): string {
   return lines.join('\n');
 }
 
-const ICON: Record<TaskView['status'], string> = {
+const ICON: Record<TaskSummary['status'], string> = {
   pending: '○',
   running: '◐',
   waiting: '◔',

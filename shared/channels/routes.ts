@@ -15,7 +15,10 @@ export interface ApiRoute {
   path: string;
   /** The function (Lambda integration, payload format 2.0). */
   function: ChannelFunction;
-  /** `jwt`: the HTTP API JWT authorizer; `none`: the function verifies a signature itself. */
+  /**
+   * `jwt`: the HTTP API JWT authorizer; `none`: the function verifies a signature itself, or the
+   * route serves the console's static files (no data).
+   */
   auth: 'jwt' | 'none';
   description: string;
 }
@@ -38,6 +41,13 @@ export const API_ROUTES: readonly ApiRoute[] = [
   },
   {
     method: 'GET',
+    path: '/conversations',
+    function: 'http',
+    auth: 'jwt',
+    description: 'The caller’s conversations, newest first, with their status (`?limit=&after=`).',
+  },
+  {
+    method: 'GET',
     path: '/conversations/{id}',
     function: 'http',
     auth: 'jwt',
@@ -56,6 +66,20 @@ export const API_ROUTES: readonly ApiRoute[] = [
     function: 'http',
     auth: 'jwt',
     description: 'One resource of the caller’s conversations, through the policy gate.',
+  },
+  {
+    method: 'GET',
+    path: '/',
+    function: 'http',
+    auth: 'none',
+    description: 'The web console (a static page: it holds no data, and signs in before any call).',
+  },
+  {
+    method: 'GET',
+    path: '/console/{file}',
+    function: 'http',
+    auth: 'none',
+    description: 'The web console’s script, style and sign-in configuration.',
   },
   {
     method: 'POST',

@@ -33,7 +33,11 @@ export class DynamoDBUserConversationStore implements UserConversationStore {
     this.table = options.tableName;
   }
 
-  async record(user: string, conversation: Omit<UserConversation, 'messages'>, message: string): Promise<void> {
+  async record(
+    user: string,
+    conversation: Omit<UserConversation, 'messages'>,
+    message: string,
+  ): Promise<void> {
     assertValidRecord(user, conversation, message);
     await this.documents.send(
       new UpdateCommand({
@@ -96,5 +100,11 @@ function toUserConversation(item: Record<string, unknown>): UserConversation {
   if (!parsed.success)
     throw new ValidationError(`malformed user-conversation item: ${z.prettifyError(parsed.error)}`);
   const { sk, id, title, createdAt, messages } = parsed.data;
-  return { conversation: sk.slice(sk.indexOf('#') + 1), id, title, createdAt, messages: [...messages].sort() };
+  return {
+    conversation: sk.slice(sk.indexOf('#') + 1),
+    id,
+    title,
+    createdAt,
+    messages: [...messages].sort(),
+  };
 }

@@ -72,7 +72,9 @@ const USER = /^[A-Za-z0-9._@:-]{1,200}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
 /** The sort key of an item: creation time, then URN (both fixed-format, so order is time order). */
-export function userConversationKey(conversation: Pick<UserConversation, 'createdAt' | 'conversation'>): string {
+export function userConversationKey(
+  conversation: Pick<UserConversation, 'createdAt' | 'conversation'>,
+): string {
   return `${conversation.createdAt}#${conversation.conversation}`;
 }
 
@@ -90,7 +92,8 @@ export function assertValidRecord(
     throw new ValidationError(`not a conversation URN: ${conversation.conversation.slice(0, 120)}`);
   if (!ISO.test(conversation.createdAt))
     throw new ValidationError(`createdAt must be an ISO 8601 UTC time, got "${conversation.createdAt}"`);
-  if (!conversation.id || conversation.id.length > 128) throw new ValidationError('id must be 1-128 characters');
+  if (!conversation.id || conversation.id.length > 128)
+    throw new ValidationError('id must be 1-128 characters');
   if (!message.startsWith(`${conversation.conversation}/common.Message.`))
     throw new ValidationError('message must be a Message directly under the conversation');
 }
@@ -152,7 +155,11 @@ export class LocalUserConversationStore implements UserConversationStore {
     this.journal = dir ? new JsonlJournal(join(dir, 'users.jsonl')) : undefined;
   }
 
-  async record(user: string, conversation: Omit<UserConversation, 'messages'>, message: string): Promise<void> {
+  async record(
+    user: string,
+    conversation: Omit<UserConversation, 'messages'>,
+    message: string,
+  ): Promise<void> {
     assertValidRecord(user, conversation, message);
     const entry = { user, ...conversation, title: conversation.title.slice(0, 200), message };
     if (!apply(await this.load(), entry)) return;
@@ -167,7 +174,10 @@ export class LocalUserConversationStore implements UserConversationStore {
       .sort(([a], [b]) => (a < b ? 1 : a > b ? -1 : 0));
     const page = keys.slice(0, limit).map(([, item]) => ({ ...item, messages: [...item.messages] }));
     const last = page.at(-1);
-    return { items: page, ...(keys.length > limit && last ? { next: encodeCursor(userConversationKey(last)) } : {}) };
+    return {
+      items: page,
+      ...(keys.length > limit && last ? { next: encodeCursor(userConversationKey(last)) } : {}),
+    };
   }
 
   private load(): Promise<Map<string, Map<string, UserConversation>>> {
@@ -189,10 +199,13 @@ export class LocalUserConversationStore implements UserConversationStore {
 }
 
 /** Applies one record; returns whether it changed anything. */
-function apply(items: Map<string, Map<string, UserConversation>>, entry: z.infer<typeof EntrySchema>): boolean {
+function apply(
+  items: Map<string, Map<string, UserConversation>>,
+  entry: z.infer<typeof EntrySchema>,
+): boolean {
   const { user, message, ...conversation } = entry;
-  let mine = items.get(user);
-  if (!mine) items.set(user, (mine = new Map()));
+  const mine = items.get(user) ?? new Map<string, UserConversation>();
+  items.set(user, mine);
   const key = userConversationKey(conversation);
   const item = mine.get(key);
   if (!item) {

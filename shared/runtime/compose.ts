@@ -15,6 +15,7 @@ import { LocalProjectionStore } from '../projections/local.js';
 import { LocalOpenConversationStore, type OpenConversationStore } from '../projections/open-conversations.js';
 import type { ProjectionStore } from '../projections/port.js';
 import { UnconfiguredPersistenceLayer, UnconfiguredProjectionStore } from '../projections/unconfigured.js';
+import { LocalUserConversationStore, type UserConversationStore } from '../projections/user-conversations.js';
 import { type ResourceCacheOptions, ResourceIndex } from '../resources/resource-index.js';
 import type { ChunkSearch, SearchHit } from '../search/port.js';
 import { HashingEmbedder } from '../search/similarity.js';
@@ -148,7 +149,9 @@ export const FUNCTION_USES: Readonly<Record<string, Readonly<FunctionUses>>> = {
   assistant: { model: true, tools: false, table: true },
   tool: { model: false, tools: true, table: false },
   reply: { model: false, tools: false, table: true },
-  http: { model: false, tools: false, table: false },
+  // The HTTP API records each user Message in the conversations-per-user projection and opens the
+  // conversation in the open-conversations one (issue 15).
+  http: { model: false, tools: false, table: true },
   slack: { model: false, tools: false, table: false },
   teams: { model: false, tools: false, table: false },
   deadletter: { model: false, tools: false, table: true },
@@ -312,6 +315,7 @@ export async function projectionsFor(
   projections: ProjectionStore;
   idempotency: BasePersistenceLayer;
   openConversations?: OpenConversationStore;
+  userConversations?: UserConversationStore;
 }> {
   if (process.env.CLD_BUNDLE_TABLE !== 'false' && uses.table) {
     if (env.CLD_BUCKET && env.CLD_TABLE) {
@@ -319,16 +323,19 @@ export async function projectionsFor(
         { createDynamoDBClient, DynamoDBProjectionStore },
         { dynamoDBIdempotencyLayer },
         { DynamoDBOpenConversationStore },
+        { DynamoDBUserConversationStore },
       ] = await Promise.all([
         import('../projections/dynamodb.js'),
         import('../projections/idempotency.js'),
         import('../projections/open-conversations-dynamodb.js'),
+        import('../projections/user-conversations-dynamodb.js'),
       ]);
       const client = createDynamoDBClient({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
       return {
         projections: new DynamoDBProjectionStore({ client, tableName: env.CLD_TABLE }),
         idempotency: dynamoDBIdempotencyLayer({ client, tableName: env.CLD_TABLE }),
         openConversations: new DynamoDBOpenConversationStore({ client, tableName: env.CLD_TABLE }),
+        userConversations: new DynamoDBUserConversationStore({ client, tableName: env.CLD_TABLE }),
       };
     }
     if (!env.CLD_BUCKET) {
@@ -338,6 +345,7 @@ export async function projectionsFor(
         projections: new LocalProjectionStore(dir),
         idempotency: new LocalPersistenceLayer(dir),
         openConversations: new LocalOpenConversationStore(dir),
+        userConversations: new LocalUserConversationStore(dir),
       };
     }
   } else if (uses.table) {
@@ -414,6 +422,8 @@ export async function assembleDeps(options: {
   idempotency?: BasePersistenceLayer;
   /** The open-conversations projection the steps touch; default: none. */
   openConversations?: OpenConversationStore;
+  /** The conversations-per-user projection the HTTP channel records to; default: none. */
+  userConversations?: UserConversationStore;
   now?: () => Date;
   /** Policy gate of every get/list/put; default: the built-in evaluator over every rule. */
   policy?: Policy;
@@ -450,6 +460,7 @@ export async function assembleDeps(options: {
     projections: options.projections ?? new LocalProjectionStore(),
     idempotency: options.idempotency ?? (await defaultIdempotency()),
     ...(options.openConversations ? { openConversations: options.openConversations } : {}),
+    ...(options.userConversations ? { userConversations: options.userConversations } : {}),
     logger: options.logger,
     now: options.now ?? (() => new Date()),
   };

@@ -36,6 +36,8 @@ export interface StartedConversation {
   stored: Message;
   /** False when the message existed already (a repeated call: nothing new was written). */
   created: boolean;
+  /** Creation time of the Conversation as stored (ISO 8601): the first call's, on a repeat too. */
+  conversationCreatedAt: string;
 }
 
 /** The policy actor of a channel caller in a conversation. */
@@ -64,7 +66,7 @@ export async function startConversation(
   );
   const actor = userActor(input.user, meta.id);
   const conversation: Conversation = { meta, actor: input.user, channel: input.channel };
-  await resources.put(actor, conversation);
+  const storedConversation = await resources.put(actor, conversation);
   await options.openConversations?.touch(meta.id, now);
   const message: Message = {
     meta: withMeta({ type: 'common.Message', name: input.messageName ?? 'message-1', parent: meta.id }, now),
@@ -76,6 +78,7 @@ export async function startConversation(
   return {
     stored: outcome.resource,
     created: outcome.created,
+    conversationCreatedAt: storedConversation.resource.meta.createdAt ?? now.toISOString(),
     conversation: meta.id,
     message: message.meta.id,
     answer: childUrn(meta.id, 'common.Message', NAMES.answer(message.meta.id)),

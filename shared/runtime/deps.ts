@@ -4,6 +4,7 @@ import type { Limits } from '../domain/limits.js';
 import type { ChatModel, Embedder } from '../llm/port.js';
 import type { OpenConversationStore } from '../projections/open-conversations.js';
 import type { ProjectionStore } from '../projections/port.js';
+import type { UserConversationStore } from '../projections/user-conversations.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Assistant, Tool } from '../resources/schemas.js';
 import type { ChunkSearch } from '../search/port.js';
@@ -43,6 +44,12 @@ export interface Deps {
    * Absent in functions that do not use the projections table.
    */
   openConversations?: OpenConversationStore;
+  /**
+   * The conversations-per-user projection (shared/projections/user-conversations.ts): the HTTP
+   * channel records each user Message it stores and `GET /conversations` lists from it. Absent in
+   * functions that do not use the projections table.
+   */
+  userConversations?: UserConversationStore;
   logger: Logger;
   now: () => Date;
 }

@@ -18,6 +18,7 @@ import type { ChatModel, Embedder } from '../llm/port.js';
 import { LocalPersistenceLayer } from '../projections/idempotency.js';
 import { LocalProjectionStore } from '../projections/local.js';
 import { LocalOpenConversationStore } from '../projections/open-conversations.js';
+import { LocalUserConversationStore } from '../projections/user-conversations.js';
 import type { DEFAULT_RESOURCE_CACHE, ResourceCacheOptions } from '../resources/resource-index.js';
 import type { FaultInjector } from '../storage/faulty.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
@@ -124,6 +125,7 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
   const storage = options.storage ?? new FilesystemStorage(join(options.dataDir, 'resources'));
   const projections = new LocalProjectionStore(join(options.dataDir, 'projections'));
   const openConversations = new LocalOpenConversationStore(join(options.dataDir, 'projections'));
+  const userConversations = new LocalUserConversationStore(join(options.dataDir, 'projections'));
   const injector = options.injector;
   const invoker =
     (step: StepName): StepInvoker =>
@@ -166,6 +168,7 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
     projections: injector ? injector.wrapProjections(projections) : projections,
     idempotency: new LocalPersistenceLayer(join(options.dataDir, 'projections')),
     openConversations,
+    userConversations,
     logger: new Logger({ serviceName: 'cld', logLevel: options.logLevel ?? 'SILENT' }),
     resourceCache: options.resourceCache ?? LOCAL_RESOURCE_CACHE,
     ...(options.now ? { now: options.now } : {}),

@@ -108,7 +108,9 @@ describe.each<[string, () => Promise<UserConversationStore>]>([
     await expect(
       store.record('alice', { ...conversation(1, 1), conversation: 'cld:common.Conversation.x' }, message(1)),
     ).rejects.toThrow(/conversation URN/);
-    await expect(store.record('alice', conversation(1, 1), message(2))).rejects.toThrow(/under the conversation/);
+    await expect(store.record('alice', conversation(1, 1), message(2))).rejects.toThrow(
+      /under the conversation/,
+    );
   });
 });
 

@@ -1,0 +1,186 @@
+import type { TaskView, TurnView } from '../../shared/channels/conversations.js';
+
+/**
+ * One user message and what the system did with it: status (stalled and failed called out), what
+ * it waits for, the plan, the task tree (per task: status, elected assistant, score and runner-up,
+ * evaluation criteria, verdicts per round with corrective subtasks, tool calls with arguments and
+ * results, usage, times) and the answer with its citations.
+ */
+
+/** A status badge: a word and a shape, so it does not rely on colour alone. */
+export function Status(props: { status: string }) {
+  const icon: Record<string, string> = {
+    done: '✓',
+    failed: '✗',
+    stalled: '⚠',
+    running: '●',
+    waiting: '◐',
+    pending: '○',
+  };
+  return (
+    <span class={`status ${props.status}`} data-status={props.status}>
+      {icon[props.status] ?? '•'} {props.status}
+    </span>
+  );
+}
+
+export function Turn(props: { turn: TurnView; onCite: (urn: string) => void }) {
+  const { turn } = props;
+  return (
+    <>
+      <blockquote class="question">
+        <Status status={turn.status} /> {turn.content}
+      </blockquote>
+      {turn.status === 'stalled' && (
+        <p class="banner stalled" role="alert">
+          Stalled: nothing new since {when(turn.lastProgress)}. Waiting for{' '}
+          {turn.waitingFor?.join('; ') ?? 'the next step'}. The sweeper re-drives stalled work.
+        </p>
+      )}
+      {turn.status !== 'stalled' && turn.waitingFor && turn.waitingFor.length > 0 && (
+        <p class="muted">Waiting for {turn.waitingFor.join('; ')}.</p>
+      )}
+      {turn.plan && (
+        <p class="muted">
+          Plan: {turn.plan.tasks} root task(s), model {turn.plan.model}
+          {turn.plan.error && <span class="banner failed"> {turn.plan.error.message}</span>}
+        </p>
+      )}
+      <ul class="tree" aria-label="Task tree">
+        {turn.tasks.map((task) => (
+          <TaskNode key={task.urn} task={task} onCite={props.onCite} />
+        ))}
+      </ul>
+      {turn.answer && (
+        <section class={`answer${turn.answer.error ? ' failed' : ''}`} aria-label="Answer">
+          <h3>Answer</h3>
+          {turn.answer.error && (
+            <p class="banner failed" role="alert">
+              {turn.answer.error.code}: {turn.answer.error.message}
+            </p>
+          )}
+          <div class="content">{turn.answer.content}</div>
+          <Citations urns={turn.answer.citations} onCite={props.onCite} />
+        </section>
+      )}
+    </>
+  );
+}
+
+function Citations(props: { urns: string[]; onCite: (urn: string) => void }) {
+  if (props.urns.length === 0) return null;
+  return (
+    <ol class="citations" aria-label="Citations">
+      {props.urns.map((urn) => (
+        <li key={urn}>
+          <button type="button" class="link citation" onClick={() => props.onCite(urn)}>
+            {urn}
+          </button>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function TaskNode(props: { task: TaskView; onCite: (urn: string) => void }) {
+  const { task } = props;
+  const open = task.status === 'failed' || task.status === 'running';
+  return (
+    <li class={`task ${task.status}`} data-task={task.title}>
+      <details open={open}>
+        <summary>
+          <Status status={task.status} /> <span class="title">{task.title}</span>{' '}
+          <span class="assistant">
+            {task.assistant} <small>{task.score.toFixed(2)}</small>
+            {task.runnerUp && (
+              <small class="muted">
+                {' '}
+                (runner-up {task.runnerUp.name} {task.runnerUp.score.toFixed(2)})
+              </small>
+            )}
+          </span>
+          {task.round > 0 && <span class="tag">corrective, round {task.round}</span>}
+        </summary>
+        {task.error && (
+          <p class="banner failed" role="alert">
+            {task.error.code}: {task.error.message}
+          </p>
+        )}
+        <dl class="facts">
+          {task.evaluation && (
+            <>
+              <dt>Evaluation criteria</dt>
+              <dd>{task.evaluation}</dd>
+            </>
+          )}
+          <dt>Used</dt>
+          <dd>
+            {task.usage.modelCalls} model call(s), {task.usage.tokens.toLocaleString()} tokens,{' '}
+            {task.usage.toolCalls} tool call(s)
+          </dd>
+          <dt>Times</dt>
+          <dd>
+            queued {when(task.times.queuedAt)}, started {when(task.times.startedAt)}, finished{' '}
+            {when(task.times.finishedAt)}
+          </dd>
+        </dl>
+        {task.calls.length > 0 && (
+          <ul class="calls" aria-label="Tool calls">
+            {task.calls.map((call) => (
+              <li key={call.urn}>
+                <details>
+                  <summary>
+                    <code>
+                      {call.name}({JSON.stringify(call.input)})
+                    </code>{' '}
+                    {call.result ? (
+                      <span class={`status ${call.result.status === 'OK' ? 'done' : 'failed'}`}>
+                        {call.result.status} · {call.result.bytes.toLocaleString()} B
+                        {call.result.ms !== undefined && <> · {call.result.ms} ms</>}
+                      </span>
+                    ) : (
+                      <Status status="running" />
+                    )}
+                  </summary>
+                  <pre class="result">
+                    {call.result
+                      ? call.result.content + (call.result.truncated ? '\n…' : '')
+                      : 'waiting for the result'}
+                  </pre>
+                </details>
+              </li>
+            ))}
+          </ul>
+        )}
+        {task.verdicts.length > 0 && (
+          <ul class="verdicts" aria-label="Verdicts">
+            {task.verdicts.map((v) => (
+              <li key={v.round} class={v.pass ? 'pass' : 'fail'}>
+                <strong>
+                  verdict round {v.round}: {v.pass ? 'pass' : 'fail'}
+                </strong>{' '}
+                — {v.reason}
+                {v.corrective.length > 0 && <span> ({v.corrective.length} corrective subtask(s))</span>}
+              </li>
+            ))}
+          </ul>
+        )}
+        {task.citations.length > 0 && <Citations urns={task.citations} onCite={props.onCite} />}
+        {task.subtasks.length > 0 && (
+          <ul class="tree">
+            {task.subtasks.map((sub) => (
+              <TaskNode key={sub.urn} task={sub} onCite={props.onCite} />
+            ))}
+          </ul>
+        )}
+      </details>
+    </li>
+  );
+}
+
+/** A time as the reader's locale shows it, with milliseconds; `—` when absent. */
+export function when(iso: string | undefined): string {
+  if (!iso) return '—';
+  const date = new Date(iso);
+  return `${date.toLocaleTimeString()}.${String(date.getMilliseconds()).padStart(3, '0')}`;
+}
