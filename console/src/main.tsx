@@ -115,6 +115,12 @@ function Console(props: { api: Api; signOut: () => void }) {
     api.list().then(setList, (e: unknown) => setError(describe(e)));
   }, [api]);
   useEffect(refresh, []);
+  useEffect(() => {
+    // Back, forward and edited addresses pick the conversation named by the fragment.
+    const follow = () => setSelected(window.location.hash.slice(1) || undefined);
+    window.addEventListener('hashchange', follow);
+    return () => window.removeEventListener('hashchange', follow);
+  }, []);
   const select = (id: string) => {
     setSelected(id);
     history.replaceState(null, '', `#${id}`);

@@ -1,3 +1,4 @@
+import { Fragment } from 'preact';
 import type { TaskView, TurnView } from '../../shared/channels/conversations.js';
 
 /**
@@ -59,7 +60,7 @@ export function Turn(props: { turn: TurnView; onCite: (urn: string) => void }) {
               {turn.answer.error.code}: {turn.answer.error.message}
             </p>
           )}
-          <div class="content">{turn.answer.content}</div>
+          <Markdownish text={turn.answer.content} />
           <Citations urns={turn.answer.citations} onCite={props.onCite} />
         </section>
       )}
@@ -183,4 +184,37 @@ export function when(iso: string | undefined): string {
   if (!iso) return '—';
   const date = new Date(iso);
   return `${date.toLocaleTimeString()}.${String(date.getMilliseconds()).padStart(3, '0')}`;
+}
+
+/**
+ * An answer's text with its Markdown structure shown: fenced code blocks as `<pre>`, `#` headings
+ * as headings, the rest as paragraphs. Only text nodes are created (no HTML is parsed), so an
+ * answer cannot inject markup.
+ */
+export function Markdownish(props: { text: string }) {
+  const parts = props.text.split(/^```[^\n]*\n?/m);
+  return (
+    <div class="content">
+      {parts.map((part, i) =>
+        i % 2 === 1 ? (
+          <pre key={i}>{part.replace(/\n$/, '')}</pre>
+        ) : (
+          part
+            .split(/\n{2,}/)
+            .filter((block) => block.trim())
+            .map((block, j) => {
+              const [first = '', ...rest] = block.trim().split('\n');
+              const heading = /^#{1,6}\s+(.*)$/.exec(first);
+              const body = heading ? rest.join('\n') : block.trim();
+              return (
+                <Fragment key={`${i}-${j}`}>
+                  {heading && <h4>{heading[1]}</h4>}
+                  {body && <p>{body}</p>}
+                </Fragment>
+              );
+            })
+        ),
+      )}
+    </div>
+  );
 }

@@ -1,0 +1,212 @@
+/// <reference lib="dom" />
+/**
+ * The web console in a real Chromium (Debian's `chromium`, driven by playwright-core) against
+ * `serve` on 127.0.0.1 (issue 15, "Done when"): sign in with the bearer token, ask the quick-start
+ * question, watch the tree grow to `done` (updates by conditional polling: no 200 repeats an ETag,
+ * an unchanged tree comes back 304), open a citation, see the timeline, follow up from the
+ * keyboard; another user neither lists nor reads the conversation. Each step that fails leaves a
+ * screenshot in `test/.console-screenshots/` (gitignored). With `CLD_CONSOLE_SCREENSHOT=<path>`,
+ * the quick-start state is also written there (how docs/console.png is made).
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Served, startServe } from '../../cli/serve.js';
+import { parseEnv } from '../../shared/runtime/compose.js';
+
+const ALICE = 'alice-token-0123456789abcdef';
+const BOB = 'bob-token-0123456789abcdef0';
+/** The README's quick-start question and documents. */
+const QUESTION =
+  '1. How do I send S3 object events to EventBridge? 2. How do I match only keys with a given prefix in an event rule?';
+const DOCS = ['node_modules/aws-cdk-lib/aws-s3', 'node_modules/aws-cdk-lib/aws-events'];
+const CHROMIUM = process.env.CLD_CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = resolve('test/.console-screenshots');
+
+let served: Served;
+let dataDir: string;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `no Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does) or set CLD_CHROMIUM`,
+    );
+  await mkdir(SHOTS, { recursive: true });
+  dataDir = await mkdtemp(join(tmpdir(), 'cld-console-'));
+  served = await startServe({
+    port: 0,
+    dataDir,
+    env: { CLD_API_TOKENS: JSON.stringify({ [ALICE]: 'alice', [BOB]: 'bob' }) },
+    core: parseEnv({ CLD_DATA_DIR: dataDir }),
+    docs: DOCS,
+  });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await served?.stop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+/** Runs one step; on failure writes `<test>-<step>.png` and rethrows. */
+async function step<T>(page: Page, name: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    const file = join(SHOTS, `${expect.getState().currentTestName?.replace(/\W+/g, '-')}-${name}.png`);
+    await page.screenshot({ path: file, fullPage: true }).catch(() => undefined);
+    throw new Error(`step "${name}" failed (screenshot ${file})`, { cause: error });
+  }
+}
+
+async function signIn(context: BrowserContext, token: string): Promise<Page> {
+  const page = await context.newPage();
+  await step(page, 'sign-in', async () => {
+    await page.goto(served.url);
+    await page.getByLabel(/Bearer token/).fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByLabel('New question').waitFor();
+  });
+  return page;
+}
+
+describe('the console in Chromium against serve', () => {
+  let aliceId = '';
+
+  it('signs in, asks the quick-start question, shows the tree growing to done, a citation and the timeline', async () => {
+    const context = await browser.newContext({
+      viewport: { width: 1400, height: 1000 },
+      colorScheme: 'light',
+    });
+    const page = await signIn(context, ALICE);
+    const polls: { status: number; etag: string | null }[] = [];
+    const urls: string[] = [];
+    page.on('request', (request) => urls.push(request.url()));
+    page.on('response', (response) => {
+      if (/\/conversations\/[0-9a-f-]{36}$/.test(new URL(response.url()).pathname))
+        polls.push({ status: response.status(), etag: response.headers().etag ?? null });
+    });
+
+    await step(page, 'ask', async () => {
+      await page.getByLabel('New question').fill(QUESTION);
+      await page.getByRole('button', { name: 'Send' }).first().click();
+      await page.locator('article.conversation').waitFor();
+    });
+    aliceId = new URL(page.url()).hash.slice(1);
+    expect(aliceId).toMatch(/^[0-9a-f-]{36}$/);
+
+    await step(page, 'done', async () => {
+      await page.locator('article.conversation > h2 [data-status="done"]').waitFor({ timeout: 30_000 });
+    });
+    const tree = page.getByRole('list', { name: 'Task tree' }).first();
+    await step(page, 'tree', async () => {
+      expect(await tree.locator('li.task').count()).toBeGreaterThanOrEqual(3);
+      expect(await tree.locator('li.task.done').count()).toBe(await tree.locator('li.task').count());
+      await expect.poll(() => tree.locator('summary').first().textContent()).toMatch(/coordinator/);
+      // The root task's details: evaluation criteria, verdict, the leaves' tool calls with results.
+      await tree.locator('li.task').first().locator('summary').first().click();
+      await tree.locator('li.task').nth(1).locator('summary').first().click();
+      const leaf = tree.locator('li.task').nth(1);
+      expect(await leaf.locator('.facts').first().textContent()).toMatch(/Evaluation criteria/);
+      expect(await leaf.locator('.calls summary').first().textContent()).toMatch(
+        /search\(\{"query":.*OK · [\d,]+ B/,
+      );
+      expect(await tree.locator('.verdicts').first().textContent()).toMatch(/verdict round 1: pass/);
+    });
+    await step(page, 'list', async () => {
+      await expect
+        .poll(() => page.locator('nav .row').first().textContent())
+        .toMatch(/done.*How do I send S3 object events/);
+    });
+
+    await step(page, 'citation', async () => {
+      const citation = page.locator('.answer .citation').first();
+      await citation.focus();
+      await page.keyboard.press('Enter');
+      const dialog = page.getByRole('dialog', { name: 'Citation' });
+      await dialog.locator('pre.chunk').waitFor();
+      expect((await dialog.locator('pre.chunk').textContent())?.length).toBeGreaterThan(50);
+      expect(await dialog.locator('.source').textContent()).toMatch(
+        /Source: node_modules\/aws-cdk-lib\/aws-(s3|events)\/README\.md — chunk \d+ of \d+/,
+      );
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'hidden' });
+    });
+
+    await step(page, 'timeline', async () => {
+      const timeline = page.getByRole('figure', { name: 'Timeline' }).last();
+      await timeline.waitFor();
+      expect(await timeline.locator('figcaption').textContent()).toMatch(/^\d+ steps over [\d.]+ (ms|s)$/);
+      const kinds = await timeline.locator('li.step').evaluateAll((items) => items.map((i) => i.className));
+      expect(kinds.some((k) => k.includes('plan'))).toBe(true);
+      expect(kinds.some((k) => k.includes('tool'))).toBe(true);
+      expect(kinds.some((k) => k.includes('answer'))).toBe(true);
+      expect(kinds.every((k) => k.includes(' ok'))).toBe(true);
+    });
+
+    await step(page, 'screenshot', async () => {
+      await page.screenshot({ path: join(SHOTS, 'quick-start.png'), fullPage: true });
+      if (process.env.CLD_CONSOLE_SCREENSHOT)
+        await page.screenshot({ path: resolve(process.env.CLD_CONSOLE_SCREENSHOT), fullPage: false });
+    });
+
+    await step(page, 'conditional polling', async () => {
+      // A finished conversation is still polled (more slowly): the next poll is a 304.
+      await expect
+        .poll(() => polls.filter((p) => p.status === 304).length, { timeout: 15_000 })
+        .toBeGreaterThan(0);
+      const fulls = polls.filter((p) => p.status === 200).map((p) => p.etag);
+      expect(new Set(fulls).size).toBe(fulls.length); // no 200 repeats an ETag
+      expect(polls.every((p) => p.status === 200 || p.status === 304)).toBe(true);
+    });
+    // The token never appears in a URL the page requested.
+    expect(urls.some((url) => url.includes(ALICE))).toBe(false);
+    await context.close();
+  });
+
+  it('sends a follow-up from the keyboard and shows its answer in the same conversation', async () => {
+    const context = await browser.newContext();
+    const page = await signIn(context, ALICE);
+    await step(page, 'follow-up', async () => {
+      await page.goto(`${served.url}/#${aliceId}`);
+      await page.locator('article.conversation > h2 [data-status="done"]').waitFor();
+      await page.getByLabel('Follow-up').fill('How do I enable versioning on a bucket?');
+      await page.getByLabel('Follow-up').press('Control+Enter');
+      await expect.poll(() => page.locator('section.turn').count(), { timeout: 30_000 }).toBe(2);
+      await page.locator('section.turn').nth(1).locator('section.answer').waitFor({ timeout: 30_000 });
+      await page.locator('article.conversation > h2 [data-status="done"]').waitFor({ timeout: 30_000 });
+    });
+    await context.close();
+  });
+
+  it('shows another user neither the conversation in the list nor its contents', async () => {
+    const context = await browser.newContext();
+    const page = await signIn(context, BOB);
+    await step(page, 'other user', async () => {
+      await page.locator('nav').getByText('No conversations yet.').waitFor();
+      await page.goto(`${served.url}/#${aliceId}`);
+      await expect.poll(() => page.locator('main .banner.failed').textContent()).toMatch(/404 NOT_FOUND/);
+      expect(await page.locator('article.conversation').count()).toBe(0);
+    });
+    await context.close();
+  });
+
+  it('follows the dark scheme and keeps the token out of the page’s storage once signed out', async () => {
+    const context = await browser.newContext({ colorScheme: 'dark' });
+    const page = await signIn(context, ALICE);
+    await step(page, 'dark scheme', async () => {
+      const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      expect(background).toBe('rgb(15, 18, 22)');
+      expect(await page.evaluate(() => sessionStorage.getItem('cld.token'))).toBe(ALICE);
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByLabel(/Bearer token/).waitFor();
+      expect(await page.evaluate(() => sessionStorage.getItem('cld.token'))).toBeNull();
+    });
+    await context.close();
+  });
+});
