@@ -4,6 +4,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
+import { buildConsole, MAX_CONSOLE_JS_GZIP_BYTES } from '../console/build.js';
 import {
   BUNDLE_CACHE_DIR,
   type BuiltBundle,
@@ -165,10 +166,24 @@ async function main(): Promise<void> {
     if (!args.json) process.stderr.write(`bundling and importing ${name} (${args.runs} runs)...\n`);
     rows.push(await report(await buildBundle(name, spec), spec, args.runs, args.top));
   }
+  // The web console the http function's asset carries (console/build.ts; limit 150 KB gzipped).
+  const web = await buildConsole(join(BUNDLE_CACHE_DIR, 'console'));
+  const consoleRow = {
+    script: web.js.name,
+    kb: web.js.bytes / 1024,
+    gzipKb: web.js.gzipBytes / 1024,
+    cssGzipKb: web.css.gzipBytes / 1024,
+    limitGzipKb: MAX_CONSOLE_JS_GZIP_BYTES / 1024,
+  };
   if (args.json) {
     out(
       JSON.stringify(
-        { goals: { bundleKb: SIZE_GOAL_KB, importMs: IMPORT_GOAL_MS }, runs: args.runs, rows },
+        {
+          goals: { bundleKb: SIZE_GOAL_KB, importMs: IMPORT_GOAL_MS },
+          runs: args.runs,
+          rows,
+          console: consoleRow,
+        },
         null,
         2,
       ),
@@ -193,6 +208,9 @@ async function main(): Promise<void> {
         `| ${row.function} | ${size} | ${row.policyKb.toFixed(1)} | ${time} | ${row.sdkMs.toFixed(1)} | ${row.ownMs.toFixed(1)} | ${ms(row.firstCallMs)} | ${ms(row.warmCallMs)} |`,
       );
     }
+    out(
+      `\nWeb console (http asset, console/): ${consoleRow.script} ${consoleRow.kb.toFixed(1)} KB, ${consoleRow.gzipKb.toFixed(1)} KB gzipped (limit ${consoleRow.limitGzipKb} KB); stylesheet ${consoleRow.cssGzipKb.toFixed(1)} KB gzipped.`,
+    );
     const ranksKb = rows[0]?.tokenizerKb;
     if (ranksKb !== undefined)
       out(

@@ -187,6 +187,20 @@ export function writeTokenizerRanks(outputDir: string, projectRoot: string = PRO
   return file;
 }
 
+/** Where a function's asset holds the built console (`CLD_CONSOLE_DIR` in Lambda: the asset is `/var/task`). */
+export const LAMBDA_CONSOLE_DIR = '/var/task/console';
+
+/**
+ * Shell commands that build the web console into `<outputDir>/console` (console/build.ts, with the
+ * Node.js running the synth and the project's tsx), so the deployed assets are built from the same
+ * sources `serve` builds at start and the browser tests drive.
+ */
+export function consoleCommands(inputDir: string, outputDir: string): string[] {
+  return [
+    `cd ${shellQuote(inputDir)} && ${shellQuote(process.execPath)} --import tsx console/build.ts ${shellQuote(`${outputDir}/console`)}`,
+  ];
+}
+
 /**
  * `NodejsFunction` bundling options of a function: local esbuild (never Docker), the shared
  * settings, the function's build-time constants ({@link bundleDefines}: what it composes, so the
@@ -194,14 +208,16 @@ export function writeTokenizerRanks(outputDir: string, projectRoot: string = PRO
  * ranks written in (found by the bundle beside `index.mjs`; {@link LAMBDA_TOKENIZER_RANKS}).
  * @param name the function's name in the function table
  * @param wasm whether `policies/dist/<name>.wasm` is copied too (it exists at synth time)
+ * @param withConsole whether the web console is built into the asset ({@link consoleCommands})
  */
-export function nodejsBundling(name: string, wasm: boolean): BundlingOptions {
+export function nodejsBundling(name: string, wasm: boolean, withConsole = false): BundlingOptions {
   const commandHooks: ICommandHooks = {
     beforeBundling: () => [],
     beforeInstall: () => [],
     afterBundling: (inputDir, outputDir) => [
       ...policyCopyCommands(name, inputDir, outputDir, wasm),
       ...tokenizerCommands(inputDir, outputDir),
+      ...(withConsole ? consoleCommands(inputDir, outputDir) : []),
     ],
   };
   return {

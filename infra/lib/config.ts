@@ -25,6 +25,7 @@ import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from './secrets.js';
  * | `cld:maxEventAgeSeconds` | maximum event age, 60–21,600 s (Lambda's range) | `3600` |
  * | `cld:logRetentionDays` | a CloudWatch Logs retention (1, 3, 5, 7, 14, 30, ...) | 365 in `prod`, else 14 |
  * | `cld:logLevel` | Powertools log level | `INFO` |
+ * | `cld:consoleAuth` | the console's OIDC sign-in (authorization code + PKCE): `{"domain": "https://<prefix>.auth.<region>.amazoncognito.com"}` (Cognito hosted UI) or `{"authorizationEndpoint", "tokenEndpoint"}`, with optional `clientId` (default: the first `cld:jwtAudience`) and `scopes` (default `["openid"]`); requires `cld:jwtIssuer` | none → the console takes a pasted bearer token |
  */
 
 /** The value that deploys the offline model (no Bedrock access needed; a smoke test of the pipeline). */
@@ -140,6 +141,22 @@ export const StackConfigSchema = z
         'a CloudWatch Logs retention (1, 3, 5, 7, 14, 30, 60, 90, ...)',
       ),
     logLevel: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT']),
+    consoleAuth: z
+      .strictObject({
+        domain: z.url({ protocol: /^https$/ }).optional(),
+        authorizationEndpoint: z.url({ protocol: /^https$/ }).optional(),
+        tokenEndpoint: z.url({ protocol: /^https$/ }).optional(),
+        clientId: z.string().trim().min(1).max(256).optional(),
+        scopes: z
+          .array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/))
+          .min(1)
+          .max(20)
+          .optional(),
+      })
+      .refine((a) => !!a.domain !== !!(a.authorizationEndpoint && a.tokenEndpoint), {
+        message: 'give either domain (Cognito hosted UI) or both authorizationEndpoint and tokenEndpoint',
+      })
+      .optional(),
   })
   .superRefine((config, ctx) => {
     if (config.jwtIssuer && config.jwtAudience.length === 0)
@@ -150,6 +167,8 @@ export const StackConfigSchema = z
       });
     if (!config.jwtIssuer && config.jwtAudience.length > 0)
       ctx.addIssue({ code: 'custom', path: ['jwtIssuer'], message: 'required with cld:jwtAudience' });
+    if (config.consoleAuth && !config.jwtIssuer)
+      ctx.addIssue({ code: 'custom', path: ['jwtIssuer'], message: 'required with cld:consoleAuth' });
   });
 
 /** The resolved deployment config (see the table above). */
@@ -184,6 +203,7 @@ export const CONTEXT_KEYS: Record<keyof StackConfig, string> = {
   maxEventAgeSeconds: 'cld:maxEventAgeSeconds',
   logRetentionDays: 'cld:logRetentionDays',
   logLevel: 'cld:logLevel',
+  consoleAuth: 'cld:consoleAuth',
 };
 
 /** Fields whose context value may be JSON text (objects, arrays, numbers given with `-c`). */
@@ -197,6 +217,7 @@ const JSON_FIELDS = new Set<keyof StackConfig>([
   'retryAttempts',
   'maxEventAgeSeconds',
   'logRetentionDays',
+  'consoleAuth',
 ]);
 
 /** True in the stage whose data is retained on stack deletion. */
@@ -251,4 +272,31 @@ function parseJson(key: string, text: string): unknown {
   } catch (error) {
     throw new ConfigError(`${key} is not valid JSON: ${trimmed.slice(0, 80)}`, { cause: error });
   }
+}
+
+/**
+ * The console's sign-in (`CLD_CONSOLE_AUTH`, shared/channels/console-assets.ts) from
+ * `cld:consoleAuth`: a Cognito domain becomes its hosted UI's endpoints (`/oauth2/authorize`,
+ * `/oauth2/token`); the client defaults to the first JWT audience. Undefined without `cld:consoleAuth`.
+ */
+export function consoleAuthOf(config: StackConfig):
+  | {
+      kind: 'oidc';
+      authorizationEndpoint: string;
+      tokenEndpoint: string;
+      clientId: string;
+      scopes: string[];
+    }
+  | undefined {
+  const auth = config.consoleAuth;
+  const clientId = auth?.clientId ?? config.jwtAudience[0];
+  if (!auth || !clientId) return undefined;
+  const domain = auth.domain?.replace(/\/+$/, '');
+  return {
+    kind: 'oidc',
+    authorizationEndpoint: domain ? `${domain}/oauth2/authorize` : (auth.authorizationEndpoint as string),
+    tokenEndpoint: domain ? `${domain}/oauth2/token` : (auth.tokenEndpoint as string),
+    clientId,
+    scopes: auth.scopes ?? ['openid'],
+  };
 }

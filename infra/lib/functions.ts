@@ -178,6 +178,11 @@ export interface FunctionSpec {
    * gets `secretsmanager:GetSecretValue` on exactly those secrets (infra/lib/secrets.ts).
    */
   secrets?: Readonly<Partial<Record<string, ChannelSecretName>>>;
+  /**
+   * Serves the web console (issue 15): its assets are built into the function's asset
+   * (`console/`, named by `CLD_CONSOLE_DIR`) and `CLD_CONSOLE_AUTH` comes from `cld:consoleAuth`.
+   */
+  console?: boolean;
   /** Further environment variables (static values; a variable the construct sets itself fails synth). */
   environment?: Readonly<Record<string, string>>;
   /** `eventbridge` functions: what becomes of their dead letters (required for them, synth fails otherwise). */
@@ -422,6 +427,7 @@ export const FUNCTIONS = {
     // GET /conversations) and the open-conversations item a new message opens (`UpdateItem`).
     table: ['UpdateItem', 'Query'],
     tablePartitions: [USER_PARTITIONS, OPEN_PARTITION],
+    console: true,
   },
   slack: {
     entry: 'functions/slack/handler.ts',

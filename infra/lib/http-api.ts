@@ -178,7 +178,15 @@ export class ChannelsApi extends Construct {
         integration: integrationOf(route.function),
         ...(route.auth === 'jwt' && this.authorizer ? { authorizer: this.authorizer } : {}),
       });
-      if (route.auth === 'none') {
+      if (route.auth === 'none' && route.function === 'http') {
+        Validations.of(httpRoute).acknowledge({
+          id: 'AwsSolutions-APIG4',
+          reason:
+            `${route.method} ${route.path} serves the web console's static files (${route.description}): a ` +
+            'browser loads them before it can sign in, they hold no data, and the function answers only those ' +
+            'files on this route (shared/channels/console-assets.ts); every call the page makes goes to a JWT route.',
+        });
+      } else if (route.auth === 'none') {
         Validations.of(httpRoute).acknowledge({
           id: 'AwsSolutions-APIG4',
           reason:

@@ -248,8 +248,14 @@ export class CldStack extends Stack {
       description: 'Access logs of the HTTP API (one JSON line per request)',
       value: this.httpApi.accessLogs.logGroupName,
     });
+    new CfnOutput(this, 'ConsoleUrl', {
+      description:
+        'The web console (sign in with the JWT issuer: register this URL as a callback URL of the app client named by cld:consoleAuth)',
+      value: this.httpApi.url,
+    });
     for (const route of props.apiRoutes ?? API_ROUTES) {
-      if (route.auth !== 'none') continue;
+      // Webhooks: the unauthenticated routes other than the console's static files.
+      if (route.auth !== 'none' || route.function === 'http') continue;
       new CfnOutput(this, `${pascal(route.path)}WebhookUrl`, {
         description: `${route.method} ${route.path}: ${route.description}`,
         value: `${this.httpApi.url}${route.path.slice(1)}`,

@@ -23,8 +23,14 @@ import {
   storageStatements,
   tableStatements,
 } from './access.js';
-import { LAMBDA_POLICY_DIR, nodejsBundling, PROJECT_ROOT, policyBundle } from './bundling.js';
-import { OFFLINE_MODEL, type StackConfig } from './config.js';
+import {
+  LAMBDA_CONSOLE_DIR,
+  LAMBDA_POLICY_DIR,
+  nodejsBundling,
+  PROJECT_ROOT,
+  policyBundle,
+} from './bundling.js';
+import { consoleAuthOf, OFFLINE_MODEL, type StackConfig } from './config.js';
 import { DEAD_LETTER_CONSUMPTION, type FunctionSpec, KEY_PATTERN_REASONS } from './functions.js';
 import type { ChannelSecretName } from './secrets.js';
 
@@ -199,6 +205,12 @@ export class StepFunction extends Construct {
       environment.CLD_MODEL_ID = config.modelId;
     }
 
+    if (spec.console) {
+      environment.CLD_CONSOLE_DIR = LAMBDA_CONSOLE_DIR;
+      const auth = consoleAuthOf(config);
+      if (auth) environment.CLD_CONSOLE_AUTH = JSON.stringify(auth);
+    }
+
     for (const [variable, value] of Object.entries(spec.environment ?? {})) {
       if (variable in environment)
         throw new ConfigError(
@@ -234,7 +246,7 @@ export class StepFunction extends Construct {
         : {}),
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
-      bundling: nodejsBundling(name, policy.wasm !== undefined),
+      bundling: nodejsBundling(name, policy.wasm !== undefined, spec.console === true),
     });
     if (!policy.wasm) {
       Annotations.of(this.function).addWarningV2(

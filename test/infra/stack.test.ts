@@ -183,11 +183,12 @@ describe('the sweeper (issue 12)', () => {
     expect(isAllowed(sweeper, 'events:PutRule', bus)).toBe(false);
   });
 
-  it('lets the task-tree steps and the sweeper touch the open-conversations partition, and nothing else', () => {
+  it('lets the task-tree steps, the HTTP API and the sweeper touch the open-conversations partition, and nothing else', () => {
     const tableArn = `<${tableId}.Arn>`;
     const open = { 'dynamodb:LeadingKeys': OPEN_PARTITION };
     for (const name of NAMES) {
-      const expected = name === 'plan' || name === 'assistant' || name === 'sweeper';
+      // The HTTP API opens a conversation there when it stores a user Message.
+      const expected = name === 'plan' || name === 'assistant' || name === 'sweeper' || name === 'http';
       expect(isAllowed(statementsOf(name), 'dynamodb:UpdateItem', tableArn, open), name).toBe(expected);
     }
     expect(isAllowed(statementsOf('sweeper'), 'dynamodb:Query', tableArn, open)).toBe(true);
@@ -555,7 +556,8 @@ describe('least privilege', () => {
     tool: { actions: [] },
     // Powertools idempotency (deps.idempotency) in the `idempotency` partition only.
     reply: { actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'], pk: IDEMPOTENCY_PK },
-    http: { actions: [] },
+    // The conversations-per-user projection (record, list) in the callers' partitions.
+    http: { actions: ['Query', 'UpdateItem'], pk: 'user#http:alice' },
     slack: { actions: [] },
     teams: { actions: [] },
     // Counts a dead-lettered output for its parent (applyOnce: member item + counter) and reads the counter.

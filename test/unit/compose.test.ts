@@ -69,7 +69,18 @@ describe('functionUses', () => {
 });
 
 describe('composeFromEnv by CLD_FUNCTION', () => {
-  it.each(['http', 'slack', 'teams'])('%s: storage and catalog only', async (fn) => {
+  it('http: storage, catalog and the projections it records to (conversations per user, open conversations)', async () => {
+    const deps = await compose({ CLD_FUNCTION: 'http' });
+
+    expect(deps.userConversations).toBeDefined();
+    expect(deps.openConversations).toBeDefined();
+    expect((await deps.userConversations?.list('http:alice'))?.items).toEqual([]);
+    await expect(deps.model.converse(REQUEST)).rejects.toThrow('http does not use the chat model');
+    await expect(deps.search.search('bucket')).rejects.toThrow('http does not use the chunk index');
+    expect(deps.tools.size).toBe(0);
+  });
+
+  it.each(['slack', 'teams'])('%s: storage and catalog only', async (fn) => {
     const deps = await compose({ CLD_FUNCTION: fn });
 
     expect(deps.catalog.tools.map((tool) => tool.function.name).sort()).toEqual(['graph', 'read', 'search']);
