@@ -152,7 +152,7 @@ describe('the console in Chromium against serve', () => {
     await step(page, 'screenshot', async () => {
       await page.screenshot({ path: join(SHOTS, 'quick-start.png'), fullPage: true });
       if (process.env.CLD_CONSOLE_SCREENSHOT)
-        await page.screenshot({ path: resolve(process.env.CLD_CONSOLE_SCREENSHOT), fullPage: false });
+        await page.screenshot({ path: resolve(process.env.CLD_CONSOLE_SCREENSHOT), fullPage: true });
     });
 
     await step(page, 'conditional polling', async () => {
