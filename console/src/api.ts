@@ -73,6 +73,14 @@ export function createApi(token: string, onUnauthorized: () => void) {
         etag: response.headers.get('etag') ?? undefined,
       };
     },
+    /** `POST /conversations/{id}/approvals/{approvalId}`: approve or deny a pending tool call. */
+    decide: async (id: string, approval: string, decision: 'approve' | 'deny', reason?: string) => {
+      await call(`/conversations/${encodeURIComponent(id)}/approvals/${encodeURIComponent(approval)}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ decision, ...(reason ? { reason } : {}) }),
+      });
+    },
     /** `GET /resources/{urn}`: one resource (a cited chunk, its document). */
     resource: async <T>(urn: string): Promise<T> =>
       (await (await call(`/resources/${encodeURIComponent(urn)}`)).json()) as T,

@@ -3,6 +3,7 @@ import { render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { ConversationSummary } from '../../shared/channels/conversation-list.js';
 import { type Api, ApiError, type ConversationList, type ConversationView, createApi } from './api.js';
+import { Approvals } from './approvals.js';
 import {
   authorizationUrl,
   type ConsoleAuth,
@@ -278,6 +279,13 @@ function Conversation(props: { api: Api; id: string; onChange: () => void }) {
         <Status status={view.status} /> Conversation <code>{view.id}</code>
       </h2>
       {error && <p class="banner failed">Updates failed: {error}</p>}
+      <Approvals
+        approvals={view.approvals}
+        onDecide={async (approval, decision, reason) => {
+          await api.decide(id, approval, decision, reason);
+          poll.current();
+        }}
+      />
       <Budget budget={view.budget} />
       {view.messages.map((turn, i) => (
         <section key={turn.urn} class="turn" aria-label={`Message ${i + 1}`}>

@@ -210,3 +210,62 @@ describe('the console in Chromium against serve', () => {
     await context.close();
   });
 });
+
+describe('approvals in the console (the search tool needs approval)', () => {
+  let approving: Served;
+  let approvingDir: string;
+
+  beforeAll(async () => {
+    approvingDir = await mkdtemp(join(tmpdir(), 'cld-console-approvals-'));
+    approving = await startServe({
+      port: 0,
+      dataDir: approvingDir,
+      env: { CLD_API_TOKENS: JSON.stringify({ [ALICE]: 'alice' }) },
+      core: parseEnv({ CLD_DATA_DIR: approvingDir, CLD_TOOL_APPROVAL: JSON.stringify({ search: 'always' }) }),
+      docs: DOCS,
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await approving?.stop();
+    if (approvingDir) await rm(approvingDir, { recursive: true, force: true });
+  });
+
+  it('shows a pending call with its tool, arguments and task; Approve runs it and the answer arrives', async () => {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    const page = await context.newPage();
+    await step(page, 'sign-in', async () => {
+      await page.goto(approving.url);
+      await page.getByLabel(/Bearer token/).fill(ALICE);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByLabel('New question').fill('How do I enable versioning on a bucket?');
+      await page.getByRole('button', { name: 'Send' }).first().click();
+    });
+    const panel = page.getByRole('region', { name: 'Approvals' });
+    await step(page, 'pending', async () => {
+      const pending = panel.locator('li.approval.pending').first();
+      await pending.waitFor({ timeout: 30_000 });
+      expect(await pending.textContent()).toMatch(
+        /Task “.+” asks to run search\(\{"query":".*versioning.*"\}\)/,
+      );
+      expect(await panel.locator('h3').textContent()).toMatch(/waiting for you/);
+      expect(await page.locator('article.conversation > h2 [data-status="done"]').count()).toBe(0);
+    });
+    await step(page, 'approve', async () => {
+      // Every search call asks; approve each as it comes until the answer is there.
+      for (let round = 0; round < 10; round++) {
+        if ((await page.locator('article.conversation > h2 [data-status="done"]').count()) > 0) break;
+        const button = panel.locator('li.approval.pending').first().getByRole('button', { name: 'Approve' });
+        if ((await button.count()) > 0) await button.click();
+        await page.waitForTimeout(500);
+      }
+      await page.locator('article.conversation > h2 [data-status="done"]').waitFor({ timeout: 30_000 });
+      expect(await panel.locator('li.approval.approved').first().textContent()).toMatch(
+        /approved search\(.*\) for “.+” — by http:alice via http/,
+      );
+      expect(await panel.locator('li.approval.pending').count()).toBe(0);
+      await page.locator('section.answer').waitFor();
+    });
+    await context.close();
+  });
+});
