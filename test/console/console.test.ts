@@ -269,3 +269,47 @@ describe('approvals in the console (the search tool needs approval)', () => {
     await context.close();
   });
 });
+
+describe('a failed conversation in the console (a tool-call budget of 0)', () => {
+  let failing: Served;
+  let failingDir: string;
+
+  beforeAll(async () => {
+    failingDir = await mkdtemp(join(tmpdir(), 'cld-console-failed-'));
+    failing = await startServe({
+      port: 0,
+      dataDir: failingDir,
+      env: { CLD_API_TOKENS: JSON.stringify({ [ALICE]: 'alice' }) },
+      core: parseEnv({ CLD_DATA_DIR: failingDir, CLD_LIMITS: JSON.stringify({ conversationToolCalls: 0 }) }),
+      docs: DOCS,
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await failing?.stop();
+    if (failingDir) await rm(failingDir, { recursive: true, force: true });
+  });
+
+  it('marks the conversation, the task, its timeline step and the list row failed, with the reason', async () => {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    const page = await context.newPage();
+    await step(page, 'ask', async () => {
+      await page.goto(failing.url);
+      await page.getByLabel(/Bearer token/).fill(ALICE);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByLabel('New question').fill('How do I enable versioning on a bucket?');
+      await page.getByRole('button', { name: 'Send' }).first().click();
+    });
+    await step(page, 'failed', async () => {
+      await page.locator('article.conversation > h2 [data-status="failed"]').waitFor({ timeout: 30_000 });
+      const task = page.locator('li.task.failed').first();
+      // A failed task is open by default, its error in an alert.
+      expect(await task.getByRole('alert').first().textContent()).toMatch(/BUDGET_EXCEEDED/);
+      expect(await page.locator('section.answer.failed').getByRole('alert').textContent()).toMatch(/\w+: .+/);
+      expect(await page.locator('figure.timeline li.step.failed').count()).toBeGreaterThan(0);
+      await expect.poll(() => page.locator('nav .row').first().textContent()).toMatch(/failed/);
+    });
+    await page.screenshot({ path: join(SHOTS, 'failed.png'), fullPage: true });
+    await context.close();
+  });
+});
