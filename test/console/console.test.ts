@@ -8,6 +8,7 @@
  * screenshot in `test/.console-screenshots/` (gitignored). With `CLD_CONSOLE_SCREENSHOT=<path>`,
  * the quick-start state is also written there (how docs/console.png is made).
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -310,6 +311,89 @@ describe('a failed conversation in the console (a tool-call budget of 0)', () =>
       await expect.poll(() => page.locator('nav .row').first().textContent()).toMatch(/failed/);
     });
     await page.screenshot({ path: join(SHOTS, 'failed.png'), fullPage: true });
+    await context.close();
+  });
+});
+
+describe('OIDC sign-in (authorization code + PKCE), the issuer played by the browser’s request interception', () => {
+  const ISSUER = 'https://id.example.test';
+  let oidc: Served;
+  let oidcDir: string;
+
+  beforeAll(async () => {
+    oidcDir = await mkdtemp(join(tmpdir(), 'cld-console-oidc-'));
+    oidc = await startServe({
+      port: 0,
+      dataDir: oidcDir,
+      env: {
+        CLD_API_TOKENS: JSON.stringify({ [ALICE]: 'alice' }),
+        CLD_CONSOLE_AUTH: JSON.stringify({
+          kind: 'oidc',
+          authorizationEndpoint: `${ISSUER}/oauth2/authorize`,
+          tokenEndpoint: `${ISSUER}/oauth2/token`,
+          clientId: 'console-client',
+          scopes: ['openid', 'email'],
+        }),
+      },
+      core: parseEnv({ CLD_DATA_DIR: oidcDir }),
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await oidc?.stop();
+    if (oidcDir) await rm(oidcDir, { recursive: true, force: true });
+  });
+
+  it('sends the S256 challenge, exchanges the code with its verifier, and calls the API with the token', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    let authorize: URL | undefined;
+    let exchange: URLSearchParams | undefined;
+    await context.route(`${ISSUER}/oauth2/authorize*`, async (route) => {
+      authorize = new URL(route.request().url());
+      const back = new URL(authorize.searchParams.get('redirect_uri') as string);
+      back.search = new URLSearchParams({
+        code: 'the-code',
+        state: authorize.searchParams.get('state') ?? '',
+      }).toString();
+      await route.fulfill({ status: 302, headers: { location: back.toString() } });
+    });
+    await context.route(`${ISSUER}/oauth2/token`, async (route) => {
+      exchange = new URLSearchParams(route.request().postData() ?? '');
+      await route.fulfill({
+        status: 200,
+        headers: { 'content-type': 'application/json', 'access-control-allow-origin': oidc.url },
+        body: JSON.stringify({ id_token: ALICE, access_token: 'unused', token_type: 'Bearer' }),
+      });
+    });
+    await step(page, 'oidc', async () => {
+      await page.goto(oidc.url);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByLabel('New question').waitFor();
+    });
+
+    expect(Object.fromEntries(authorize?.searchParams ?? [])).toMatchObject({
+      response_type: 'code',
+      client_id: 'console-client',
+      redirect_uri: `${oidc.url}/`,
+      scope: 'openid email',
+      code_challenge_method: 'S256',
+    });
+    expect(Object.fromEntries(exchange ?? [])).toMatchObject({
+      grant_type: 'authorization_code',
+      client_id: 'console-client',
+      code: 'the-code',
+      redirect_uri: `${oidc.url}/`,
+    });
+    // The verifier sent to the token endpoint is the one the challenge was made from.
+    const verifier = exchange?.get('code_verifier') ?? '';
+    expect(verifier).toMatch(/^[A-Za-z0-9\-._~]{43,128}$/);
+    expect(createHash('sha256').update(verifier).digest('base64url')).toBe(
+      authorize?.searchParams.get('code_challenge'),
+    );
+    // The code left the address bar; the token is in no URL, and the API accepted it.
+    expect(page.url()).toBe(`${oidc.url}/`);
+    await page.locator('nav').getByText('No conversations yet.').waitFor();
     await context.close();
   });
 });
