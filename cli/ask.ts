@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import logUpdate from 'log-update';
 import { ValidationError } from '../shared/errors.js';
 import type { AnyResource, Message } from '../shared/resources/schemas.js';
-import { type Env, embedderFor, modelFor } from '../shared/runtime/compose.js';
+import { type Env, embedderFor, mcpFor, modelFor } from '../shared/runtime/compose.js';
 import { addUserMessage, type StartedConversation } from '../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
 import { resumeLocal, settleLocal } from '../shared/runtime/local-recovery.js';
@@ -42,7 +42,13 @@ export async function askCommand(args: string[], dataDir: string, env: Env): Pro
   const content = await readMessage({ positionals, file: values.file });
   const started = Date.now();
   const model = modelFor(env);
-  const runtime = await createLocalRuntime({ dataDir, model, embedder: await embedderFor(env) });
+  const mcp = await mcpFor(env);
+  const runtime = await createLocalRuntime({
+    dataDir,
+    model,
+    embedder: await embedderFor(env),
+    ...(mcp ? { mcp } : {}),
+  });
   console.log(`model: ${model.name}   data: ${dataDir}`);
   if (values.docs?.length) {
     await runIngest(runtime.deps, values.docs);

@@ -10,6 +10,7 @@ import { runIngest } from './resources.js';
 import { resumeCommand } from './resume.js';
 import { serveCommand } from './serve.js';
 import { showCommand } from './show.js';
+import { toolsCommand } from './tools.js';
 
 /**
  * `cld` — the local CLI (`npm start -- <command>`): `ingest`, `ask`, `show`. Runs the embedded
@@ -33,7 +34,12 @@ const USAGE = `usage:
   cld replay <conversation-urn> [--rebuild]
                                           recompute projections from storage, print differences
   cld serve [--port 8787] [--data-dir <dir>] [--docs <dir>]...
-                                          HTTP API, Slack and Teams endpoints on 127.0.0.1`;
+                                          HTTP API, Slack and Teams endpoints on 127.0.0.1
+  cld tools list [--json]                 discovered MCP tools and their approval status
+  cld tools discover [<server>]...        tools/list the configured MCP servers (CLD_MCP_SERVERS
+                                          or CLD_MCP_CONFIG); a changed tool is pending again
+  cld tools approve|revoke <server>__<tool> [--reason <text>]
+                                          record an operator's decision on a discovered tool`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -74,6 +80,8 @@ async function main(argv: string[]): Promise<number> {
       return replayCommand(rest, dataDir, env);
     case 'resume':
       return resumeCommand(rest, dataDir, env);
+    case 'tools':
+      return toolsCommand(rest, dataDir, env);
     case undefined:
     case 'help':
     case '--help':

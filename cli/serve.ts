@@ -18,7 +18,7 @@ import {
 import { API_ROUTES } from '../shared/channels/routes.js';
 import { ValidationError } from '../shared/errors.js';
 import type { SchedulingPolicy } from '../shared/events/scheduler.js';
-import { type Env, modelFor, parseLimits, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
+import { type Env, mcpFor, modelFor, parseLimits, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.js';
 import {
   type LocalSweeper,
@@ -98,12 +98,14 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     generatedToken = { token: randomBytes(24).toString('base64url'), user: 'local' };
     tokens = apiTokens({ [generatedToken.token]: generatedToken.user });
   }
+  const mcp = await mcpFor(options.core);
   const runtime = await createLocalRuntime({
     dataDir: options.dataDir,
     model: modelFor(options.core),
     // CLD_LIMITS (the approval time among them) and CLD_TOOL_APPROVAL, as the functions read them.
     limits: parseLimits(options.core.CLD_LIMITS),
     toolApproval: parseToolApproval(options.core.CLD_TOOL_APPROVAL),
+    ...(mcp ? { mcp } : {}),
     logLevel: options.logLevel ?? 'SILENT',
     ...(options.scheduling ? { scheduling: options.scheduling } : {}),
     ...(options.concurrency ? { concurrency: options.concurrency } : {}),

@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'MODEL_ERROR'
   | 'CONFIG'
   | 'TOOL_ERROR'
+  | 'TOOL_UNAVAILABLE'
   | 'DELIVERY_FAILED'
   | 'STALLED'
   | 'CHANNEL_ERROR'
@@ -127,6 +128,18 @@ export class ModelError extends CldError {
   ) {
     super('MODEL_ERROR', message, options);
     this.retryable = options?.retryable ?? false;
+  }
+}
+
+/**
+ * A tool's server could not be reached (an MCP server refused the connection, timed out while
+ * connecting, or answered HTTP 5xx/429): the tool step throws it, so the invocation fails and the
+ * event is retried (Lambda's asynchronous retries, the local bus's), then dead-lettered, which
+ * fails the task. `details`: `{ server }`.
+ */
+export class ToolUnavailableError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('TOOL_UNAVAILABLE', message, options);
   }
 }
 

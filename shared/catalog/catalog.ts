@@ -1,7 +1,13 @@
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { withMeta } from '../resources/meta.js';
-import { type Assistant, parseResource, type Tool, ToolSchema } from '../resources/schemas.js';
+import {
+  type Assistant,
+  AssistantSchema,
+  parseResource,
+  type Tool,
+  ToolSchema,
+} from '../resources/schemas.js';
 import { keyOf } from '../urn.js';
 import apiReference from './assistants/api-reference.json' with { type: 'json' };
 import coordinator from './assistants/coordinator.json' with { type: 'json' };
@@ -27,7 +33,12 @@ const Description = {
 };
 
 /** An assistant definition file. */
-export const AssistantFileSchema = z.strictObject({ ...Description, tools: z.array(z.string()) });
+export const AssistantFileSchema = z.strictObject({
+  ...Description,
+  tools: z.array(z.string()),
+  /** MCP servers whose approved tools the assistant may use (shared/tools/registry.ts). */
+  servers: AssistantSchema.shape.servers,
+});
 
 /** A tool definition file. */
 export const ToolFileSchema = z.strictObject({
@@ -76,8 +87,12 @@ function parseFile<T extends z.ZodType>(schema: T, file: unknown, what: string):
 /** Builds an Assistant resource from a definition file. @throws ValidationError */
 export function assistantFromFile(file: unknown): Assistant {
   const def = parseFile(AssistantFileSchema, file, 'assistant');
-  const { tools, ...description } = def;
-  return { meta: withMeta({ type: 'common.Assistant', ...description }, CATALOG_TIME), tools };
+  const { tools, servers, ...description } = def;
+  return {
+    meta: withMeta({ type: 'common.Assistant', ...description }, CATALOG_TIME),
+    tools,
+    ...(servers ? { servers } : {}),
+  };
 }
 
 /** Builds a Tool resource from a definition file. @throws ValidationError */

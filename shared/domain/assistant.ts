@@ -14,6 +14,7 @@ import { countedOutputs, countOutput } from '../projections/counters.js';
 import { toDescription, withMeta } from '../resources/meta.js';
 import type { Message, Task, ToolCall, ToolCallResource, Verdict } from '../resources/schemas.js';
 import type { Deps } from '../runtime/deps.js';
+import { approvedToolsFor } from '../tools/registry.js';
 import { ancestorsOf, childUrn, parentOf, rootOf, typeOf } from '../urn.js';
 import {
   assistantActor,
@@ -178,7 +179,8 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
   const ancestors = await deps.resources.getMany(actor, ancestorsOf(task.meta.id));
   const window = buildWindow({
     assistant,
-    tools: toolsOf(deps, assistant),
+    // Built-in tools it names, then the approved discovered tools it may use (the registry).
+    tools: [...toolsOf(deps, assistant), ...(await approvedToolsFor(deps.resources, actor, assistant))],
     ancestors,
     task,
     turns,

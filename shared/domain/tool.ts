@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import {
   InvalidUrnError,
   NotFoundError,
@@ -15,11 +14,13 @@ import type {
   ExecutionClaim,
   Message,
   Task,
-  Tool,
   ToolCallResource,
   ToolStatus,
 } from '../resources/schemas.js';
 import type { Deps } from '../runtime/deps.js';
+import { argumentCheck, argumentProblems, type Execution, failure, withTimeout } from '../tools/execution.js';
+import { executeMcp } from '../tools/mcp/execute.js';
+import { isMcpName } from '../tools/registry.js';
 import { childUrn, parentOf, rootOf } from '../urn.js';
 import {
   APPROVAL_NAMES,
@@ -196,40 +197,8 @@ function denied(status: Exclude<ToolStatus, 'OK'>, code: string, message: string
   return { kind: 'answer', execution: failure(status, message, code) };
 }
 
-interface Execution {
-  status: ToolStatus;
-  content: string;
-  error?: { code: string; message: string };
-}
-
-/** A Tool's compiled argument check, or why its schema cannot be checked. */
-type ArgumentCheck = { schema: z.ZodType } | { unsupported: string };
-
-const checks = new WeakMap<Tool, ArgumentCheck>();
-
-/**
- * The argument check of a Tool: its JSON schema (`function.parameters`) converted once with zod's
- * `z.fromJSONSchema` (zod 4, draft 2020-12 and draft-07 keywords), so the functions validate with
- * the zod they already carry instead of a second validator (ajv, ~130 KB of the `tool` bundle).
- * Defaults in the schema do not change the input: the implementation gets the arguments as the
- * model wrote them. Constructs zod cannot express (`if`/`then`/`else`, `not`, `unevaluated*`,
- * `dependent*`, external `$ref`) make the Tool uncheckable; test/search/tools.test.ts checks
- * that every catalog Tool converts and agrees with a JSON Schema validator.
- */
-export function argumentCheck(tool: Tool): ArgumentCheck {
-  let check = checks.get(tool);
-  if (!check) {
-    try {
-      check = {
-        schema: z.fromJSONSchema(tool.function.parameters as Parameters<typeof z.fromJSONSchema>[0]),
-      };
-    } catch (error) {
-      check = { unsupported: toErrorInfo(error).message };
-    }
-    checks.set(tool, check);
-  }
-  return check;
-}
+/** The argument check of a Tool (moved to shared/tools/execution.ts, shared with the MCP executor). */
+export { argumentCheck };
 
 async function execute(
   name: string,
@@ -238,6 +207,7 @@ async function execute(
   assistantUrn: string,
   deps: Deps,
 ): Promise<Execution> {
+  if (isMcpName(name)) return executeMcp(name, input, taskUrn, assistantUrn, deps);
   const tool = deps.catalog.tools.find((t) => t.function.name === name);
   const implementation = deps.tools.get(name);
   if (!tool || !implementation) return failure('NOT_FOUND', `no tool named "${name}"`);
@@ -252,27 +222,18 @@ async function execute(
   if (!parsed.success) {
     return failure(
       'INVALID_ARGUMENTS',
-      `arguments do not match the ${name} schema: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}`,
+      `arguments do not match the ${name} schema: ${argumentProblems(parsed.error)}`,
     );
   }
-  const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => {
-      controller.abort();
-      resolve('timeout');
-    }, tool.timeoutMs);
-  });
   try {
-    const outcome = await Promise.race([
+    const outcome = await withTimeout(tool.timeoutMs, (signal) =>
       implementation.execute(input as Record<string, unknown>, {
         actor: toolActor(taskUrn, name),
         resources: deps.resources,
         search: deps.search,
-        signal: controller.signal,
+        signal,
       }),
-      timeout,
-    ]);
+    );
     if (outcome === 'timeout')
       return failure('TIMEOUT', `${name} did not finish within ${tool.timeoutMs} ms`);
     return { status: 'OK', content: JSON.stringify(outcome as JsonValue) };
@@ -283,11 +244,5 @@ async function execute(
     }
     if (error instanceof PolicyDeniedError) return failure('ERROR', error.message, error.code);
     return failure('ERROR', toErrorInfo(error).message);
-  } finally {
-    clearTimeout(timer);
   }
-}
-
-function failure(status: Exclude<ToolStatus, 'OK'>, message: string, code: string = status): Execution {
-  return { status, content: JSON.stringify({ error: { status, message } }), error: { code, message } };
 }

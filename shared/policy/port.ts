@@ -9,7 +9,7 @@ import * as z from 'zod';
 
 /** Who acts. `kind` selects the rules; the URNs fill the rules' `{placeholders}`. */
 export const ActorSchema = z.strictObject({
-  kind: z.enum(['plan', 'assistant', 'tool', 'user', 'system']),
+  kind: z.enum(['plan', 'assistant', 'tool', 'user', 'system', 'operator']),
   /** Identity: an Assistant URN, a user id, a function name, ... */
   id: z.string().min(1),
   /** Conversation URN the actor works in. */

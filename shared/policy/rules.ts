@@ -84,7 +84,7 @@ const PatternSchema = z
 export const RuleSchema = z.strictObject({
   id: z.string().regex(/^[a-z][a-z0-9-]*$/, 'a kebab-case rule id'),
   description: z.string(),
-  actor: z.enum(['plan', 'assistant', 'tool', 'user', 'system']),
+  actor: z.enum(['plan', 'assistant', 'tool', 'user', 'system', 'operator']),
   actions: z.array(z.enum(['get', 'put', 'list', 'execute'])).min(1),
   /** OPA `glob.match` patterns with `/` as delimiter; a leading `{placeholder}` from the actor. */
   resources: z.array(PatternSchema).min(1),

@@ -160,11 +160,32 @@ export const TaskSchema = z.strictObject({
 });
 export type Task = z.infer<typeof TaskSchema>;
 
+/** Name of a configured MCP server: lowercase letters, digits and single `-` (no `_`, which joins server and tool names). */
+export const McpServerNameSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9]*(-[a-z0-9]+)*$/, 'lowercase letters, digits and single "-"')
+  .max(30);
+
+/** Where a discovered tool lives and which definition of it this resource is. */
+export const McpToolRefSchema = z.strictObject({
+  /** The MCP server's configured name. */
+  server: McpServerNameSchema,
+  /** The tool's name on the server, as `tools/call` takes it. */
+  tool: z.string().min(1).max(128),
+  /** SHA-256 (hex) of the canonical JSON of the tool's `{name, description, inputSchema}` as `tools/list` returned them. */
+  schemaHash: z.string().regex(/^[0-9a-f]{64}$/),
+});
+
 /** `common.Assistant`: a role with instructions and the tools it may use. */
 export const AssistantSchema = z.strictObject({
   meta: ResourceMetaSchema,
-  /** Names of the tools this assistant may call. */
+  /** Names of the tools this assistant may call (built-in, or a discovered `<server>__<tool>`). */
   tools: z.array(z.string()),
+  /**
+   * MCP servers whose approved tools this assistant may call, all of them (shared/tools/registry.ts):
+   * the assistant's level of the registry. Absent: only the tools it names.
+   */
+  servers: z.array(McpServerNameSchema).optional(),
 });
 export type Assistant = z.infer<typeof AssistantSchema>;
 
@@ -191,6 +212,8 @@ export const ToolSchema = z.strictObject({
    * (`approval.always` of policies/rules.json: tool names with side effects).
    */
   approval: z.enum(['always', 'never']).optional(),
+  /** Set on a tool discovered on an MCP server (shared/tools/registry.ts); absent on built-in tools. */
+  mcp: McpToolRefSchema.optional(),
 });
 export type Tool = z.infer<typeof ToolSchema>;
 
@@ -246,6 +269,50 @@ export const ExecutionClaimSchema = z.strictObject({
   deadline: z.iso.datetime(),
 });
 export type ExecutionClaim = z.infer<typeof ExecutionClaimSchema>;
+
+/** SHA-256, lowercase hex. */
+const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
+
+/**
+ * `tool.ToolApproval`: an operator's decision on one discovered tool (shared/tools/registry.ts),
+ * stored under the `common.Tool` it decides on, named `approval-<n>` (n = 1, 2, … zero-padded):
+ * the one with the highest n is the tool's status. Nothing is edited: revoking writes the next one.
+ */
+export const ToolApprovalSchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  decision: z.enum(['approved', 'revoked']),
+  /** Who decided: the operator's identity (`cli:<os user>`, `http:<JWT sub>`). */
+  by: z.string().min(1).max(256),
+  /** ISO 8601 time of the decision. */
+  at: z.iso.datetime(),
+  /** The `mcp.schemaHash` of the tool decided on: a decision covers exactly that name, description and input schema. */
+  schemaHash: Sha256Hex,
+  /** Why, as the operator wrote it. */
+  reason: z.string().max(2_000).optional(),
+});
+export type ToolApproval = z.infer<typeof ToolApprovalSchema>;
+
+/**
+ * `tool.Discovery`: what one `tools/list` of an MCP server returned, stored under the server's
+ * `tool.Server` element of the registry, named `discovery-<ISO time>`: the newest one is the
+ * server's current tool set (a tool absent from it is no longer offered).
+ */
+export const ToolDiscoverySchema = z.strictObject({
+  meta: ResourceMetaSchema,
+  server: McpServerNameSchema,
+  /** ISO 8601 time of the discovery. */
+  at: z.iso.datetime(),
+  tools: z.array(
+    z.strictObject({
+      /** Function name the model sees (`<server>__<tool>`). */
+      name: z.string().min(1).max(64),
+      /** URN of the `common.Tool` stored for this name and schema. */
+      tool: UrnSchema,
+      schemaHash: Sha256Hex,
+    }),
+  ),
+});
+export type ToolDiscovery = z.infer<typeof ToolDiscoverySchema>;
 
 /** `tool.Call`: one requested tool call, stored under its task; the tool function reacts to it. */
 export const ToolCallResourceSchema = z.strictObject({
@@ -333,6 +400,8 @@ export const RESOURCE_SCHEMAS = {
   'tool.Approval': ApprovalRequestSchema,
   'tool.Decision': ApprovalDecisionSchema,
   'tool.Execution': ExecutionClaimSchema,
+  'tool.ToolApproval': ToolApprovalSchema,
+  'tool.Discovery': ToolDiscoverySchema,
   'doc.Document': DocumentSchema,
   'doc.Chunk': ChunkSchema,
   'doc.Graph': GraphSchema,

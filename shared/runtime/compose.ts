@@ -4,6 +4,7 @@ import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/pe
 import { Logger } from '@aws-lambda-powertools/logger';
 import * as z from 'zod';
 import { defaultCatalog, parseToolApproval, type ToolApproval } from '../catalog/catalog.js';
+import { SECRET_MAX_AGE_SECONDS } from '../channels/secrets.js';
 import { TOKENIZER_RANKS_ENV, tokenizerRanksFile } from '../context/tokens.js';
 import { type Limits, LimitsSchema } from '../domain/limits.js';
 import { ConfigError } from '../errors.js';
@@ -22,6 +23,8 @@ import { HashingEmbedder } from '../search/similarity.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import type { StorageInterface } from '../storage/port.js';
 import { createS3Client, S3Storage } from '../storage/s3.js';
+import { parseMcpServers } from '../tools/mcp/config.js';
+import type { McpRuntime } from '../tools/mcp/execute.js';
 import type { ToolImplementation } from '../tools/port.js';
 import type { Deps } from './deps.js';
 
@@ -83,6 +86,10 @@ export const EnvSchema = z.object({
    * exist at init.
    */
   [TOKENIZER_RANKS_ENV]: z.string().min(1).optional(),
+  /** MCP servers as a JSON array (shared/tools/mcp/config.ts); the stack sets it on the tool function from the CDK context. */
+  CLD_MCP_SERVERS: z.string().min(1).optional(),
+  /** A JSON file of MCP servers, the same format (local use; not with CLD_MCP_SERVERS). */
+  CLD_MCP_CONFIG: z.string().min(1).optional(),
 });
 export type Env = z.infer<typeof EnvSchema>;
 
@@ -386,6 +393,37 @@ async function loadTools(
 }
 
 /**
+ * The MCP runtime for a config: the servers of `CLD_MCP_SERVERS` or `CLD_MCP_CONFIG` (stdio ones
+ * only without `CLD_BUCKET`), header secrets read from Secrets Manager (Powertools parameters,
+ * cached {@link SECRET_MAX_AGE_SECONDS} s); undefined when no server is configured.
+ * @throws ConfigError for an invalid server list, or servers in a bundle built without tools
+ */
+export async function mcpFor(env: Env): Promise<McpRuntime | undefined> {
+  const servers = parseMcpServers(env, { stdio: !env.CLD_BUCKET });
+  if (servers.length === 0) return undefined;
+  if (process.env.CLD_BUNDLE_TOOLS !== 'false') {
+    const [{ McpSessions }, { sdkConnector }] = await Promise.all([
+      import('../tools/mcp/execute.js'),
+      import('../tools/mcp/client.js'),
+    ]);
+    let provider: Promise<{ get(name: string, options: { maxAge: number }): Promise<unknown> }> | undefined;
+    const readSecret = async (arn: string): Promise<string> => {
+      provider ??= import('@aws-lambda-powertools/parameters/secrets').then(
+        ({ SecretsProvider }) =>
+          new SecretsProvider({ clientConfig: env.AWS_REGION ? { region: env.AWS_REGION } : {} }),
+      );
+      const value = await (await provider).get(arn, { maxAge: SECRET_MAX_AGE_SECONDS });
+      if (typeof value !== 'string' || value.length === 0)
+        throw new ConfigError(`${arn} is not a non-empty string secret`);
+      return value.trim();
+    };
+    const connector = sdkConnector({ readSecret });
+    return { servers, connector, sessions: new McpSessions(connector) };
+  }
+  throw notUsed(BUNDLED_FUNCTION, 'MCP tools');
+}
+
+/**
  * Stores the default catalog (shared/catalog/) as the operator ({@link SYSTEM_ACTOR}): create-only
  * puts, concurrently; a no-op for what is already stored. Deployed, the stack does this at deploy
  * (infra/lib/catalog-seed.ts, the same keys); locally the embedded default does it when it starts
@@ -437,6 +475,8 @@ export async function assembleDeps(options: {
   embedder?: Embedder;
   /** Approval settings over the catalog's tools (`CLD_TOOL_APPROVAL`). */
   toolApproval?: ToolApproval;
+  /** MCP servers and sessions (only where tools run); default: none. */
+  mcp?: McpRuntime;
 }): Promise<Deps> {
   const uses = options.uses ?? EVERYTHING;
   const embedder = options.embedder ?? new HashingEmbedder();
@@ -461,6 +501,7 @@ export async function assembleDeps(options: {
     idempotency: options.idempotency ?? (await defaultIdempotency()),
     ...(options.openConversations ? { openConversations: options.openConversations } : {}),
     ...(options.userConversations ? { userConversations: options.userConversations } : {}),
+    ...(options.mcp && uses.tools ? { mcp: options.mcp } : {}),
     logger: options.logger,
     now: options.now ?? (() => new Date()),
   };
@@ -527,7 +568,9 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
     projectionsFor(env, uses),
     embedderFor(env),
   ]);
+  const mcp = uses.tools ? await mcpFor(env) : undefined;
   const common = {
+    ...(mcp ? { mcp } : {}),
     model,
     limits,
     logger,

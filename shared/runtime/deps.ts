@@ -8,6 +8,7 @@ import type { UserConversationStore } from '../projections/user-conversations.js
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Assistant, Tool } from '../resources/schemas.js';
 import type { ChunkSearch } from '../search/port.js';
+import type { McpRuntime } from '../tools/mcp/execute.js';
 import type { ToolImplementation } from '../tools/port.js';
 
 /**
@@ -50,6 +51,12 @@ export interface Deps {
    * functions that do not use the projections table.
    */
   userConversations?: UserConversationStore;
+  /**
+   * Configured MCP servers and the open sessions to them (shared/tools/mcp/): composed where tools
+   * run (the tool step, the embedded default) when servers are configured; absent otherwise, and
+   * a discovered tool's call is then NOT_FOUND.
+   */
+  mcp?: McpRuntime;
   logger: Logger;
   now: () => Date;
 }

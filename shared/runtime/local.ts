@@ -24,6 +24,7 @@ import type { FaultInjector } from '../storage/faulty.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import { NotifyingStorage } from '../storage/notifying.js';
 import type { StorageInterface } from '../storage/port.js';
+import type { McpRuntime } from '../tools/mcp/execute.js';
 import { assembleDeps, parseLimits, provideDeps, seedCatalog } from './compose.js';
 import type { Deps } from './deps.js';
 
@@ -72,6 +73,8 @@ export interface LocalRuntimeOptions {
   storage?: StorageInterface;
   /** Bounds of the resource read cache (default {@link LOCAL_RESOURCE_CACHE}). */
   resourceCache?: ResourceCacheOptions;
+  /** MCP servers and sessions for the tool step (compose.ts `mcpFor`); default: none. */
+  mcp?: McpRuntime;
 }
 
 /** A running embedded default. */
@@ -171,6 +174,7 @@ export async function createLocalRuntime(options: LocalRuntimeOptions): Promise<
     userConversations,
     logger: new Logger({ serviceName: 'cld', logLevel: options.logLevel ?? 'SILENT' }),
     resourceCache: options.resourceCache ?? LOCAL_RESOURCE_CACHE,
+    ...(options.mcp ? { mcp: options.mcp } : {}),
     ...(options.now ? { now: options.now } : {}),
   });
   // What the deployed stack's catalog seed does at deploy (functions never seed at cold start).

@@ -283,6 +283,8 @@ describe('parseResource', () => {
         'tool.Approval',
         'tool.Decision',
         'tool.Execution',
+        'tool.Discovery',
+        'tool.ToolApproval',
       ].sort(),
     );
   });
