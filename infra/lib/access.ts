@@ -6,6 +6,7 @@ import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
 import { ConfigError } from '../../shared/errors.js';
+import { isHttpServer, type McpServerConfig } from '../../shared/tools/mcp/config.js';
 import { INFERENCE_PROFILE_GEOS, OFFLINE_MODEL } from './config.js';
 import type { StorageAccess, TableAction } from './functions.js';
 
@@ -125,6 +126,33 @@ export function secretStatements(secrets: readonly ISecret[]): PolicyStatement[]
       sid: 'ReadChannelSecrets',
       actions: ['secretsmanager:GetSecretValue'],
       resources: secrets.map((secret) => secret.secretArn),
+    }),
+  ];
+}
+
+/**
+ * `secretsmanager:GetSecretValue` on exactly the secrets the MCP servers' headers name (complete
+ * ARNs, infra/lib/config.ts `mcpServers`): the tool function reads them with Powertools
+ * parameters (shared/runtime/compose.ts `mcpFor`). None → no statement.
+ */
+export function mcpSecretStatements(servers: readonly McpServerConfig[]): PolicyStatement[] {
+  const arns = [
+    ...new Set(
+      servers.flatMap((server) =>
+        isHttpServer(server)
+          ? Object.values(server.headers).flatMap((value) =>
+              typeof value === 'object' && 'secret' in value ? [value.secret] : [],
+            )
+          : [],
+      ),
+    ),
+  ].sort();
+  if (arns.length === 0) return [];
+  return [
+    new PolicyStatement({
+      sid: 'ReadMcpServerSecrets',
+      actions: ['secretsmanager:GetSecretValue'],
+      resources: arns,
     }),
   ];
 }

@@ -2,6 +2,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import * as z from 'zod';
 import { LimitsSchema } from '../../shared/domain/limits.js';
 import { ConfigError } from '../../shared/errors.js';
+import { isHttpServer, McpServersSchema } from '../../shared/tools/mcp/config.js';
 import { FUNCTIONS } from './functions.js';
 import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from './secrets.js';
 
@@ -26,6 +27,8 @@ import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from './secrets.js';
  * | `cld:logRetentionDays` | a CloudWatch Logs retention (1, 3, 5, 7, 14, 30, ...) | 365 in `prod`, else 14 |
  * | `cld:logLevel` | Powertools log level | `INFO` |
  * | `cld:consoleAuth` | the console's OIDC sign-in (authorization code + PKCE): `{"domain": "https://<prefix>.auth.<region>.amazoncognito.com"}` (Cognito hosted UI) or `{"authorizationEndpoint", "tokenEndpoint"}`, with optional `clientId` (default: the first `cld:jwtAudience`) and `scopes` (default `["openid"]`); requires `cld:jwtIssuer` | none → the console takes a pasted bearer token |
+ * | `cld:mcpServers` | MCP servers the `tool` function calls (shared/tools/mcp/config.ts), Streamable HTTP over `https:` only; a header value is a literal or `{ "secret": <complete Secrets Manager ARN> }` (the tool function may read exactly those) | `[]` |
+ * | `cld:operatorSubjects` | JWT `sub` values of the operators who may approve and revoke discovered tools over the HTTP API (`GET /tools`, `POST /tools/{name}/approve`, `…/revoke`), 0–50 | `[]` (nobody: use the CLI) |
  */
 
 /** The value that deploys the offline model (no Bedrock access needed; a smoke test of the pipeline). */
@@ -157,6 +160,44 @@ export const StackConfigSchema = z
         message: 'give either domain (Cognito hosted UI) or both authorizationEndpoint and tokenEndpoint',
       })
       .optional(),
+    /** MCP servers of the tool function: https only, header secrets by complete ARN (no wildcard grant). */
+    mcpServers: McpServersSchema.superRefine((servers, ctx) => {
+      servers.forEach((server, i) => {
+        if (!isHttpServer(server)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [i],
+            message: 'only url (Streamable HTTP) servers run in AWS',
+          });
+          return;
+        }
+        if (new URL(server.url).protocol !== 'https:')
+          ctx.addIssue({
+            code: 'custom',
+            path: [i, 'url'],
+            message: 'an https: URL (the tool function reaches MCP servers over HTTPS)',
+          });
+        for (const [name, value] of Object.entries(server.headers)) {
+          if (typeof value === 'string') continue;
+          if ('env' in value || !SecretArnSchema.safeParse(value.secret).success)
+            ctx.addIssue({
+              code: 'custom',
+              path: [i, 'headers', name],
+              message: 'a literal or { "secret": <complete Secrets Manager ARN> } (no { "env" } in AWS)',
+            });
+        }
+      });
+    }),
+    operatorSubjects: z
+      .array(
+        z
+          .string()
+          .trim()
+          .min(1)
+          .max(256)
+          .regex(/^[^,]+$/, 'no commas'),
+      )
+      .max(50),
   })
   .superRefine((config, ctx) => {
     if (config.jwtIssuer && config.jwtAudience.length === 0)
@@ -186,6 +227,8 @@ export const CONFIG_DEFAULTS = {
   retryAttempts: 2,
   maxEventAgeSeconds: 3600,
   logLevel: 'INFO',
+  mcpServers: [],
+  operatorSubjects: [],
 } as const;
 
 /** The context keys read, by config field. */
@@ -204,6 +247,8 @@ export const CONTEXT_KEYS: Record<keyof StackConfig, string> = {
   logRetentionDays: 'cld:logRetentionDays',
   logLevel: 'cld:logLevel',
   consoleAuth: 'cld:consoleAuth',
+  mcpServers: 'cld:mcpServers',
+  operatorSubjects: 'cld:operatorSubjects',
 };
 
 /** Fields whose context value may be JSON text (objects, arrays, numbers given with `-c`). */
@@ -218,6 +263,8 @@ const JSON_FIELDS = new Set<keyof StackConfig>([
   'maxEventAgeSeconds',
   'logRetentionDays',
   'consoleAuth',
+  'mcpServers',
+  'operatorSubjects',
 ]);
 
 /** True in the stage whose data is retained on stack deletion. */
@@ -259,7 +306,11 @@ export function resolveConfig(context: (key: string) => unknown): StackConfig {
 }
 
 /** Context keys whose value may be a bare comma-separated list. */
-const LIST_KEYS = new Set([CONTEXT_KEYS.allowedOrigins, CONTEXT_KEYS.jwtAudience]);
+const LIST_KEYS = new Set([
+  CONTEXT_KEYS.allowedOrigins,
+  CONTEXT_KEYS.jwtAudience,
+  CONTEXT_KEYS.operatorSubjects,
+]);
 
 function parseJson(key: string, text: string): unknown {
   const trimmed = text.trim();

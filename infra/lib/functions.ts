@@ -38,6 +38,14 @@ export const KEYS = {
    * (the only function that composes `deps.search`: `FUNCTION_USES` in shared/runtime/compose.ts).
    */
   index: 'indexes/*',
+  /**
+   * The tool registry (shared/tools/registry.ts: discovered MCP tools, discoveries, operators'
+   * decisions), read by the assistant step (to offer approved tools), the tool step (to run only
+   * approved ones) and the HTTP API's operator routes.
+   */
+  registry: 'cld/tool.Registry.*',
+  /** Operators' decisions on discovered tools: the only registry keys a function creates (the HTTP API's operator routes). */
+  toolApprovals: 'cld/tool.Registry.*_Registry-Server-Tool-ToolApproval.json',
 } as const;
 
 /**
@@ -58,6 +66,14 @@ export const KEY_PATTERN_REASONS: Readonly<Record<string, string>> = {
     'reads them for the read tool, the HTTP API opens the ones an answer cites (policy rule user-read-corpora).',
   [KEYS.index]:
     'Chunk index generations are numbered at ingest time (indexes/chunks.<n>.json); read-only for the steps.',
+  [KEYS.registry]:
+    'Discovered MCP tools are named by a hash of their server, name and schema (shared/tools/registry.ts), minted ' +
+    'at discovery, so IAM cannot name them in advance; read-only here, and the policy gate decides per request ' +
+    '(assistant-read-tool-registry, operator-read-tool-registry).',
+  [KEYS.toolApprovals]:
+    'An operator decision (tool.ToolApproval) under a discovered Tool whose URN is minted at discovery; the key ' +
+    'pattern admits only that shape (Registry-Server-Tool-ToolApproval), writes are create-only, and the policy ' +
+    'gate lets only an operator in CLD_OPERATOR_SUBJECTS write it (operator-decide-tools).',
 };
 
 /** `ListBucket` prefixes (the `s3:prefix` a `ListObjectsV2` sends; `*` = any continuation). */
@@ -66,6 +82,8 @@ export const LIST_PREFIXES = {
   conversations: 'cld/common.Conversation.*',
   /** MiniSearchIndex.open lists `indexes/chunks.` to find the latest generation (the tool step only). */
   index: 'indexes/*',
+  /** readRegistry lists the registry's (or one server's) subtree. */
+  registry: 'cld/tool.Registry.*',
 } as const;
 
 /**
@@ -183,6 +201,13 @@ export interface FunctionSpec {
    * (`console/`, named by `CLD_CONSOLE_DIR`) and `CLD_CONSOLE_AUTH` comes from `cld:consoleAuth`.
    */
   console?: boolean;
+  /**
+   * Runs discovered MCP tools: gets `CLD_MCP_SERVERS` (the `cld:mcpServers` context, as JSON) and
+   * `secretsmanager:GetSecretValue` on exactly the secrets their headers name.
+   */
+  mcpServers?: boolean;
+  /** Serves the operator routes: gets `CLD_OPERATOR_SUBJECTS` (the `cld:operatorSubjects` context). */
+  operators?: boolean;
   /** Further environment variables (static values; a variable the construct sets itself fails synth). */
   environment?: Readonly<Record<string, string>>;
   /** `eventbridge` functions: what becomes of their dead letters (required for them, synth fails otherwise). */
@@ -299,9 +324,9 @@ export const FUNCTIONS = {
     storage: {
       // Tasks, turns and tool results of its conversation; never a document (it cites the chunk
       // URNs that tool results returned) nor the index (FUNCTION_USES: no tools).
-      read: [KEYS.conversations, ...CATALOG_READS],
+      read: [KEYS.conversations, ...CATALOG_READS, KEYS.registry],
       create: [KEYS.conversations],
-      list: [LIST_PREFIXES.conversations],
+      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.registry],
     },
     table: COUNTERS_AND_BUDGETS,
     tablePartitions: STEP_PARTITIONS,
@@ -318,12 +343,15 @@ export const FUNCTIONS = {
     model: false,
     storage: {
       // The only function that searches (the chunk index) and reads documents (the `read` tool).
-      read: [KEYS.conversations, KEYS.documents, KEYS.index, ...CATALOG_READS],
+      // The registry: it runs a discovered MCP tool only when an operator approved it.
+      read: [KEYS.conversations, KEYS.documents, KEYS.index, ...CATALOG_READS, KEYS.registry],
       create: [KEYS.conversations],
-      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index],
+      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.index, LIST_PREFIXES.registry],
     },
     // The tool step reads and writes resources only; its budget is charged by the assistant.
     table: [],
+    // CLD_MCP_SERVERS from `cld:mcpServers`, with GetSecretValue on exactly their header secrets.
+    mcpServers: true,
     deadLetters: 'fail-task',
   },
   reply: {
@@ -419,15 +447,19 @@ export const FUNCTIONS = {
       // Conversation + user Message (create-only), the status view (lists a conversation's
       // subtree) and GET /resources (one resource of the caller's conversations, or a Document or
       // Chunk an answer cites: policy rule user-read-corpora, get only, so no list prefix).
-      read: [KEYS.conversations, KEYS.documents, ...CATALOG_READS],
-      create: [KEYS.conversations],
-      list: [LIST_PREFIXES.conversations],
+      // The operator routes (GET /tools, POST /tools/{name}/approve|revoke) read the registry and
+      // create decisions only.
+      read: [KEYS.conversations, KEYS.documents, ...CATALOG_READS, KEYS.registry],
+      create: [KEYS.conversations, KEYS.toolApprovals],
+      list: [LIST_PREFIXES.conversations, LIST_PREFIXES.registry],
     },
     // The conversations-per-user projection (`UpdateItem` to record a message, `Query` for
     // GET /conversations) and the open-conversations item a new message opens (`UpdateItem`).
     table: ['UpdateItem', 'Query'],
     tablePartitions: [USER_PARTITIONS, OPEN_PARTITION],
     console: true,
+    // CLD_OPERATOR_SUBJECTS from `cld:operatorSubjects`: who may approve and revoke tools.
+    operators: true,
   },
   slack: {
     entry: 'functions/slack/handler.ts',

@@ -17,6 +17,7 @@ import {
   bedrockFindings,
   bedrockStatements,
   consumeQueueStatements,
+  mcpSecretStatements,
   objectPatternFinding,
   putEventsStatements,
   secretStatements,
@@ -196,6 +197,12 @@ export class StepFunction extends Construct {
     for (const statement of secretStatements(secretVariables.map(([, secret]) => props.secrets[secret])))
       this.role.addToPolicy(statement);
     for (const [variable, secret] of secretVariables) environment[variable] = props.secrets[secret].secretArn;
+    if (spec.mcpServers && config.mcpServers.length > 0) {
+      for (const statement of mcpSecretStatements(config.mcpServers)) this.role.addToPolicy(statement);
+      environment.CLD_MCP_SERVERS = JSON.stringify(config.mcpServers);
+    }
+    if (spec.operators && config.operatorSubjects.length > 0)
+      environment.CLD_OPERATOR_SUBJECTS = config.operatorSubjects.join(',');
     if (spec.putEvents) {
       for (const statement of putEventsStatements(this)) this.role.addToPolicy(statement);
       environment.CLD_EVENT_BUS = 'default';

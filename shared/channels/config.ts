@@ -67,6 +67,19 @@ export const ChannelEnvSchema = z.object({
    * code + PKCE against the issuer the JWT authorizer trusts). Parsed by `parseConsoleAuth`.
    */
   CLD_CONSOLE_AUTH: z.string().optional(),
+  /**
+   * Operators: JWT `sub` values (comma-separated) of the HTTP API callers who may list, approve
+   * and revoke discovered tools (operator-routes.ts); empty → nobody over HTTP (the CLI remains).
+   */
+  CLD_OPERATOR_SUBJECTS: z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0),
+    ),
   AWS_REGION: z.string().min(1).optional(),
 });
 

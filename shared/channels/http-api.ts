@@ -20,6 +20,7 @@ import {
 import { callerSubject, header } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
 import { assertSameRequest, requestFingerprint } from './idempotency.js';
+import { registerOperatorRoutes } from './operator-routes.js';
 import { bodyLimit, sameRoute } from './request-guards.js';
 
 /**
@@ -36,6 +37,7 @@ import { bodyLimit, sameRoute } from './request-guards.js';
  * - `GET /` and `GET /console/{file}` → the web console (console-assets.ts), no caller needed
  * - `GET /resources/{urn}` → one resource, through the policy gate: of the caller's own
  *   conversations, or of the shared document corpora (what an answer's `citations` name)
+ * - `GET /tools`, `POST /tools/{name}/approve|revoke` → the operator routes (operator-routes.ts)
  * An optional `Idempotency-Key` header makes a retried POST store nothing new; reused with another
  * body it is refused with 422 (`IDEMPOTENCY_CONFLICT`), nothing stored.
  * The caller is the JWT `sub` the authorizer validated (`requestContext.authorizer.jwt.claims`);
@@ -290,6 +292,7 @@ export function createHttpApi(options: {
     return Response.json(await readCallerResource(deps.resources, reqCtx.get('user') as string, urn));
   });
 
+  registerOperatorRoutes(app, options);
   return app;
 }
 

@@ -82,6 +82,27 @@ export const API_ROUTES: readonly ApiRoute[] = [
     description: 'The web console’s script, style and sign-in configuration.',
   },
   {
+    method: 'GET',
+    path: '/tools',
+    function: 'http',
+    auth: 'jwt',
+    description: 'Operators: discovered MCP tools and their approval status.',
+  },
+  {
+    method: 'POST',
+    path: '/tools/{name}/approve',
+    function: 'http',
+    auth: 'jwt',
+    description: 'Operators: approve a discovered tool (its current definition).',
+  },
+  {
+    method: 'POST',
+    path: '/tools/{name}/revoke',
+    function: 'http',
+    auth: 'jwt',
+    description: 'Operators: revoke a discovered tool.',
+  },
+  {
     method: 'POST',
     path: '/slack/events',
     function: 'slack',

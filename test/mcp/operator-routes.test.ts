@@ -1,0 +1,117 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Served, startServe } from '../../cli/serve.js';
+import { parseEnv, SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
+import { discoverServer } from '../../shared/tools/registry.js';
+import { startTestMcpServer, type TestMcpServer } from './server.js';
+
+/**
+ * The HTTP API's operator routes (`GET /tools`, `POST /tools/{name}/approve|revoke`) over real
+ * HTTP through `serve` (API Gateway v2 events, the JWT authorizer played from bearer tokens),
+ * against tools discovered on a real MCP server.
+ */
+
+const OPERATOR_TOKEN = 'ops-token-0123456789abcdef';
+const USER_TOKEN = 'bob-token-0123456789abcdef0';
+
+let mcp: TestMcpServer;
+let served: Served;
+let dataDir: string;
+
+beforeAll(async () => {
+  mcp = await startTestMcpServer();
+  dataDir = await mkdtemp(join(tmpdir(), 'cld-operator-'));
+  served = await startServe({
+    port: 0,
+    dataDir,
+    env: {
+      CLD_API_TOKENS: JSON.stringify({ [OPERATOR_TOKEN]: 'ops', [USER_TOKEN]: 'bob' }),
+      CLD_OPERATOR_SUBJECTS: 'ops, someone-else',
+    },
+    core: parseEnv({
+      CLD_DATA_DIR: dataDir,
+      CLD_MCP_SERVERS: JSON.stringify([{ name: 'demo', url: mcp.url }]),
+    }),
+  });
+  const runtime = served.runtime;
+  const server = runtime.deps.mcp?.servers[0];
+  if (!server || !runtime.deps.mcp) throw new Error('serve composed no MCP server');
+  const report = await discoverServer(
+    runtime.deps.resources,
+    SYSTEM_ACTOR,
+    server,
+    runtime.deps.mcp.connector,
+    new Date(),
+  );
+  expect(report.error).toBeUndefined();
+});
+
+afterAll(async () => {
+  await served?.stop();
+  await mcp?.close();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+async function call(method: string, path: string, token: string, body?: unknown) {
+  const response = await fetch(`${served.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+}
+
+type ToolView = { name: string; status: string; decisions: { decision: string; by: string }[] };
+
+async function tools(): Promise<ToolView[]> {
+  const listed = await call('GET', '/tools', OPERATOR_TOKEN);
+  expect(listed.status).toBe(200);
+  return (listed.json.servers as { tools: ToolView[] }[]).flatMap((s) => s.tools);
+}
+
+describe('operator routes of the HTTP API', () => {
+  it('refuses a caller who is not an operator (403), for reading and deciding', async () => {
+    expect((await call('GET', '/tools', USER_TOKEN)).status).toBe(403);
+    const denied = await call('POST', '/tools/demo__forecast/approve', USER_TOKEN, {});
+    expect([denied.status, denied.json.code]).toEqual([403, 'FORBIDDEN']);
+    expect((await tools()).find((t) => t.name === 'demo__forecast')?.status).toBe('pending');
+  });
+
+  it('lists discovered tools as pending, then records an approval with who decided', async () => {
+    expect((await tools()).map((t) => [t.name, t.status])).toEqual([
+      ['demo__big', 'pending'],
+      ['demo__broken', 'pending'],
+      ['demo__forecast', 'pending'],
+      ['demo__slow', 'pending'],
+    ]);
+    const approved = await call('POST', '/tools/demo__forecast/approve', OPERATOR_TOKEN, {
+      reason: 'read-only',
+    });
+    expect(approved.status).toBe(200);
+    expect(approved.json).toMatchObject({
+      name: 'demo__forecast',
+      status: 'approved',
+      decision: { decision: 'approved', by: 'http:ops', reason: 'read-only' },
+    });
+    const forecast = (await tools()).find((t) => t.name === 'demo__forecast');
+    expect(forecast?.status).toBe('approved');
+    expect(forecast?.decisions.map((d) => [d.decision, d.by])).toEqual([['approved', 'http:ops']]);
+  });
+
+  it('revokes, and answers 404 for a name that is no discovered tool and 400 for a bad body or name', async () => {
+    expect((await call('POST', '/tools/demo__forecast/revoke', OPERATOR_TOKEN, {})).json.status).toBe(
+      'revoked',
+    );
+    expect((await tools()).find((t) => t.name === 'demo__forecast')?.status).toBe('revoked');
+    expect((await call('POST', '/tools/demo__nothing/approve', OPERATOR_TOKEN, {})).status).toBe(404);
+    expect((await call('POST', '/tools/demo__forecast/approve', OPERATOR_TOKEN, { why: 'x' })).status).toBe(
+      400,
+    );
+    expect((await call('POST', '/tools/forecast/approve', OPERATOR_TOKEN, {})).status).toBe(400);
+  });
+});
