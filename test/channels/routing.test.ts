@@ -139,7 +139,9 @@ describe('the API route table', () => {
       '/teams/messages',
     ]);
     expect(
-      API_ROUTES.filter((r) => r.auth === 'jwt').every((r) => /^\/(conversations|resources)/.test(r.path)),
+      API_ROUTES.filter((r) => r.auth === 'jwt').every((r) =>
+        /^\/(conversations|resources|tools)/.test(r.path),
+      ),
     ).toBe(true);
   });
 });

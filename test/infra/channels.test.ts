@@ -122,7 +122,7 @@ describe('the HTTP API, generated from API_ROUTES', () => {
     }
   });
 
-  it('puts the JWT authorizer on /conversations* and /resources/* and on nothing else', () => {
+  it('puts the JWT authorizer on /conversations*, /resources/* and the operator routes /tools*, and on nothing else', () => {
     const jwt = [...routesOf(api.json)]
       .filter(([, props]) => props.AuthorizationType === 'JWT')
       .map(([k]) => k);
@@ -134,6 +134,9 @@ describe('the HTTP API, generated from API_ROUTES', () => {
         'POST /conversations',
         'POST /conversations/{id}/approvals/{approvalId}',
         'POST /conversations/{id}/messages',
+        'GET /tools',
+        'POST /tools/{name}/approve',
+        'POST /tools/{name}/revoke',
       ].sort(),
     );
   });

@@ -42,6 +42,8 @@ describe('resolveConfig', () => {
       maxEventAgeSeconds: 3600,
       logRetentionDays: 14,
       logLevel: 'INFO',
+      mcpServers: [],
+      operatorSubjects: [],
     });
   });
 
