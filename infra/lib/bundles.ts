@@ -13,6 +13,7 @@ import {
   copyPolicyBundle,
   EXTERNAL_MODULES,
   esbuildOptions,
+  mcpSdkBuildOptions,
   PROJECT_ROOT,
   writeTokenizerRanks,
 } from './bundling.js';
@@ -57,12 +58,14 @@ export interface BuiltBundle {
  */
 export async function buildBundle(
   name: string,
-  spec: Pick<FunctionSpec, 'entry'>,
+  spec: Pick<FunctionSpec, 'entry' | 'mcpServers'>,
   outRoot: string = BUNDLE_CACHE_DIR,
 ): Promise<BuiltBundle> {
   const dir = join(outRoot, name);
   rmSync(dir, { recursive: true, force: true });
   const result = await build({ ...esbuildOptions(name, spec.entry, dir), metafile: true });
+  // The MCP SDK's separate file, as the stack's afterBundling hook writes it (not in `bytes`).
+  if (spec.mcpServers) await build(mcpSdkBuildOptions(dir));
   copyPolicyBundle(name, dir);
   const ranks = writeTokenizerRanks(dir);
   const file = join(dir, BUNDLE_FILE);

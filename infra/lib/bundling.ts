@@ -6,6 +6,7 @@ import { type BundlingOptions, type ICommandHooks, OutputFormat } from 'aws-cdk-
 import type { BuildOptions } from 'esbuild';
 import { BUNDLED_RANKS_FILE, RANKS_MODULE } from '../../shared/context/tokens.js';
 import { bundleDefines } from '../../shared/runtime/compose.js';
+import { MCP_SDK_FILE } from '../../shared/tools/mcp/client.js';
 
 /**
  * How a function is bundled, in one place: the stack's `NodejsFunction`s
@@ -209,8 +210,14 @@ export function consoleCommands(inputDir: string, outputDir: string): string[] {
  * @param name the function's name in the function table
  * @param wasm whether `policies/dist/<name>.wasm` is copied too (it exists at synth time)
  * @param withConsole whether the web console is built into the asset ({@link consoleCommands})
+ * @param mcp whether the MCP SDK is built into the asset as its own file ({@link mcpSdkCommands})
  */
-export function nodejsBundling(name: string, wasm: boolean, withConsole = false): BundlingOptions {
+export function nodejsBundling(
+  name: string,
+  wasm: boolean,
+  withConsole = false,
+  mcp = false,
+): BundlingOptions {
   const commandHooks: ICommandHooks = {
     beforeBundling: () => [],
     beforeInstall: () => [],
@@ -218,6 +225,7 @@ export function nodejsBundling(name: string, wasm: boolean, withConsole = false)
       ...policyCopyCommands(name, inputDir, outputDir, wasm),
       ...tokenizerCommands(inputDir, outputDir),
       ...(withConsole ? consoleCommands(inputDir, outputDir) : []),
+      ...(mcp ? mcpSdkCommands(inputDir, outputDir) : []),
     ],
   };
   return {
@@ -237,6 +245,30 @@ export function nodejsBundling(name: string, wasm: boolean, withConsole = false)
     ),
     commandHooks,
   };
+}
+
+/** Entry of the MCP SDK's separate file (shared/tools/mcp/client.ts `MCP_SDK_FILE`). */
+export const MCP_SDK_ENTRY = 'shared/tools/mcp/sdk.ts';
+
+/**
+ * esbuild options of the MCP SDK's separate file `<outdir>/mcp-sdk.mjs` (the bundle settings,
+ * minified, no source map): the function that runs MCP tools loads it at its first MCP call.
+ */
+export function mcpSdkBuildOptions(outdir: string, projectRoot: string = PROJECT_ROOT): BuildOptions {
+  const { define: _define, ...options } = esbuildOptions('tool', MCP_SDK_ENTRY, outdir, projectRoot);
+  return { ...options, outfile: join(outdir, MCP_SDK_FILE), sourcemap: false };
+}
+
+/**
+ * Shell commands (afterBundling hook) that build {@link mcpSdkBuildOptions} into the asset, with
+ * the project's esbuild, from the input directory.
+ */
+export function mcpSdkCommands(inputDir: string, outputDir: string): string[] {
+  const options = JSON.stringify({ ...mcpSdkBuildOptions(outputDir, inputDir) });
+  const script = `require('esbuild').buildSync(JSON.parse(process.argv[1]))`;
+  return [
+    `cd ${shellQuote(inputDir)} && ${shellQuote(process.execPath)} -e ${shellQuote(script)} ${shellQuote(options)}`,
+  ];
 }
 
 /**

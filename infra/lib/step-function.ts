@@ -253,7 +253,12 @@ export class StepFunction extends Construct {
         : {}),
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
-      bundling: nodejsBundling(name, policy.wasm !== undefined, spec.console === true),
+      bundling: nodejsBundling(
+        name,
+        policy.wasm !== undefined,
+        spec.console === true,
+        spec.mcpServers === true,
+      ),
     });
     if (!policy.wasm) {
       Annotations.of(this.function).addWarningV2(

@@ -28,6 +28,7 @@ import { FUNCTION_USES, functionUses } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { LOCAL_BUCKET } from '../../shared/runtime/local.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
+import { MCP_SDK_FILE } from '../../shared/tools/mcp/client.js';
 import { keyOf, keyPrefixOf, urnOfKey } from '../../shared/urn.js';
 import { slackHeaders, startReceiver, teamsAuthorization } from '../channels/helpers.js';
 import { type Synthesized, synthesize } from './helpers.js';
@@ -175,10 +176,12 @@ async function plannedConversation(content: string, conversationName: string) {
 describe('synthesized function assets', () => {
   it.each(
     NAMES,
-  )('%s: index.mjs, its source map, the policy bundle under policies/ and the tokenizer ranks', (name) => {
+  )('%s: index.mjs, its source map, the policy bundle under policies/ and the tokenizer ranks (and the MCP SDK for the tool function)', (name) => {
     const dir = assetOf(name);
     const expected = ['index.mjs', 'index.mjs.map', 'policies', 'tokenizer'];
-    expect(readdirSync(dir).sort()).toEqual(expected);
+    // The function that runs MCP tools carries the SDK as a file of its own (infra/lib/bundling.ts).
+    if ('mcpServers' in FUNCTIONS[name]) expected.push(MCP_SDK_FILE);
+    expect(readdirSync(dir).sort()).toEqual(expected.sort());
     expect(readFileSync(join(dir, TOKENIZER_RANKS_FILE), 'utf8')).toBe(tokenizerRanksJson());
     const policy = policyBundle(name);
     expect(readFileSync(join(dir, 'policies', 'rules.json'))).toEqual(readFileSync(policy.rules));

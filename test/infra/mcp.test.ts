@@ -1,7 +1,14 @@
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { buildBundle } from '../../infra/lib/bundles.js';
 import { resolveConfig } from '../../infra/lib/config.js';
 import { FUNCTIONS, KEYS } from '../../infra/lib/functions.js';
 import { ConfigError } from '../../shared/errors.js';
+import { MCP_SDK_FILE } from '../../shared/tools/mcp/client.js';
+import { startTestMcpServer } from '../mcp/server.js';
 import {
   cdkJsonContext,
   isAllowed,
@@ -132,4 +139,26 @@ describe('cld:mcpServers validation', () => {
     const config = resolveConfig((key) => cdkJsonContext()[key]);
     expect([config.mcpServers, config.operatorSubjects]).toEqual([[], []]);
   });
+});
+
+describe('the tool function asset', () => {
+  it('carries the MCP SDK as a separate file, loaded at the first MCP call, not in index.mjs', async () => {
+    const built = await buildBundle('tool', FUNCTIONS.tool, mkdtempSync(join(tmpdir(), 'cld-mcp-bundle-')));
+    expect(
+      Object.keys(built.metafile.inputs).filter((input) => input.includes('@modelcontextprotocol')),
+    ).toEqual([]);
+    const file = join(built.dir, MCP_SDK_FILE);
+    expect(existsSync(file)).toBe(true);
+    // The separate file is a working SDK client: it lists a real server's tools.
+    const sdk = (await import(pathToFileURL(file).href)) as typeof import('../../shared/tools/mcp/sdk.js');
+    const server = await startTestMcpServer();
+    try {
+      const client = new sdk.Client({ name: 'cld-test', version: '1' });
+      await client.connect(new sdk.StreamableHTTPClientTransport(new URL(server.url)));
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('forecast');
+      await client.close();
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
 });

@@ -1,6 +1,6 @@
-import type { Client } from '@modelcontextprotocol/client';
 import { ConfigError, ToolUnavailableError } from '../../errors.js';
 import { type HeaderValue, isHttpServer, type McpServerConfig } from './config.js';
+import type { Client } from './sdk.js';
 
 /**
  * The MCP client adapter (issue 14 part 1): connects to a configured server with the official
@@ -93,6 +93,22 @@ export async function resolveValues(
   return Object.fromEntries(entries);
 }
 
+/**
+ * The file next to a function bundle's `index.mjs` that holds the SDK (shared/tools/mcp/sdk.ts
+ * bundled on its own by infra/lib/bundling.ts), so the `tool` bundle stays small and a cold start
+ * that calls no MCP tool never reads it.
+ */
+export const MCP_SDK_FILE = 'mcp-sdk.mjs';
+
+/** The SDK module (sdk.ts): from the asset's {@link MCP_SDK_FILE} in a function bundle, else from node_modules. */
+async function loadSdk(): Promise<typeof import('./sdk.js')> {
+  // esbuild folds the guard to false in a bundle and drops the branch, so `./sdk.js` (and the
+  // SDK with it) is not bundled there.
+  if (process.env.CLD_BUNDLE_FUNCTION === undefined) return import('./sdk.js');
+  const file = new URL(`./${MCP_SDK_FILE}`, import.meta.url).href;
+  return (await import(file)) as typeof import('./sdk.js');
+}
+
 /** Client identity sent in `initialize`. */
 const CLIENT_INFO = { name: 'cld', version: '0.1.0' };
 
@@ -110,7 +126,7 @@ export function sdkConnector(
     ((arn: string) => Promise.reject(new ConfigError(`no secret reader configured for ${arn}`)));
   return {
     async connect(server, signal) {
-      const sdk = await import('@modelcontextprotocol/client');
+      const sdk = await loadSdk();
       const client = new sdk.Client(CLIENT_INFO, { capabilities: {} });
       let transport: Parameters<Client['connect']>[0];
       if (isHttpServer(server)) {
