@@ -41,6 +41,8 @@ import { assistantActor, assistantOf, NAMES, type StepOutcome, toolActor } from 
  * INVALID_ARGUMENTS) as a tool Message under the task. A call of a tool that needs the user's
  * approval passes the approval gate first (shared/domain/approval.ts): the step reacts to the
  * call (writes the request and stops) and to the decision (runs the call, or answers DENIED).
+ * A discovered MCP tool (`<server>__<tool>`) runs through shared/tools/mcp/execute.ts instead of a
+ * built-in implementation: same statuses, approved tools only (the tool registry).
  */
 export async function toolStep(event: ResourcePutEvent, deps: Deps): Promise<StepOutcome> {
   const callUrn = callUrnOfEvent(event.urn);
