@@ -20,7 +20,7 @@ import type {
 import type { Deps } from '../runtime/deps.js';
 import { argumentCheck, argumentProblems, type Execution, failure, withTimeout } from '../tools/execution.js';
 import { executeMcp } from '../tools/mcp/execute.js';
-import { isMcpName } from '../tools/registry.js';
+import { approvedTool, isMcpName } from '../tools/registry.js';
 import { childUrn, parentOf, rootOf } from '../urn.js';
 import {
   APPROVAL_NAMES,
@@ -102,7 +102,10 @@ type Gate =
  */
 async function approvalGate(call: ToolCallResource, task: Task, deps: Deps): Promise<Gate> {
   const name = call.call.name;
-  const tool = deps.catalog.tools.find((t) => t.function.name === name);
+  // A discovered MCP tool takes part once an operator approved it (shared/tools/registry.ts).
+  const tool =
+    deps.catalog.tools.find((t) => t.function.name === name) ??
+    (await approvedTool(deps.resources, assistantActor(task.meta.id), name));
   if (!tool) return { kind: 'run' };
   const actor = toolActor(task.meta.id, name);
   const facts = { name, ...(tool.approval ? { approval: tool.approval } : {}) };

@@ -62,13 +62,18 @@ export function functionNameOf(server: string, tool: string): string {
   return `${name.slice(0, 55)}_${sha256(tool).slice(0, 8)}`;
 }
 
-/** SHA-256 (hex) of the canonical JSON (keys sorted) of a definition's name, description and input schema. */
+/**
+ * SHA-256 (hex) of the canonical JSON (keys sorted) of a definition's name, description, input
+ * schema and annotations (when it declares any: a tool that stops declaring itself read-only is a
+ * changed tool too).
+ */
 export function schemaHashOf(definition: McpToolDefinition): string {
   return sha256(
     canonicalJson({
       name: definition.name,
       description: definition.description ?? '',
       inputSchema: definition.inputSchema,
+      ...(definition.annotations ? { annotations: definition.annotations } : {}),
     }),
   );
 }
@@ -106,10 +111,15 @@ export function toolFromDefinition(server: McpServerConfig, definition: unknown,
   const schema = def.inputSchema;
   if (!schema || typeof schema !== 'object' || Array.isArray(schema) || schema.type !== 'object')
     throw new ValidationError(`tool ${def.name}: inputSchema is not an object schema`);
+  const annotations =
+    def.annotations && typeof def.annotations === 'object' && !Array.isArray(def.annotations)
+      ? def.annotations
+      : undefined;
   const clean = {
     name: def.name,
     inputSchema: schema,
     ...(def.description ? { description: def.description } : {}),
+    ...(annotations ? { annotations } : {}),
   };
   const schemaHash = schemaHashOf(clean);
   const name = functionNameOf(server.name, def.name);
@@ -132,6 +142,10 @@ export function toolFromDefinition(server: McpServerConfig, definition: unknown,
       parameters: { properties: {}, ...parameters, type: 'object' } as Tool['function']['parameters'],
     },
     timeoutMs: server.timeoutMs,
+    // MCP annotations: a tool is read-only only when it says so (`readOnlyHint: true`; the spec's
+    // default is false, and `destructiveHint` defaults to true). Each call of any other tool needs
+    // the approval of the conversation's user (shared/domain/approval.ts).
+    ...(annotations?.readOnlyHint === true ? {} : { approval: 'always' as const }),
     mcp: { server: server.name, tool: def.name, schemaHash },
   };
   const check = argumentCheck(tool);
@@ -247,6 +261,22 @@ export async function approvedToolsFor(
   return entriesOf(view)
     .filter((entry) => entry.status === 'approved' && assistantMayUse(assistant, entry.tool))
     .map((entry) => entry.tool);
+}
+
+/**
+ * The current definition of a discovered tool, when an operator approved it; undefined for any
+ * other name or status.
+ * @throws PolicyDeniedError when `actor` may not read the registry
+ */
+export async function approvedTool(
+  resources: ResourceIndex,
+  actor: Actor,
+  name: string,
+): Promise<Tool | undefined> {
+  if (!isMcpName(name)) return undefined;
+  const view = await readRegistry(resources, actor, serverOfName(name));
+  const entry = entriesOf(view).find((e) => e.name === name);
+  return entry?.status === 'approved' ? entry.tool : undefined;
 }
 
 /** What discovering one server did. */

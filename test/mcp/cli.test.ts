@@ -53,7 +53,7 @@ describe('cld tools', () => {
   it('discovers, lists, approves and revokes, recording the operator', async () => {
     const discovered = await tools('discover');
     expect(discovered.code).toBe(0);
-    expect(discovered.stdout).toContain('demo: 4 tools');
+    expect(discovered.stdout).toContain('demo: 5 tools');
     expect(discovered.stdout).toMatch(/demo__forecast {2}pending {2}\(new or changed definition\)/);
 
     const approved = await tools('approve', 'demo__forecast', '--reason', 'read-only');

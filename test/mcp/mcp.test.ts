@@ -2,11 +2,12 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decideApproval } from '../../shared/domain/approval.js';
 import { CREATE_PLAN } from '../../shared/domain/payloads.js';
 import { PolicyDeniedError, ToolUnavailableError } from '../../shared/errors.js';
 import type { ChatModel, ContentBlock, ConverseRequest, ConverseResponse } from '../../shared/llm/port.js';
 import type { Actor } from '../../shared/policy/port.js';
-import type { Message, ToolApproval } from '../../shared/resources/schemas.js';
+import type { ApprovalRequest, Message, ToolApproval } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
@@ -36,6 +37,11 @@ const OPERATOR: Actor = { kind: 'operator', id: 'cli:test-operator' };
 /** A model that calls `demo__forecast` once when it is offered, then answers with the result. */
 class ForecastModel implements ChatModel {
   readonly name = 'forecast-test';
+  /** The tool it calls, with its input. */
+  wanted: { name: string; input: Record<string, string> } = {
+    name: 'demo__forecast',
+    input: { city: 'Oslo' },
+  };
   /** Tool names offered in each inner-loop request. */
   readonly offered: string[][] = [];
   async converse(request: ConverseRequest): Promise<ConverseResponse> {
@@ -66,8 +72,8 @@ class ForecastModel implements ChatModel {
       const results = request.messages.flatMap((m) =>
         m.content.flatMap((b) => ('toolResult' in b ? b.toolResult.content : [])),
       );
-      if (tools.includes('demo__forecast') && results.length === 0)
-        content = [{ toolUse: { toolUseId: 'f1', name: 'demo__forecast', input: { city: 'Oslo' } } }];
+      if (tools.includes(this.wanted.name) && results.length === 0)
+        content = [{ toolUse: { toolUseId: 'f1', name: this.wanted.name, input: this.wanted.input } }];
       else
         content = [
           {
@@ -165,6 +171,7 @@ describe('MCP tools over Streamable HTTP', () => {
       ['demo__big', 'pending', true],
       ['demo__broken', 'pending', true],
       ['demo__forecast', 'pending', true],
+      ['demo__send', 'pending', true],
       ['demo__slow', 'pending', true],
     ]);
     expect(mcp.lastAuthorization).toBe('Bearer test-token');
@@ -237,6 +244,49 @@ describe('MCP tools over Streamable HTTP', () => {
     expect(results.map((r) => [r.status, r.content])).toEqual([['OK', 'Forecast for Oslo: sunny, 21 °C']]);
     expect(answer?.content).toBe('Answer: Forecast for Oslo: sunny, 21 °C');
     expect(model.offered.at(-1)).toContain('demo__forecast');
+  });
+
+  it('a tool that is not read-only (MCP annotations) runs only after the user approves the call', async () => {
+    await decideTool(
+      runtime.deps.resources,
+      OPERATOR,
+      { name: 'demo__send', decision: 'approved', by: OPERATOR.id },
+      new Date(),
+    );
+    model.wanted = { name: 'demo__send', input: { to: 'bob', text: 'hello' } };
+    try {
+      const started = await startConversation(runtime.deps.resources, {
+        user: 'cli:mcp-test',
+        channel: { kind: 'cli' },
+        content: 'Tell Bob hello.',
+        conversationName: 'send-needs-approval',
+      });
+      await runtime.bus.idle();
+      const requests = (await runtime.deps.resources.list(SYSTEM_ACTOR, started.conversation)).filter(
+        (r): r is ApprovalRequest => r.meta.type === 'tool.Approval',
+      );
+      expect(requests.map((r) => [r.tool, r.input])).toEqual([['demo__send', { to: 'bob', text: 'hello' }]]);
+      expect(mcp.sent).toEqual([]);
+      const conversation = await runtime.deps.resources.getAs(
+        SYSTEM_ACTOR,
+        'common.Conversation',
+        started.conversation,
+      );
+      await decideApproval(runtime.deps.resources, {
+        user: 'cli:mcp-test',
+        channel: 'cli',
+        conversation,
+        request: requests[0]?.meta.id as string,
+        decision: 'approve',
+        now: new Date(),
+      });
+      await runtime.bus.idle();
+      expect(mcp.sent).toEqual(['bob: hello']);
+      const answer = await runtime.deps.resources.find(SYSTEM_ACTOR, 'common.Message', started.answer);
+      expect(answer?.content).toBe('Answer: sent to bob');
+    } finally {
+      model.wanted = { name: 'demo__forecast', input: { city: 'Oslo' } };
+    }
   });
 
   it('maps arguments, isError, size and timeouts to the built-in tools’ statuses', async () => {

@@ -87,6 +87,7 @@ describe('operator routes of the HTTP API', () => {
       ['demo__big', 'pending'],
       ['demo__broken', 'pending'],
       ['demo__forecast', 'pending'],
+      ['demo__send', 'pending'],
       ['demo__slow', 'pending'],
     ]);
     const approved = await call('POST', '/tools/demo__forecast/approve', OPERATOR_TOKEN, {

@@ -12,7 +12,9 @@ import * as z from 'zod';
  *   change the tool's definition between discoveries);
  * - `broken()` → `isError: true`;
  * - `slow({ms})` → answers after `ms`;
- * - `big({chars})` → a text of `chars` characters.
+ * - `big({chars})` → a text of `chars` characters;
+ * - `send({to, text})` → records the message in `sent`; the only tool not annotated
+ *   `readOnlyHint: true`, so each of its calls needs the user's approval.
  * `mode` switches the whole server: `ok`, `garbage` (HTTP 200 with a body that is not JSON-RPC),
  * `error` (HTTP 503). `requests` counts HTTP requests; `lastAuthorization` is the last
  * `Authorization` header received.
@@ -24,6 +26,8 @@ export interface TestMcpServer {
   mode: 'ok' | 'garbage' | 'error';
   requests: number;
   lastAuthorization: string | undefined;
+  /** Messages `send` sent (`<to>: <text>`). */
+  sent: string[];
   close(): Promise<void>;
 }
 
@@ -34,6 +38,7 @@ export async function startTestMcpServer(): Promise<TestMcpServer> {
     mode: 'ok',
     requests: 0,
     lastAuthorization: undefined,
+    sent: [],
   };
   const http: Server = createServer(async (req, res) => {
     state.requests++;
@@ -49,16 +54,39 @@ export async function startTestMcpServer(): Promise<TestMcpServer> {
     const server = new McpServer({ name: 'demo', version: '1.0.0' });
     server.registerTool(
       'forecast',
-      { description: state.forecastDescription, inputSchema: z.object({ city: z.string().min(1) }) },
+      {
+        description: state.forecastDescription,
+        inputSchema: z.object({ city: z.string().min(1) }),
+        annotations: { readOnlyHint: true },
+      },
       async ({ city }) => ({ content: [{ type: 'text', text: `Forecast for ${city}: sunny, 21 °C` }] }),
     );
-    server.registerTool('broken', { description: 'Always fails', inputSchema: z.object({}) }, async () => ({
-      isError: true,
-      content: [{ type: 'text', text: 'the weather station is offline' }],
-    }));
+    server.registerTool(
+      'send',
+      {
+        description: 'Sends a message (a side effect: not read-only)',
+        inputSchema: z.object({ to: z.string(), text: z.string() }),
+      },
+      async ({ to, text }) => {
+        state.sent.push(`${to}: ${text}`);
+        return { content: [{ type: 'text', text: `sent to ${to}` }] };
+      },
+    );
+    server.registerTool(
+      'broken',
+      { description: 'Always fails', inputSchema: z.object({}), annotations: { readOnlyHint: true } },
+      async () => ({
+        isError: true,
+        content: [{ type: 'text', text: 'the weather station is offline' }],
+      }),
+    );
     server.registerTool(
       'slow',
-      { description: 'Answers late', inputSchema: z.object({ ms: z.number().int().min(0) }) },
+      {
+        description: 'Answers late',
+        inputSchema: z.object({ ms: z.number().int().min(0) }),
+        annotations: { readOnlyHint: true },
+      },
       async ({ ms }) => {
         await new Promise((resolve) => setTimeout(resolve, ms));
         return { content: [{ type: 'text', text: 'late' }] };
@@ -66,7 +94,11 @@ export async function startTestMcpServer(): Promise<TestMcpServer> {
     );
     server.registerTool(
       'big',
-      { description: 'A long text', inputSchema: z.object({ chars: z.number().int().min(1) }) },
+      {
+        description: 'A long text',
+        inputSchema: z.object({ chars: z.number().int().min(1) }),
+        annotations: { readOnlyHint: true },
+      },
       async ({ chars }) => ({ content: [{ type: 'text', text: 'x'.repeat(chars) }] }),
     );
     const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined });

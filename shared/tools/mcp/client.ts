@@ -20,6 +20,8 @@ export interface McpToolDefinition {
   name: string;
   description?: string;
   inputSchema: Record<string, unknown>;
+  /** Hints about the tool's behaviour (`readOnlyHint`, `destructiveHint`, …), as the server declares them. */
+  annotations?: Record<string, unknown>;
 }
 
 /** What `tools/call` returned. */
@@ -150,6 +152,7 @@ export function sdkConnector(
               name: tool.name,
               ...(tool.description !== undefined ? { description: tool.description } : {}),
               inputSchema: tool.inputSchema as Record<string, unknown>,
+              ...(tool.annotations ? { annotations: tool.annotations as Record<string, unknown> } : {}),
             }));
           } catch (error) {
             throw classify(error, server.name, 'tools/list', false);
