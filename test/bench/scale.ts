@@ -22,13 +22,16 @@ import { SCALE_LIMITS, SHAPES } from './scale-limits.js';
  * markdown table per task: CPU ms (the process's user + system time from the user's message to
  * an idle bus, minus the scripted model's own time), wall ms, resources and events, storage
  * reads and listings; and peak RSS and the load average per run. One-off costs of a process
- * (module loading, the runtime's composition, the tokenizer's ranks) come before the measured part. After the measured part each run
+ * (module loading, the runtime's composition, the tokenizer's ranks, and the JIT and lazily built
+ * parsers and indexes, warmed by an unmeasured 10-task conversation on a runtime of its own) come
+ * before the measured part. After the measured part each run
  * reads the whole conversation back through `ResourceIndex.list` (every key at once: the bounded
  * fan-out of `getMany`). Exit code 1 when a run fails (no answer, an answer with an error, or a
  * listing that misses resources) or when the CPU per task rises by more than 25 % from 1,000 to
  * 10,000 tasks; 2 on bad arguments.
  *
- * Options: `--sizes 10,100,1000,10000` (default), `--storage filesystem,memory` (default both).
+ * Options: `--sizes 10,100,1000,10000` (default), `--storage filesystem,memory` (default both),
+ * `--no-warmup` (no warm-up conversation: one-off costs count, which weighs on small plans).
  */
 
 /** What one run measured (per run; the table divides by tasks). */
@@ -66,13 +69,42 @@ class TimedModel implements ChatModel {
   }
 }
 
-async function runOne(tasks: number, kind: 'filesystem' | 'memory'): Promise<ScaleResult> {
-  const shape = SHAPES[tasks];
-  if (!shape) throw new Error(`no shape for ${tasks} tasks`);
-  const dataDir = await mkdtemp(join(tmpdir(), 'cld-scale-'));
-  const storage = new CountingStorage(
+/** Storage of a run: the filesystem default under `dataDir`, or the scratch in-memory one. */
+function storageOf(kind: 'filesystem' | 'memory', dataDir: string): CountingStorage {
+  return new CountingStorage(
     kind === 'memory' ? new MemoryStorage() : new FilesystemStorage(join(dataDir, 'resources')),
   );
+}
+
+/**
+ * A 10-task conversation on a runtime of its own, not measured: it warms the process up (JIT
+ * compilation, schemas' compiled parsers, the tokenizer, the search index), one-off costs that
+ * would otherwise be spread over the tasks of the measured run.
+ */
+async function warmUp(kind: 'filesystem' | 'memory'): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'cld-scale-warm-'));
+  const runtime = await createLocalRuntime({
+    dataDir,
+    model: new ScriptedModel(SHAPES[10] as readonly number[]),
+    storage: storageOf(kind, dataDir),
+    limits: SCALE_LIMITS,
+  });
+  await startConversation(runtime.deps.resources, {
+    user: 'bench',
+    channel: { kind: 'cli' },
+    content: 'Warm up.',
+    conversationName: 'warm-up',
+  });
+  await runtime.bus.idle();
+  await rm(dataDir, { recursive: true, force: true });
+}
+
+async function runOne(tasks: number, kind: 'filesystem' | 'memory', warm: boolean): Promise<ScaleResult> {
+  const shape = SHAPES[tasks];
+  if (!shape) throw new Error(`no shape for ${tasks} tasks`);
+  if (warm) await warmUp(kind);
+  const dataDir = await mkdtemp(join(tmpdir(), 'cld-scale-'));
+  const storage = storageOf(kind, dataDir);
   const model = new TimedModel(new ScriptedModel(shape));
   const runtime = await createLocalRuntime({ dataDir, model, storage, limits: SCALE_LIMITS });
   // The tokenizer's ranks are loaded once per process (~0.3 s): a one-off, not a per-task cost.
@@ -133,12 +165,14 @@ async function main(): Promise<number> {
   let sizes: number[];
   let storages: ('filesystem' | 'memory')[];
   let child: boolean;
+  let warm: boolean;
   try {
     const { values } = parseArgs({
       options: {
         sizes: { type: 'string', default: '10,100,1000,10000' },
         storage: { type: 'string', default: 'filesystem,memory' },
         child: { type: 'boolean', default: false },
+        'no-warmup': { type: 'boolean', default: false },
       },
     });
     sizes = values.sizes.split(',').map(Number);
@@ -148,12 +182,13 @@ async function main(): Promise<number> {
     for (const s of storages)
       if (s !== 'filesystem' && s !== 'memory') throw new Error('--storage: filesystem, memory');
     child = values.child;
+    warm = !values['no-warmup'];
   } catch (error) {
     console.error(`bench:scale: ${(error as Error).message}`);
     return 2;
   }
   if (child) {
-    const result = await runOne(sizes[0] as number, storages[0] as 'filesystem' | 'memory');
+    const result = await runOne(sizes[0] as number, storages[0] as 'filesystem' | 'memory', warm);
     console.log(JSON.stringify(result));
     return 0;
   }
@@ -174,6 +209,7 @@ async function main(): Promise<number> {
           `${tasks}`,
           '--storage',
           storage,
+          ...(warm ? [] : ['--no-warmup']),
         ],
         { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'inherit'] },
       );
