@@ -47,6 +47,9 @@ export interface ScaleResult {
   events: number;
   reads: number;
   listings: number;
+  /** Peak RSS when the conversation was done (before the read-back listing). */
+  runPeakRssMb: number;
+  /** Peak RSS at the end, after the read-back listing of the whole conversation. */
   peakRssMb: number;
   loadavg: string;
 }
@@ -122,6 +125,7 @@ async function runOne(tasks: number, kind: 'filesystem' | 'memory', warm: boolea
   });
   await runtime.bus.idle();
   const wallMs = performance.now() - t0;
+  const runPeakRssMb = process.resourceUsage().maxRSS / 1024;
   const cpu = process.cpuUsage(cpu0);
   const reads = storage.reads - reads0;
   const listings = storage.listings - listings0;
@@ -147,6 +151,7 @@ async function runOne(tasks: number, kind: 'filesystem' | 'memory', warm: boolea
     events,
     reads,
     listings,
+    runPeakRssMb,
     peakRssMb: process.resourceUsage().maxRSS / 1024,
     loadavg: loadavg()
       .map((l) => l.toFixed(2))
@@ -158,7 +163,7 @@ async function runOne(tasks: number, kind: 'filesystem' | 'memory', warm: boolea
 
 function row(r: ScaleResult): string {
   const per = (n: number) => (n / r.tasks).toFixed(n / r.tasks >= 100 ? 0 : 2);
-  return `| ${r.tasks.toLocaleString('en-US')} | ${r.storage} | ${r.ok ? per(r.cpuMs - r.modelMs) : `FAILED: ${r.problem}`} | ${per(r.wallMs)} | ${per(r.modelMs)} | ${per(r.resources)} | ${per(r.events)} | ${per(r.reads)} | ${per(r.listings)} | ${r.peakRssMb.toFixed(0)} | ${r.loadavg} |`;
+  return `| ${r.tasks.toLocaleString('en-US')} | ${r.storage} | ${r.ok ? per(r.cpuMs - r.modelMs) : `FAILED: ${r.problem}`} | ${per(r.wallMs)} | ${per(r.modelMs)} | ${per(r.resources)} | ${per(r.events)} | ${per(r.reads)} | ${per(r.listings)} | ${r.runPeakRssMb.toFixed(0)} / ${r.peakRssMb.toFixed(0)} | ${r.loadavg} |`;
 }
 
 async function main(): Promise<number> {
@@ -195,7 +200,7 @@ async function main(): Promise<number> {
   const results: ScaleResult[] = [];
   const failures: string[] = [];
   console.log(
-    '| tasks | storage | CPU ms/task | wall ms/task | model ms/task (excluded) | resources/task | events/task | reads/task | listings/task | peak RSS MB | load average |\n|---|---|---|---|---|---|---|---|---|---|---|',
+    '| tasks | storage | CPU ms/task | wall ms/task | model ms/task (excluded) | resources/task | events/task | reads/task | listings/task | peak RSS MB (run / after read-back) | load average |\n|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const storage of storages) {
     for (const tasks of sizes) {
