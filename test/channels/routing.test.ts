@@ -133,6 +133,9 @@ describe('the API route table', () => {
 
   it('puts the JWT authorizer on the API paths and none on the signed webhooks', () => {
     expect(API_ROUTES.filter((r) => r.auth === 'none').map((r) => r.path)).toEqual([
+      // The web console's static page and assets: they hold no data and sign in before any call.
+      '/',
+      '/console/{file}',
       '/slack/events',
       '/slack/commands',
       '/slack/interactions',

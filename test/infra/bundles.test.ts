@@ -181,6 +181,8 @@ describe('synthesized function assets', () => {
     const expected = ['index.mjs', 'index.mjs.map', 'policies', 'tokenizer'];
     // The function that runs MCP tools carries the SDK as a file of its own (infra/lib/bundling.ts).
     if ('mcpServers' in FUNCTIONS[name]) expected.push(MCP_SDK_FILE);
+    // The function that serves the web console carries its built assets (infra/lib/bundling.ts).
+    if ('console' in FUNCTIONS[name]) expected.push('console');
     expect(readdirSync(dir).sort()).toEqual(expected.sort());
     expect(readFileSync(join(dir, TOKENIZER_RANKS_FILE), 'utf8')).toBe(tokenizerRanksJson());
     const policy = policyBundle(name);
