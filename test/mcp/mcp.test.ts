@@ -450,3 +450,69 @@ describe('MCP configuration and names', () => {
     expect(functionNameOf('demo', 'x'.repeat(58))).toHaveLength(64);
   });
 });
+
+describe('MCP tools over stdio (local use)', () => {
+  it('discovers and calls a stdio server’s tool, with its environment from the configuration only', async () => {
+    process.env.CLD_TEST_GREETING = 'hi ';
+    process.env.GREETING = 'leaked from cld’s environment ';
+    const [local] = parseMcpServers({
+      CLD_MCP_SERVERS: JSON.stringify([
+        {
+          name: 'local',
+          command: process.execPath,
+          args: ['--import', 'tsx', 'test/mcp/stdio-server.ts'],
+          env: { GREETING: { env: 'CLD_TEST_GREETING' } },
+          timeoutMs: 30_000,
+        },
+      ]),
+    }) as [McpServerConfig];
+    const connector = sdkConnector();
+    const report = await discoverServer(runtime.deps.resources, SYSTEM_ACTOR, local, connector, new Date());
+    expect([report.error, report.tools.map((t) => [t.name, t.status])]).toEqual([
+      undefined,
+      [['local__echo', 'pending']],
+    ]);
+    await decideTool(
+      runtime.deps.resources,
+      OPERATOR,
+      { name: 'local__echo', decision: 'approved', by: OPERATOR.id },
+      new Date(),
+    );
+    const sessions = new McpSessions(connector);
+    const deps = {
+      ...runtime.deps,
+      mcp: { servers: [local], connector, sessions },
+      catalog: {
+        ...runtime.deps.catalog,
+        assistants: runtime.deps.catalog.assistants.map((a) => ({ ...a, servers: ['local'] })),
+      },
+    };
+    const task = childUrn(
+      childUrn(childUrn(undefined, 'common.Conversation', 'stdio'), 'common.Message', 'm'),
+      'plan.Task',
+      't',
+    );
+    try {
+      const result = await executeMcp(
+        'local__echo',
+        { text: 'there' },
+        task,
+        deps.catalog.assistants[0]?.meta.id as string,
+        deps,
+      );
+      expect([result.status, result.content]).toEqual(['OK', 'hi there']);
+      // Without the configured variable the child does not see cld's GREETING.
+      const bare = { ...local, name: 'bare', env: {} };
+      const session = await connector.connect(bare, new AbortController().signal);
+      try {
+        const echoed = await session.callTool('echo', { text: 'there' }, new AbortController().signal);
+        expect(echoed.content).toEqual([{ type: 'text', text: 'there' }]);
+      } finally {
+        await session.close();
+      }
+    } finally {
+      delete process.env.GREETING;
+      await sessions.closeAll();
+    }
+  }, 60_000);
+});

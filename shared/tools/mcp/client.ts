@@ -188,12 +188,16 @@ async function stdioTransport(
 ): Promise<Parameters<Client['connect']>[0]> {
   // Never in a function bundle (esbuild folds the guard there): stdio servers are for local use.
   if (process.env.CLD_BUNDLE_FUNCTION === undefined) {
-    const { StdioClientTransport } = await import('@modelcontextprotocol/client/stdio');
+    const { getDefaultEnvironment, StdioClientTransport } = await import(
+      '@modelcontextprotocol/client/stdio'
+    );
     const extra = await resolveValues(server.env, env, readSecret, server.name);
+    // The SDK's default inherited variables (PATH, HOME, …) plus the configured ones: the child
+    // never sees the rest of cld's environment (credentials, tokens).
     return new StdioClientTransport({
       command: server.command,
       args: server.args,
-      env: { ...(env as Record<string, string>), ...extra },
+      env: { ...getDefaultEnvironment(), ...extra },
       ...(server.cwd ? { cwd: server.cwd } : {}),
       stderr: 'ignore',
     });

@@ -60,7 +60,10 @@ export const StdioServerConfigSchema = z.strictObject({
   ...Common,
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
-  /** Extra environment of the child process (values as header values: literal or `{env}`). */
+  /**
+   * Environment of the child process beyond the SDK's default inherited variables (PATH, HOME, …;
+   * nothing else of cld's environment): values as header values, literal or `{env}`.
+   */
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), HeaderValueSchema).default({}),
   cwd: z.string().min(1).optional(),
 });
