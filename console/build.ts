@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,8 +13,26 @@ import { build } from 'esbuild';
  * sources the browser tests drive. Nothing is fetched from a CDN: every byte is in these files.
  */
 
-/** The console's source folder. */
-export const CONSOLE_SOURCE = dirname(fileURLToPath(import.meta.url));
+/**
+ * Finds the console's source folder: this module's own folder when it runs from source, else the
+ * nearest `console/` (with `src/main.tsx`) in a folder above the running file — a bundled CLI
+ * (e.g. the kill harness's `test/.kill-bundle/cld.mjs`) runs from elsewhere in the project.
+ * @param start the folder of the running module
+ * @returns the folder holding `index.html` and `src/main.tsx`; `start` when none is found (the
+ *   build then fails naming the missing entry point)
+ */
+export function findConsoleSource(start: string): string {
+  const hasSources = (dir: string) =>
+    existsSync(join(dir, 'src', 'main.tsx')) && existsSync(join(dir, 'index.html'));
+  if (hasSources(start)) return start;
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (hasSources(join(dir, 'console'))) return join(dir, 'console');
+    if (dirname(dir) === dir) return start;
+  }
+}
+
+/** The console's source folder ({@link findConsoleSource} from this module's folder). */
+export const CONSOLE_SOURCE = findConsoleSource(dirname(fileURLToPath(import.meta.url)));
 
 /** Largest JavaScript the console may ship, gzipped, in bytes (issue 15: ≤ 150 KB). */
 export const MAX_CONSOLE_JS_GZIP_BYTES = 150 * 1024;

@@ -7,10 +7,10 @@
 import { execSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { extname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MAX_CONSOLE_JS_GZIP_BYTES } from '../../console/build.js';
+import { CONSOLE_SOURCE, findConsoleSource, MAX_CONSOLE_JS_GZIP_BYTES } from '../../console/build.js';
 import { consoleCommands, LAMBDA_CONSOLE_DIR, PROJECT_ROOT } from '../../infra/lib/bundling.js';
 import { consoleAuthOf, resolveConfig } from '../../infra/lib/config.js';
 import { type ConsoleAuth, consoleResponse, parseConsoleAuth } from '../../shared/channels/console-assets.js';
@@ -104,10 +104,13 @@ describe('the bundling hook', () => {
     const asset = mkdtempSync(join(tmpdir(), 'cld-console-asset-'));
     for (const command of consoleCommands(PROJECT_ROOT, asset)) execSync(command, { stdio: 'pipe' });
 
-    const files = readdirSync(join(asset, 'console')).sort();
+    // Sorted by extension: the hashes decide the names' own order.
+    const files = readdirSync(join(asset, 'console')).sort(
+      (a, b) => extname(a).localeCompare(extname(b)) || a.localeCompare(b),
+    );
     expect(files).toEqual([
-      'index.html',
       expect.stringMatching(/^main-[A-Z0-9]{8}\.css$/),
+      'index.html',
       expect.stringMatching(/^main-[A-Z0-9]{8}\.js$/),
     ]);
     const script = files.find((f) => f.endsWith('.js')) as string;
@@ -124,5 +127,14 @@ describe('the bundling hook', () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain(`/console/${script}`);
     expect(page.headers.get('content-security-policy')).toContain(`connect-src 'self' ${DOMAIN}`);
+  });
+});
+
+describe('findConsoleSource', () => {
+  it('finds console/ from its own folder and from a bundle elsewhere in the project, and gives up at the root', () => {
+    expect(findConsoleSource(CONSOLE_SOURCE)).toBe(CONSOLE_SOURCE);
+    expect(findConsoleSource(join(PROJECT_ROOT, 'test', '.kill-bundle'))).toBe(join(PROJECT_ROOT, 'console'));
+    const elsewhere = mkdtempSync(join(tmpdir(), 'cld-no-console-'));
+    expect(findConsoleSource(elsewhere)).toBe(elsewhere);
   });
 });

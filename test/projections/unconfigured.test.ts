@@ -51,7 +51,7 @@ describe('UnconfiguredProjectionStore and UnconfiguredPersistenceLayer', () => {
     try {
       const deps = await composeFromEnv({
         CLD_DATA_DIR: dir,
-        CLD_FUNCTION: 'http',
+        CLD_FUNCTION: 'slack',
         POWERTOOLS_LOG_LEVEL: 'SILENT',
       });
       await expect(deps.projections.get(key)).rejects.toThrow(UNCONFIGURED_MESSAGE);
