@@ -31,7 +31,11 @@ import { SCALE_LIMITS, SHAPES } from './scale-limits.js';
  * 10,000 tasks; 2 on bad arguments.
  *
  * Options: `--sizes 10,100,1000,10000` (default), `--storage filesystem,memory` (default both),
- * `--no-warmup` (no warm-up conversation: one-off costs count, which weighs on small plans).
+ * `--no-warmup` (no warm-up conversation: one-off costs count, which weighs on small plans),
+ * `--data-root DIR` (where a child run writes; the parent passes a fresh temporary folder). All
+ * runs' data is removed only after the last run: deleting thousands of files right before a run
+ * makes its creates cost more on a filesystem that scans recently freed inodes (ext4 without a
+ * journal, as on the benchmark machine: about 0.5 ms more per create after a 1,000-task run was deleted).
  */
 
 /** What one run measured (per run; the table divides by tasks). */
@@ -84,8 +88,8 @@ function storageOf(kind: 'filesystem' | 'memory', dataDir: string): CountingStor
  * compilation, schemas' compiled parsers, the tokenizer, the search index), one-off costs that
  * would otherwise be spread over the tasks of the measured run.
  */
-async function warmUp(kind: 'filesystem' | 'memory'): Promise<void> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'cld-scale-warm-'));
+async function warmUp(kind: 'filesystem' | 'memory', dataRoot: string): Promise<void> {
+  const dataDir = await mkdtemp(join(dataRoot, 'warm-'));
   const runtime = await createLocalRuntime({
     dataDir,
     model: new ScriptedModel(SHAPES[10] as readonly number[]),
@@ -99,14 +103,22 @@ async function warmUp(kind: 'filesystem' | 'memory'): Promise<void> {
     conversationName: 'warm-up',
   });
   await runtime.bus.idle();
-  await rm(dataDir, { recursive: true, force: true });
 }
 
-async function runOne(tasks: number, kind: 'filesystem' | 'memory', warm: boolean): Promise<ScaleResult> {
+/**
+ * One measured run in `dataRoot`, which it leaves in place: the parent removes every run's data
+ * once all runs are done (see {@link main}).
+ */
+async function runOne(
+  tasks: number,
+  kind: 'filesystem' | 'memory',
+  warm: boolean,
+  dataRoot: string,
+): Promise<ScaleResult> {
   const shape = SHAPES[tasks];
   if (!shape) throw new Error(`no shape for ${tasks} tasks`);
-  if (warm) await warmUp(kind);
-  const dataDir = await mkdtemp(join(tmpdir(), 'cld-scale-'));
+  if (warm) await warmUp(kind, dataRoot);
+  const dataDir = await mkdtemp(join(dataRoot, 'run-'));
   const storage = storageOf(kind, dataDir);
   const model = new TimedModel(new ScriptedModel(shape));
   const runtime = await createLocalRuntime({ dataDir, model, storage, limits: SCALE_LIMITS });
@@ -157,7 +169,6 @@ async function runOne(tasks: number, kind: 'filesystem' | 'memory', warm: boolea
       .map((l) => l.toFixed(2))
       .join(' '),
   };
-  await rm(dataDir, { recursive: true, force: true });
   return result;
 }
 
@@ -171,6 +182,7 @@ async function main(): Promise<number> {
   let storages: ('filesystem' | 'memory')[];
   let child: boolean;
   let warm: boolean;
+  let dataRoot: string | undefined;
   try {
     const { values } = parseArgs({
       options: {
@@ -178,6 +190,7 @@ async function main(): Promise<number> {
         storage: { type: 'string', default: 'filesystem,memory' },
         child: { type: 'boolean', default: false },
         'no-warmup': { type: 'boolean', default: false },
+        'data-root': { type: 'string' },
       },
     });
     sizes = values.sizes.split(',').map(Number);
@@ -188,15 +201,36 @@ async function main(): Promise<number> {
       if (s !== 'filesystem' && s !== 'memory') throw new Error('--storage: filesystem, memory');
     child = values.child;
     warm = !values['no-warmup'];
+    dataRoot = values['data-root'];
   } catch (error) {
     console.error(`bench:scale: ${(error as Error).message}`);
     return 2;
   }
   if (child) {
-    const result = await runOne(sizes[0] as number, storages[0] as 'filesystem' | 'memory', warm);
+    const root = dataRoot ?? (await mkdtemp(join(tmpdir(), 'cld-scale-')));
+    const result = await runOne(sizes[0] as number, storages[0] as 'filesystem' | 'memory', warm, root);
     console.log(JSON.stringify(result));
+    if (dataRoot === undefined) await rm(root, { recursive: true, force: true });
     return 0;
   }
+  // Every run's data stays until all runs are done: on a filesystem whose inode allocator skips
+  // recently freed inodes (ext4 without a journal scans past each one freed in the last minutes),
+  // deleting a run's files would slow the creates of the next run (see the report of issue 16).
+  const root = await mkdtemp(join(tmpdir(), 'cld-scale-'));
+  try {
+    return await runAll(sizes, storages, warm, root);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+/** Runs each size on each storage in a child process of its own, data under `root`; prints the table. */
+async function runAll(
+  sizes: readonly number[],
+  storages: readonly ('filesystem' | 'memory')[],
+  warm: boolean,
+  root: string,
+): Promise<number> {
   const results: ScaleResult[] = [];
   const failures: string[] = [];
   console.log(
@@ -215,6 +249,8 @@ async function main(): Promise<number> {
           '--storage',
           storage,
           ...(warm ? [] : ['--no-warmup']),
+          '--data-root',
+          root,
         ],
         { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'inherit'] },
       );
