@@ -1,5 +1,5 @@
 import { LruCache } from '../cache/lru.js';
-import { NotFoundError, PolicyDeniedError, ValidationError } from '../errors.js';
+import { PolicyDeniedError, ValidationError } from '../errors.js';
 import type { Action, Actor, Decision, Policy, PolicyInput } from '../policy/port.js';
 import type { StorageInterface } from '../storage/port.js';
 import { keyOf, keyPrefixOf, parseUrn, urnOfKey } from '../urn.js';
@@ -78,21 +78,35 @@ export class ResourceIndex {
 
   /** Gets one resource of a known type. @throws as {@link get}, and ValidationError for another type. */
   async getAs<T extends ResourceType>(actor: Actor, type: T, urn: string): Promise<ResourceOf<T>> {
-    const resource = await this.get(actor, urn);
-    // `get` parsed it with its type's schema already: only the type is left to check.
+    return this.ofType(await this.get(actor, urn), type);
+  }
+
+  /** `resource` as a `type`. @throws ValidationError when it is of another type */
+  private ofType<T extends ResourceType>(resource: AnyResource, type: T): ResourceOf<T> {
+    // It was parsed with its own type's schema when read: only the type is left to check.
     if (resource.meta.type !== type)
       throw new ValidationError(`expected ${type}, got ${resource.meta.type} (${resource.meta.id})`);
     return resource as ResourceOf<T>;
   }
 
-  /** Gets a resource of a type, or undefined when it does not exist. */
+  /**
+   * Gets a resource of a type, or undefined when it does not exist. A missing resource is an
+   * expected answer here (a lookup of an output not written yet), so it is asked with the
+   * storage's `getMany`, which reports it as absent: no NotFoundError (and its stack trace) is
+   * built for it.
+   * @throws as {@link getAs}, except NotFoundError
+   */
   async find<T extends ResourceType>(actor: Actor, type: T, urn: string): Promise<ResourceOf<T> | undefined> {
-    try {
-      return await this.getAs(actor, type, urn);
-    } catch (error) {
-      if (error instanceof NotFoundError) return undefined;
-      throw error;
+    parseUrn(urn);
+    this.authorize(actor, 'get', [urn]);
+    let resource = this.cache?.get(urn);
+    if (!resource) {
+      const key = keyOf(urn);
+      const data = (await this.storage.getMany([key])).get(key);
+      if (data === undefined) return undefined;
+      resource = this.remember(urn, data);
     }
+    return this.ofType(resource, type);
   }
 
   /**

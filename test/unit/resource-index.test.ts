@@ -208,6 +208,17 @@ describe('ResourceIndex.get', () => {
     expect(await rejectionOf(index.find(stranger, 'common.Message', M))).toBeInstanceOf(PolicyDeniedError);
   });
 
+  it('find reads a stored resource (from storage, not only the cache) and rejects another type', async () => {
+    await index.put(user, MESSAGE);
+    const fresh = new ResourceIndex(storage, policy);
+
+    expect(await fresh.find(user, 'common.Message', M)).toEqual(MESSAGE);
+    expect(await rejectionOf(fresh.find(user, 'plan.Task', M))).toBeInstanceOf(ValidationError);
+    expect(await rejectionOf(new ResourceIndex(storage, policy).find(user, 'plan.Task', M))).toBeInstanceOf(
+      ValidationError,
+    );
+  });
+
   it('getMany skips missing resources and keeps the order asked for', async () => {
     await seedTree();
     const missing = childUrn(M, 'plan.Task', 'never planned');
