@@ -86,12 +86,3 @@ export async function buildConsole(outDir: string): Promise<ConsoleBuild> {
     );
   return built;
 }
-
-// `tsx console/build.ts [outDir]`: build and print the sizes.
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const out = process.argv[2] ?? join(CONSOLE_SOURCE, 'dist');
-  const built = await buildConsole(out);
-  process.stdout.write(
-    `console: ${built.js.name} ${built.js.bytes} B (${built.js.gzipBytes} B gzipped), ${built.css.name} ${built.css.bytes} B (${built.css.gzipBytes} B gzipped) → ${out}\n`,
-  );
-}

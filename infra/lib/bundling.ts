@@ -192,13 +192,13 @@ export function writeTokenizerRanks(outputDir: string, projectRoot: string = PRO
 export const LAMBDA_CONSOLE_DIR = '/var/task/console';
 
 /**
- * Shell commands that build the web console into `<outputDir>/console` (console/build.ts, with the
+ * Shell commands that build the web console into `<outputDir>/console` (scripts/build-console.ts → console/build.ts, with the
  * Node.js running the synth and the project's tsx), so the deployed assets are built from the same
  * sources `serve` builds at start and the browser tests drive.
  */
 export function consoleCommands(inputDir: string, outputDir: string): string[] {
   return [
-    `cd ${shellQuote(inputDir)} && ${shellQuote(process.execPath)} --import tsx console/build.ts ${shellQuote(`${outputDir}/console`)}`,
+    `cd ${shellQuote(inputDir)} && ${shellQuote(process.execPath)} --import tsx scripts/build-console.ts ${shellQuote(`${outputDir}/console`)}`,
   ];
 }
 
