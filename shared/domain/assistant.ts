@@ -287,6 +287,24 @@ async function fail(task: Task, error: unknown, deps: Deps): Promise<StepOutcome
 }
 
 /** Supervisory mode for a task with subtasks. */
+/**
+ * The error that ends a task whose stored verdict failed with no corrective subtasks: a
+ * {@link LimitExceededError} when the round was past `limits.maxCorrectiveRounds` (the
+ * supervisor may not correct again), else a {@link ValidationError} (it proposed none). Derived
+ * from the stored verdict alone, so the invocation that stored it and a retried one that finds it
+ * write the same output (issue 12: a retried step rewrites the same resources).
+ */
+export function verdictFailure(
+  verdict: Verdict,
+  limits: Deps['limits'],
+): LimitExceededError | ValidationError {
+  return verdict.round > limits.maxCorrectiveRounds
+    ? new LimitExceededError(
+        `still failing after ${limits.maxCorrectiveRounds} corrective rounds: ${verdict.reason}`,
+      )
+    : new ValidationError(`verdict failed with no corrective subtasks: ${verdict.reason}`);
+}
+
 async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   const actor = assistantActor(task.meta.id, task.assistant);
   if (await deps.resources.find(actor, 'common.Message', outputUrn(task.meta.id))) {
@@ -321,9 +339,9 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   const subtasks = (await deps.resources.getMany(actor, slots)) as Task[];
   const last = verdicts.at(-1);
   if (last?.pass) return writeCombined(task, subtasks, outputs, deps);
-  if (last && last.corrective.length === 0) {
-    return fail(task, new ValidationError(`supervisor found no way to correct: ${last.reason}`), deps);
-  }
+  // A failed verdict with no corrective subtasks ends the task: the same error whether this
+  // invocation stored the verdict or a retried one finds it (the output is create-only).
+  if (last && last.corrective.length === 0) return fail(task, verdictFailure(last, deps.limits), deps);
   const round = verdicts.length + 1;
   const overBudget = budgetExceeded(
     await readBudget(deps.projections, rootOf(task.meta.id)),
@@ -383,21 +401,7 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   const stored = (await deps.resources.put(actor, verdict)).resource;
   await charge(deps.projections, stored, modelCharge(stored.usage), deps.now());
   if (stored.pass) return writeCombined(task, subtasks, outputs, deps);
-  if (exhausted) {
-    return fail(
-      task,
-      new LimitExceededError(
-        `still failing after ${deps.limits.maxCorrectiveRounds} corrective rounds: ${stored.reason}`,
-      ),
-      deps,
-    );
-  }
-  if (stored.corrective.length === 0)
-    return fail(
-      task,
-      new ValidationError(`verdict failed with no corrective subtasks: ${stored.reason}`),
-      deps,
-    );
+  if (stored.corrective.length === 0) return fail(task, verdictFailure(stored, deps.limits), deps);
   // The corrective round may have finished before its verdict was stored (a retried crash).
   if ((await countedOutputs(deps.projections, task.meta.id, round)) >= stored.corrective.length)
     return supervise(task, deps);
