@@ -205,7 +205,7 @@ export async function serveCommand(
   console.log(`  console: ${served.url}/  (sign in with the bearer token)`);
   for (const route of API_ROUTES)
     console.log(
-      `  ${route.method.padEnd(4)} ${served.url}${route.path}  (${route.auth === 'jwt' ? 'bearer token' : 'signed'})`,
+      `  ${route.method.padEnd(4)} ${served.url}${route.path}  (${route.auth === 'jwt' ? 'bearer token' : route.function === 'http' ? 'public' : 'signed'})`,
     );
   if (served.generatedToken)
     console.log(
