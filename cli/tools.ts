@@ -5,6 +5,7 @@ import type { Actor } from '../shared/policy/port.js';
 import type { ResourceIndex } from '../shared/resources/resource-index.js';
 import { composeFromEnv, type Env, mcpFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
+import { parseMcpServers } from '../shared/tools/mcp/config.js';
 import { decideTool, discoverServer, type RegistryView, readRegistry } from '../shared/tools/registry.js';
 import { UsageError } from './errors.js';
 
@@ -25,6 +26,8 @@ export async function toolsCommand(args: string[], dataDir: string, env: Env): P
   });
   const [sub, ...names] = positionals;
   const operator: Actor = { kind: 'operator', id: `cli:${process.env.CLD_OPERATOR ?? userInfo().username}` };
+  // A bad server list is a configuration error for every subcommand, not only `discover`.
+  parseMcpServers(env, { stdio: !env.CLD_BUCKET });
   const resources = await registryResources(dataDir, env);
   const now = new Date();
   switch (sub) {

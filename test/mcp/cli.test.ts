@@ -17,6 +17,14 @@ let mcp: TestMcpServer;
 let dataDir: string;
 
 async function tools(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return toolsWith({}, ...args);
+}
+
+/** {@link tools} with extra environment variables (over the demo server list). */
+async function toolsWith(
+  extra: Record<string, string>,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('CLD_')));
   try {
     const { stdout, stderr } = await run(
@@ -28,6 +36,7 @@ async function tools(...args: string[]): Promise<{ code: number; stdout: string;
           CLD_DATA_DIR: dataDir,
           CLD_OPERATOR: 'alice',
           CLD_MCP_SERVERS: JSON.stringify([{ name: 'demo', url: mcp.url }]),
+          ...extra,
         },
         timeout: 90_000,
       },
@@ -81,5 +90,9 @@ describe('cld tools', () => {
     expect(server.code).toBe(2);
     expect(server.stderr).toContain('no MCP server named other is configured');
     expect((await tools('approve')).code).toBe(2);
+    // A bad server list fails every subcommand, list included (not "no tools discovered yet").
+    const badList = await toolsWith({ CLD_MCP_SERVERS: 'not json' }, 'list');
+    expect(badList.code).not.toBe(0);
+    expect(badList.stderr).toContain('CLD_MCP_SERVERS is not JSON');
   }, 180_000);
 });
