@@ -20,7 +20,7 @@ import {
 import { callerSubject, header } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
 import { assertSameRequest, requestFingerprint } from './idempotency.js';
-import { registerOperatorRoutes } from './operator-routes.js';
+import { isOperatorPath, operatorActor, registerOperatorRoutes } from './operator-routes.js';
 import { bodyLimit, sameRoute } from './request-guards.js';
 
 /**
@@ -120,6 +120,8 @@ export function createHttpApi(options: {
     const subject = callerSubject(reqCtx.event);
     if (!subject) throw new UnauthorizedError('missing or invalid credentials');
     reqCtx.set('user', httpUser(subject));
+    // Operator routes: the role before anything of the request is validated (403, not a 400).
+    if (isOperatorPath(path)) operatorActor(subject, options.channels().config.CLD_OPERATOR_SUBJECTS);
     const event = reqCtx.event as APIGatewayProxyEventV2;
     if (reqCtx.req.method === 'POST') {
       const type = header(event, 'content-type') ?? '';

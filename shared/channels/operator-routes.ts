@@ -31,17 +31,31 @@ const PathName = z.strictObject({
     .regex(/^[a-z][a-z0-9-]*__[A-Za-z0-9_-]{1,62}$/, 'a discovered tool name, <server>__<tool>'),
 });
 
+/** Whether a request path is one of the operator routes (`/tools`, `/tools/...`). */
+export function isOperatorPath(path: string): boolean {
+  return path === '/tools' || path.startsWith('/tools/');
+}
+
+/**
+ * The operator actor of a caller, `{kind: operator, id: http:<sub>}`.
+ * @param subject the caller's JWT `sub`
+ * @param operators `CLD_OPERATOR_SUBJECTS`
+ * @throws ForbiddenError (403) when `subject` is not listed — checked before the request is
+ *   validated, so a non-operator learns nothing of the routes' input
+ */
+export function operatorActor(subject: string, operators: readonly string[]): Actor {
+  if (!operators.includes(subject))
+    throw new ForbiddenError('only an operator (CLD_OPERATOR_SUBJECTS) may see or decide on tools');
+  return { kind: 'operator', id: `http:${subject}` };
+}
+
 /** Registers the operator routes on the HTTP API's router (after its authentication middleware). */
 export function registerOperatorRoutes(
   app: Router<{ store: { request: { user: string } } }>,
   options: { deps: () => Promise<ChannelDeps>; channels: () => Channels },
 ): void {
-  const operatorOf = (event: unknown): Actor => {
-    const subject = callerSubject(event) as string;
-    if (!options.channels().config.CLD_OPERATOR_SUBJECTS.includes(subject))
-      throw new ForbiddenError('only an operator (CLD_OPERATOR_SUBJECTS) may see or decide on tools');
-    return { kind: 'operator', id: `http:${subject}` };
-  };
+  const operatorOf = (event: unknown): Actor =>
+    operatorActor(callerSubject(event) as string, options.channels().config.CLD_OPERATOR_SUBJECTS);
 
   app.get('/tools', async (reqCtx) => {
     const operator = operatorOf(reqCtx.event);

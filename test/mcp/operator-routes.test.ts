@@ -79,6 +79,9 @@ describe('operator routes of the HTTP API', () => {
     expect((await call('GET', '/tools', USER_TOKEN)).status).toBe(403);
     const denied = await call('POST', '/tools/demo__forecast/approve', USER_TOKEN, {});
     expect([denied.status, denied.json.code]).toEqual([403, 'FORBIDDEN']);
+    // The role is checked before the input: a malformed name or body is a 403 too, not a 400.
+    const malformed = await call('POST', '/tools/search/approve', USER_TOKEN, { reason: 7 });
+    expect([malformed.status, malformed.json.code]).toEqual([403, 'FORBIDDEN']);
     expect((await tools()).find((t) => t.name === 'demo__forecast')?.status).toBe('pending');
   });
 
