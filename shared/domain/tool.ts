@@ -202,9 +202,6 @@ function denied(status: Exclude<ToolStatus, 'OK'>, code: string, message: string
   return { kind: 'answer', execution: failure(status, message, code) };
 }
 
-/** The argument check of a Tool (moved to shared/tools/execution.ts, shared with the MCP executor). */
-export { argumentCheck };
-
 async function execute(
   name: string,
   input: unknown,

@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import graphFile from '../../shared/catalog/tools/graph.json' with { type: 'json' };
 import readFile_ from '../../shared/catalog/tools/read.json' with { type: 'json' };
 import searchFile from '../../shared/catalog/tools/search.json' with { type: 'json' };
-import { argumentCheck } from '../../shared/domain/tool.js';
 import { NotFoundError, PolicyDeniedError, ValidationError } from '../../shared/errors.js';
 import type { Actor } from '../../shared/policy/port.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
@@ -16,6 +15,7 @@ import { JsonSchemaObjectSchema, type Tool } from '../../shared/resources/schema
 import { ingest } from '../../shared/search/ingest.js';
 import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
+import { argumentCheck } from '../../shared/tools/execution.js';
 import type { ToolContext } from '../../shared/tools/port.js';
 import { readTool } from '../../shared/tools/read.js';
 import { SEARCH_TEXT_LIMIT, SearchInputSchema, searchTool } from '../../shared/tools/search.js';
