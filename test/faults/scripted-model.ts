@@ -27,8 +27,16 @@ import type {
 export class ScriptedModel implements ChatModel {
   readonly name = 'scripted';
 
-  /** @param shape subtasks per task at each depth (the first entry is the number of root tasks) */
-  constructor(private readonly shape: readonly number[]) {}
+  /**
+   * @param shape subtasks per task at each depth (the first entry is the number of root tasks)
+   * @param prefix what task titles start with (`S1`, `S1.2`, …); another prefix gives the same
+   *   plan with other texts (the scale bench's warm-up uses one, so that no text it counted or
+   *   parsed is met again in the measured run)
+   */
+  constructor(
+    private readonly shape: readonly number[],
+    private readonly prefix = 'S',
+  ) {}
 
   /** Number of tasks the plan has. */
   static taskCount(shape: readonly number[]): number {
@@ -45,7 +53,9 @@ export class ScriptedModel implements ChatModel {
     const tools = request.toolConfig?.tools.map((t) => t.toolSpec.name) ?? [];
     let content: ContentBlock[];
     if (tools.includes(CREATE_PLAN)) {
-      content = [toolUse(CREATE_PLAN, 'plan', { tasks: level(this.shape, 0, 'S') as unknown as JsonValue })];
+      content = [
+        toolUse(CREATE_PLAN, 'plan', { tasks: level(this.shape, 0, this.prefix) as unknown as JsonValue }),
+      ];
     } else if (tools.includes(SUBMIT_VERDICT)) {
       content = [toolUse(SUBMIT_VERDICT, 'verdict', verdict(lastText(request)) as unknown as JsonValue)];
     } else {
@@ -73,13 +83,14 @@ export class ScriptedModel implements ChatModel {
 /** Marks the one leaf whose first output the scripted supervisor rejects. */
 export const RETRY_MARK = '(needs one retry)';
 
-function level(shape: readonly number[], depth: number, prefix: string): TaskPayload[] {
+function level(shape: readonly number[], depth: number, prefix: string, root = prefix): TaskPayload[] {
   const width = shape[depth] ?? 0;
   return Array.from({ length: width }, (_, i) => {
     const id = `${prefix}${depth === 0 ? '' : '.'}${i + 1}`;
     const leaf = depth === shape.length - 1;
     if (leaf) {
-      const retry = id === ['S1', ...Array(shape.length - 1).fill('1')].join('.') ? ` ${RETRY_MARK}` : '';
+      const retry =
+        id === [`${root}1`, ...Array(shape.length - 1).fill('1')].join('.') ? ` ${RETRY_MARK}` : '';
       return {
         title: `${id}${retry}`,
         purpose: `Answer the question: what does part ${id} of the synthetic document say?`,
@@ -94,7 +105,7 @@ function level(shape: readonly number[], depth: number, prefix: string): TaskPay
       instructions: `Supervise the ${shape[depth + 1]} subtasks of ${id} and combine their answers into one reply.`,
       applicability: 'A multi-part request split into subtasks that must be combined.',
       evaluation: `Every part of ${id} is answered by a subtask that passes its own evaluation.`,
-      subtasks: level(shape, depth + 1, id),
+      subtasks: level(shape, depth + 1, id, root),
     };
   });
 }
