@@ -141,6 +141,35 @@ describe('LruCache', () => {
     expect(lru.get('huge')).toBeUndefined();
     expect(lru.size).toBe(2);
   });
+
+  it('drops a kept entry that is set again heavier than the bound, and counts hits and misses', () => {
+    const lru = new LruCache<string, string>(10, 10);
+    lru.set('a', 'x', 3);
+    expect(lru.get('a')).toBe('x');
+    lru.set('a', 'y', 11);
+    expect(lru.get('a')).toBeUndefined();
+    expect(lru.weight).toBe(0);
+    expect(lru.stats).toEqual({ hits: 1, misses: 1, evictions: 0 });
+  });
+
+  it('keeps a hit entry past many later inserts (a hit makes it the most recent)', () => {
+    const lru = new LruCache<number, number>(100);
+    for (let i = 0; i < 100; i++) lru.set(i, i);
+    for (let round = 0; round < 10; round++) {
+      expect(lru.get(0)).toBe(0);
+      for (let i = 0; i < 50; i++) lru.set(1_000 + round * 50 + i, i);
+    }
+    expect(lru.get(0)).toBe(0);
+    expect(lru.get(1)).toBeUndefined();
+    expect(lru.size).toBe(100);
+    expect(lru.stats.evictions).toBe(500);
+  });
+
+  it('rejects bounds that are not whole numbers of at least 1', () => {
+    expect(() => new LruCache(0)).toThrow(RangeError);
+    expect(() => new LruCache(1.5)).toThrow(RangeError);
+    expect(() => new LruCache(10, 0)).toThrow(RangeError);
+  });
 });
 
 describe('GenerationalMemo', () => {
