@@ -27,8 +27,8 @@ import { SCALE_LIMITS, SHAPES } from './scale-limits.js';
  * indexes, and most of the JIT) come before the measured part: an unmeasured conversation of 100
  * tasks (`--warmup`) on a runtime of its own, whose task texts differ from the measured ones
  * (another title prefix), so no text counted or parsed in it is met again. Small sizes are then
- * measured several times in the same process (10 and 100 tasks: 10 conversations, each on a
- * runtime and storage of its own, with titles of its own) and the median is reported with the
+ * measured several times in the same process (10 and 100 tasks: 10 conversations, 1,000 tasks: 3,
+ * each on a runtime and storage of its own, with titles of its own) and the median is reported with the
  * range: V8's background threads (optimizing compiler, GC helpers), whose CPU the process's count
  * includes, add 0.2–2 ms per task to one 100-task conversation depending on when they happen to
  * run, while the main thread's CPU per task is the same at 100 as at 1,000 tasks (measured per
@@ -143,12 +143,13 @@ async function startProfiler(): Promise<{ stop(): Promise<object> }> {
 }
 
 /**
- * Measured conversations per size by default: enough for about 1,000 tasks in all, at most 10.
- * A 100-task conversation is short enough that when V8's background threads (the optimizing
- * compiler, GC helpers) happen to run counts for ±30 % of its CPU; the median of 10 is stable.
+ * Measured conversations per size by default: enough for about 3,000 tasks in all, at most 10
+ * (10 and 100 tasks: 10; 1,000: 3; 10,000: 1). A 100-task conversation is short enough that when
+ * V8's background threads (the optimizing compiler, GC helpers) happen to run counts for ±30 %
+ * of its CPU, and one 1,000-task run varies by ±15 % on this shared machine; the median is stable.
  */
 function repeatsFor(tasks: number): number {
-  return Math.min(10, Math.ceil(1_000 / tasks));
+  return Math.min(10, Math.ceil(3_000 / tasks));
 }
 
 /** Title prefixes of the repetitions of a measured conversation (the warm-up's is `W`). */
