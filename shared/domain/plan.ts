@@ -1,4 +1,4 @@
-import { LimitExceededError, toErrorInfo, ValidationError } from '../errors.js';
+import { LimitExceededError, ModelError, toErrorInfo, ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';
 import type { ContentBlock, ConverseMessage, ConverseRequest } from '../llm/port.js';
@@ -87,7 +87,17 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
   let usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
   // One model call; a reply that is not a valid plan gets one correction with the error.
   for (let attempt = 1; attempt <= 2 && !payload; attempt++) {
-    const response = await deps.model.converse(request);
+    let response: Awaited<ReturnType<typeof deps.model.converse>>;
+    try {
+      response = await deps.model.converse(request);
+    } catch (error) {
+      // A request the model service rejects (access denied, a bad request) fails the same way on
+      // every retry: the answer says so now. A retryable one (throttled, unavailable) fails the
+      // invocation, so the event is retried (as in the assistant step).
+      if (error instanceof ModelError && !error.retryable)
+        return failPlanning(messageUrn, error, deps, attempt > 1 ? usage : undefined);
+      throw error;
+    }
     usage = addUsage(usage, response.usage);
     const use = response.output.message.content.find(
       (b): b is Extract<ContentBlock, { toolUse: unknown }> =>

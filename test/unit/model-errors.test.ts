@@ -1,0 +1,108 @@
+/**
+ * A model error that no retry can fix (Bedrock's `AccessDeniedException`, `ValidationException`:
+ * a non-retryable `ModelError`) fails the step's work at once, in the plan step as in the
+ * assistant step: the user gets an answer naming the error after one call, the event is not
+ * retried and nothing is dead-lettered. A retryable one (throttling) fails the invocation, so the
+ * event is retried and the conversation still completes.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CREATE_PLAN, SUBMIT_VERDICT } from '../../shared/domain/payloads.js';
+import { ModelError } from '../../shared/errors.js';
+import type { ChatModel, ConverseRequest, ConverseResponse } from '../../shared/llm/port.js';
+import type { Message, Plan } from '../../shared/resources/schemas.js';
+import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
+import { startConversation } from '../../shared/runtime/conversation.js';
+import { createLocalRuntime } from '../../shared/runtime/local.js';
+import { childUrn } from '../../shared/urn.js';
+import { ScriptedModel } from '../faults/scripted-model.js';
+
+type Step = 'plan' | 'turn' | 'verdict';
+
+/** The scripted model, with the calls of one kind of step failing as `fail` says. */
+class FailingModel implements ChatModel {
+  readonly name = 'failing';
+  readonly calls: Record<Step, number> = { plan: 0, turn: 0, verdict: 0 };
+  private readonly inner = new ScriptedModel([2]);
+  constructor(
+    private readonly step: Step,
+    private readonly fail: (call: number) => ModelError | undefined,
+  ) {}
+  converse(request: ConverseRequest): Promise<ConverseResponse> {
+    const tools = request.toolConfig?.tools.map((t) => t.toolSpec.name) ?? [];
+    const step: Step = tools.includes(CREATE_PLAN)
+      ? 'plan'
+      : tools.includes(SUBMIT_VERDICT)
+        ? 'verdict'
+        : 'turn';
+    const call = ++this.calls[step];
+    const error = step === this.step ? this.fail(call) : undefined;
+    return error ? Promise.reject(error) : this.inner.converse(request);
+  }
+}
+
+const REJECTED = () =>
+  new ModelError('ValidationException: The provided model identifier is invalid.', { retryable: false });
+
+describe('model errors in the steps', () => {
+  const dirs: string[] = [];
+  afterEach(async () => {
+    await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+  });
+
+  async function run(model: FailingModel) {
+    const dataDir = await mkdtemp(join(tmpdir(), 'cld-model-errors-'));
+    dirs.push(dataDir);
+    const runtime = await createLocalRuntime({ dataDir, model, backoffMs: () => 1 });
+    const started = await startConversation(runtime.deps.resources, {
+      user: 'cli:model-errors',
+      channel: { kind: 'cli' },
+      content: 'Run the synthetic plan.',
+      conversationName: 'model-errors',
+    });
+    await runtime.bus.idle();
+    const answer = (await runtime.deps.resources.find(SYSTEM_ACTOR, 'common.Message', started.answer)) as
+      | Message
+      | undefined;
+    const plan = (await runtime.deps.resources.find(
+      SYSTEM_ACTOR,
+      'plan.Plan',
+      childUrn(started.message, 'plan.Plan', 'plan'),
+    )) as Plan | undefined;
+    return { answer, plan, deadLetters: runtime.bus.deadLetters };
+  }
+
+  it('a rejected planning call fails the answer after one call, with no retry and no dead letter', async () => {
+    const model = new FailingModel('plan', REJECTED);
+    const { answer, plan, deadLetters } = await run(model);
+
+    expect(model.calls.plan).toBe(1);
+    expect(answer?.error?.message).toContain('ValidationException');
+    expect(plan?.tasks).toEqual([]);
+    expect(plan?.usage).toBeUndefined(); // a rejected call used no tokens and is not charged
+    expect(deadLetters).toHaveLength(0);
+  });
+
+  it('a rejected inner-loop call fails its task once, and the answer names the error', async () => {
+    const model = new FailingModel('turn', REJECTED);
+    const { answer, deadLetters } = await run(model);
+
+    expect(model.calls.turn).toBe(2); // one per task of the plan's two, none repeated
+    expect(answer?.error?.message).toContain('ValidationException');
+    expect(deadLetters).toHaveLength(0);
+  });
+
+  it('a throttled planning call is retried with its event, and the conversation completes', async () => {
+    const model = new FailingModel('plan', (call) =>
+      call === 1 ? new ModelError('ThrottlingException: Too many requests', { retryable: true }) : undefined,
+    );
+    const { answer, plan, deadLetters } = await run(model);
+
+    expect(model.calls.plan).toBe(2);
+    expect(answer?.error).toBeUndefined();
+    expect(plan?.tasks).toHaveLength(2);
+    expect(deadLetters).toHaveLength(0);
+  });
+});
