@@ -119,15 +119,29 @@ export class BudgetExceededError extends CldError {
   }
 }
 
-/** The model adapter failed (throttled after retries, timed out, or answered malformed output). */
+/**
+ * The model adapter failed (throttled after retries, timed out, rejected the request, or answered
+ * malformed output). `retryable`: the same call may succeed later (throttling, 5xx, a timeout), so
+ * a step lets its invocation fail and the event is retried. `malformed`: the service answered but
+ * its reply could not be used (a body that does not parse or fails the Converse shape, tool-call
+ * arguments that are not a JSON object): not retryable as an event, but another call may well
+ * answer differently, as a model's invalid output can.
+ */
 export class ModelError extends CldError {
   readonly retryable: boolean;
+  readonly malformed: boolean;
   constructor(
     message: string,
-    options?: { cause?: unknown; details?: Record<string, unknown>; retryable?: boolean },
+    options?: {
+      cause?: unknown;
+      details?: Record<string, unknown>;
+      retryable?: boolean;
+      malformed?: boolean;
+    },
   ) {
     super('MODEL_ERROR', message, options);
     this.retryable = options?.retryable ?? false;
+    this.malformed = options?.malformed ?? false;
   }
 }
 

@@ -91,12 +91,17 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
     try {
       response = await deps.model.converse(request);
     } catch (error) {
-      // A request the model service rejects (access denied, a bad request) fails the same way on
-      // every retry: the answer says so now. A retryable one (throttled, unavailable) fails the
-      // invocation, so the event is retried (as in the assistant step).
-      if (error instanceof ModelError && !error.retryable)
-        return failPlanning(messageUrn, error, deps, attempt > 1 ? usage : undefined);
-      throw error;
+      // Retryable (throttled, unavailable): the invocation fails, so the event is retried (as in
+      // the assistant step). A malformed reply gets the second attempt, as an invalid plan does.
+      // A rejected request (access denied, a bad request) fails the same way on every retry: the
+      // answer says so now, with what earlier attempts used.
+      if (!(error instanceof ModelError) || error.retryable) throw error;
+      if (error.malformed && attempt < 2) {
+        failure = error;
+        deps.logger.warn('malformed reply from model', { messageUrn, attempt, error: error.message });
+        continue;
+      }
+      return failPlanning(messageUrn, error, deps, usage.totalTokens > 0 ? usage : undefined);
     }
     usage = addUsage(usage, response.usage);
     const use = response.output.message.content.find(
@@ -156,8 +161,8 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
 }
 
 /**
- * Stores a `plan.Plan` with no tasks and the error (an invalid plan after the correction, a used-up
- * budget, a dead-lettered user Message), then the final answer that says planning failed.
+ * Stores a `plan.Plan` with no tasks and the error (an invalid plan after the correction, a model
+ * call the service rejected, a used-up budget, a dead-lettered user Message), then the final answer that says planning failed.
  * Create-only: when a Plan exists already, that one stands. A Plan carries `usage` (and is
  * charged as a model call) only when a model call was made.
  */

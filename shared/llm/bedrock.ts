@@ -370,6 +370,7 @@ function parseConverseOutput(output: ConverseCommandOutput, modelId: string): Co
       `Bedrock Converse (${modelId}) returned a malformed response: ${formatIssues(parsed.error.issues)}`,
       {
         retryable: false,
+        malformed: true,
         cause: parsed.error,
         details: { modelId, requestId: output.$metadata?.requestId, issues },
       },
@@ -462,7 +463,7 @@ export function toModelError(
   if (status !== undefined && status >= 200 && status < 300) {
     return new ModelError(
       `Bedrock ${operation} (${modelId}) returned a malformed response: ${exception}: ${message}`,
-      { retryable: false, cause: error, details },
+      { retryable: false, malformed: true, cause: error, details },
     );
   }
 

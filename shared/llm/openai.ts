@@ -229,7 +229,7 @@ export class OpenAIChatModel implements ChatModel {
     if (failure.status !== undefined && failure.status >= 200 && failure.status < 300)
       return new ModelError(
         `OpenAI-compatible model ${modelId} returned a malformed response: ${failure.message}`,
-        { retryable: false, cause: failure.cause, details },
+        { retryable: false, malformed: true, cause: failure.cause, details },
       );
     return new ModelError(
       `OpenAI-compatible model ${modelId} rejected the request: ${status}${failure.exception}: ${failure.message}`,
@@ -459,7 +459,7 @@ function parseChatResponse(
         .slice(0, 5)
         .map((i) => `${i.path}: ${i.message}`)
         .join('; ')}`,
-      { retryable: false, cause: parsed.error, details: { ...details, issues } },
+      { retryable: false, malformed: true, cause: parsed.error, details: { ...details, issues } },
     );
   }
   const choice = parsed.data.choices[0] as z.infer<typeof ChatResponseSchema>['choices'][number];
@@ -519,6 +519,7 @@ function parseArguments(
     `OpenAI-compatible model ${modelId} called tool "${call.function.name}" (call ${toolUseId}) with malformed arguments: ${problem}; the arguments began: ${preview(raw)}`,
     {
       retryable: false,
+      malformed: true,
       cause,
       details: {
         ...details,

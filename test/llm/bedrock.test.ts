@@ -312,6 +312,7 @@ describe('BedrockChatModel over the real SDK client', () => {
     const error = await expectModelError();
 
     expect(error.retryable).toBe(false);
+    expect(error.malformed).toBe(false);
     expect(error.message).toContain(exception);
     expect(error.message).toContain('The provided model identifier is invalid.');
     expect(error.details).toMatchObject({ exception, httpStatusCode: status, attempts: 1 });
@@ -372,6 +373,7 @@ describe('BedrockChatModel over the real SDK client', () => {
     const error = await expectModelError();
 
     expect(error.retryable).toBe(false);
+    expect(error.malformed).toBe(true);
     expect(error.message).toMatch(/returned a malformed response/);
     expect(error.message).toMatch(expected);
     expect(stub.requests).toHaveLength(1);

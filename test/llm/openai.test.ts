@@ -203,6 +203,7 @@ describe('OpenAIChatModel malformed output', () => {
     const error = (await model.converse(FULL).catch((e: unknown) => e)) as ModelError;
     expect(error).toBeInstanceOf(ModelError);
     expect(error.retryable).toBe(false);
+    expect(error.malformed).toBe(true);
     expect(error.message).toMatch(
       /called tool "search" \(call call_9\) with malformed arguments: they are not JSON .*; the arguments began: \{"query": "S3 events to EventBridge$/,
     );
@@ -256,6 +257,7 @@ describe('OpenAIChatModel malformed output', () => {
     expect(error).toBeInstanceOf(ModelError);
     expect(error.code).toBe('MODEL_ERROR');
     expect(error.retryable).toBe(false);
+    expect(error.malformed).toBe(true);
     expect(error.message).toMatch(message);
     expect(stub.requests).toHaveLength(1);
   });
@@ -296,6 +298,7 @@ describe('OpenAIChatModel HTTP errors, retries and timeouts', () => {
     stub.enqueue(chatError(status, 'model "nope" not found'));
     const error = (await model.converse(FULL).catch((e: unknown) => e)) as ModelError;
     expect(error.retryable).toBe(false);
+    expect(error.malformed).toBe(false);
     expect(error.message).toBe(
       `OpenAI-compatible model ${MODEL} rejected the request: HTTP ${status} ${exception}: model "nope" not found`,
     );

@@ -28,7 +28,8 @@ class FailingModel implements ChatModel {
   private readonly inner = new ScriptedModel([2]);
   constructor(
     private readonly step: Step,
-    private readonly fail: (call: number) => ModelError | undefined,
+    /** The error of the step's `call`th call, `'no tool call'` for a reply without one, or undefined. */
+    private readonly fail: (call: number) => ModelError | 'no tool call' | undefined,
   ) {}
   converse(request: ConverseRequest): Promise<ConverseResponse> {
     const tools = request.toolConfig?.tools.map((t) => t.toolSpec.name) ?? [];
@@ -38,13 +39,25 @@ class FailingModel implements ChatModel {
         ? 'verdict'
         : 'turn';
     const call = ++this.calls[step];
-    const error = step === this.step ? this.fail(call) : undefined;
-    return error ? Promise.reject(error) : this.inner.converse(request);
+    const outcome = step === this.step ? this.fail(call) : undefined;
+    if (outcome === 'no tool call')
+      return Promise.resolve({
+        output: { message: { role: 'assistant', content: [{ text: 'Here is my plan: do it.' }] } },
+        stopReason: 'end_turn',
+        usage: { inputTokens: 40, outputTokens: 7, totalTokens: 47 },
+        metrics: { latencyMs: 0 },
+      });
+    return outcome ? Promise.reject(outcome) : this.inner.converse(request);
   }
 }
 
 const REJECTED = () =>
   new ModelError('ValidationException: The provided model identifier is invalid.', { retryable: false });
+const MALFORMED = () =>
+  new ModelError('Bedrock Converse (m) returned a malformed response: output.message: Required', {
+    retryable: false,
+    malformed: true,
+  });
 
 describe('model errors in the steps', () => {
   const dirs: string[] = [];
@@ -83,6 +96,34 @@ describe('model errors in the steps', () => {
     expect(plan?.tasks).toEqual([]);
     expect(plan?.usage).toBeUndefined(); // a rejected call used no tokens and is not charged
     expect(deadLetters).toHaveLength(0);
+  });
+
+  it('a malformed planning reply gets the second attempt, as an invalid plan does', async () => {
+    const model = new FailingModel('plan', (call) => (call === 1 ? MALFORMED() : undefined));
+    const { answer, plan, deadLetters } = await run(model);
+
+    expect(model.calls.plan).toBe(2);
+    expect(answer?.error).toBeUndefined();
+    expect(plan?.tasks).toHaveLength(2);
+    expect(deadLetters).toHaveLength(0);
+  });
+
+  it('two malformed planning replies fail the answer after two calls', async () => {
+    const model = new FailingModel('plan', MALFORMED);
+    const { answer, plan } = await run(model);
+
+    expect(model.calls.plan).toBe(2);
+    expect(answer?.error?.message).toContain('malformed response');
+    expect(plan?.usage).toBeUndefined();
+  });
+
+  it('a rejected call after an invalid plan fails the answer and charges what the first call used', async () => {
+    const model = new FailingModel('plan', (call) => (call === 1 ? 'no tool call' : REJECTED()));
+    const { answer, plan } = await run(model);
+
+    expect(model.calls.plan).toBe(2);
+    expect(answer?.error?.message).toContain('ValidationException');
+    expect(plan?.usage).toEqual({ inputTokens: 40, outputTokens: 7, totalTokens: 47 });
   });
 
   it('a rejected inner-loop call fails its task once, and the answer names the error', async () => {
