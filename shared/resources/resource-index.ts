@@ -24,7 +24,10 @@ export interface ListOptions {
 
 /** Bounds of the {@link ResourceIndex} read cache. */
 export interface ResourceCacheOptions {
-  /** At most this many resources (default 10,000; 0 turns the cache off). */
+  /**
+   * At most this many resources (default 10,000; 0 turns the cache off; at most 10,000,000). The
+   * cache's arrays are allocated for this many up front: about 23 bytes each.
+   */
   maxEntries?: number;
   /** At most this many bytes of stored JSON (default 32 MiB). */
   maxBytes?: number;

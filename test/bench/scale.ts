@@ -26,7 +26,7 @@ import { SCALE_LIMITS, SHAPES } from './scale-limits.js';
  * (module loading, the runtime's composition, the tokenizer's ranks, lazily built parsers and
  * indexes, and most of the JIT) come before the measured part: an unmeasured conversation of 100
  * tasks (`--warmup`) on a runtime of its own, whose task texts differ from the measured ones
- * (another title prefix), so no text counted or parsed in it is met again. Small sizes are then
+ * (another title prefix), so no task's text counted or parsed in it is met again. Small sizes are then
  * measured several times in the same process (10 and 100 tasks: 10 conversations, 1,000 tasks: 3,
  * each on a runtime and storage of its own, with titles of its own) and the median is reported with the
  * range: V8's background threads (optimizing compiler, GC helpers), whose CPU the process's count
@@ -41,10 +41,11 @@ import { SCALE_LIMITS, SHAPES } from './scale-limits.js';
  * Options: `--sizes 10,100,1000,10000` (default), `--storage filesystem,memory` (default both),
  * `--warmup 100` (tasks of the warm-up conversation: 0, 10, 100 or 1000), `--no-warmup` (the
  * same as `--warmup 0`: one-off costs count, which weighs on small plans), `--repeat N`
- * (measured conversations per size, 1–10; default as above),
+ * (measured conversations per size, 1–10; default as above; of an even count the lower middle
+ * one is reported),
  * `--data-root DIR` (where a child run writes; the parent passes a fresh temporary folder),
- * `--child --profile FILE` (one run in this process, the measured part's V8 CPU profile written to
- * FILE as a `.cpuprofile`; the profiler's own cost is in that run's figures). All
+ * `--child --profile FILE` (one size in this process, one measured conversation, its V8 CPU
+ * profile written to FILE as a `.cpuprofile`; the profiler's own cost is in that run's figures). All
  * runs' data is removed only after the last run: deleting thousands of files right before a run
  * makes its creates cost more on a filesystem that scans recently freed inodes (ext4 without a
  * journal, as on the benchmark machine: about 0.5 ms more per create after a 1,000-task run was deleted).
@@ -103,7 +104,7 @@ function storageOf(kind: 'filesystem' | 'memory', dataDir: string): CountingStor
  * A conversation of `tasks` tasks on a runtime of its own, not measured: it warms the process up
  * (JIT compilation, schemas' compiled parsers, the tokenizer, the search index), one-off costs
  * that would otherwise be spread over the tasks of the measured run. Its tasks are titled `W…`
- * where the measured run's are `S…`, so their texts (and the memoised token counts of them)
+ * where the measured runs' are `S…`, `T…`, …, so the tasks' texts (and the memoised token counts of them)
  * are not the measured run's.
  */
 async function warmUp(tasks: number, kind: 'filesystem' | 'memory', dataRoot: string): Promise<void> {
@@ -152,6 +153,9 @@ function repeatsFor(tasks: number): number {
   return Math.min(10, Math.ceil(3_000 / tasks));
 }
 
+/** Tasks a warm-up conversation may have (0: none). */
+const WARMUP_SIZES = ['0', '10', '100', '1000'];
+
 /** Title prefixes of the repetitions of a measured conversation (the warm-up's is `W`). */
 const PREFIXES = 'STUVXYZABC';
 
@@ -179,6 +183,7 @@ async function runOne(
   }
   const net = (r: ScaleResult) => (r.cpuMs - r.modelMs) / r.tasks;
   runs.sort((a, b) => net(a) - net(b));
+  // The median of an odd count; the lower of the two middle runs of an even one.
   const median = runs[Math.floor((runs.length - 1) / 2)] as ScaleResult;
   return {
     ...median,
@@ -259,6 +264,7 @@ async function measure(
   return result;
 }
 
+/** One markdown row of the table: per-task figures of `r`, CPU as median (range, runs) when repeated. */
 function row(r: ScaleResult): string {
   const per = (n: number) => (n / r.tasks).toFixed(n / r.tasks >= 100 ? 0 : 2);
   const [low, high] = r.cpuRangeMsPerTask;
@@ -266,6 +272,7 @@ function row(r: ScaleResult): string {
   return `| ${r.tasks.toLocaleString('en-US')} | ${r.storage} | ${r.ok ? `${per(r.cpuMs - r.modelMs)}${spread}` : `FAILED: ${r.problem}`} | ${per(r.wallMs)} | ${per(r.modelMs)} | ${per(r.resources)} | ${per(r.events)} | ${per(r.reads)} | ${per(r.listings)} | ${r.runPeakRssMb.toFixed(0)} / ${r.peakRssMb.toFixed(0)} | ${r.loadavg} |`;
 }
 
+/** Parses the command line, then runs one size in this process (`--child`) or every size in a child process each; the exit code. */
 async function main(): Promise<number> {
   let sizes: number[];
   let storages: ('filesystem' | 'memory')[];
@@ -294,9 +301,11 @@ async function main(): Promise<number> {
     for (const s of storages)
       if (s !== 'filesystem' && s !== 'memory') throw new Error('--storage: filesystem, memory');
     child = values.child;
+    if (values['no-warmup'] && process.argv.some((a) => a === '--warmup' || a.startsWith('--warmup=')))
+      throw new Error('--no-warmup and --warmup: give one of them');
     warmupTasks = values['no-warmup'] ? 0 : Number(values.warmup);
-    if (warmupTasks !== 0 && !SHAPES[warmupTasks])
-      throw new Error(`--warmup: 0 or one of ${Object.keys(SHAPES).join(', ')}`);
+    if (!WARMUP_SIZES.includes(values['no-warmup'] ? '0' : values.warmup))
+      throw new Error(`--warmup: one of ${WARMUP_SIZES.join(', ')}`);
     if (values.repeat !== undefined) {
       repeat = Number(values.repeat);
       if (!Number.isInteger(repeat) || repeat < 1 || repeat > PREFIXES.length)
@@ -306,6 +315,10 @@ async function main(): Promise<number> {
     profileTo = values.profile;
     if (profileTo !== undefined && !child)
       throw new Error('--profile: only with --child (one run in this process)');
+    if (profileTo !== undefined && repeat !== undefined && repeat !== 1)
+      throw new Error('--profile: one measured conversation (--repeat 1, the default with --profile)');
+    // A profiled conversation is slowed by the profiler: measured once, alone.
+    if (profileTo !== undefined) repeat = 1;
   } catch (error) {
     console.error(`bench:scale: ${(error as Error).message}`);
     return 2;

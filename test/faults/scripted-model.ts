@@ -30,8 +30,8 @@ export class ScriptedModel implements ChatModel {
   /**
    * @param shape subtasks per task at each depth (the first entry is the number of root tasks)
    * @param prefix what task titles start with (`S1`, `S1.2`, …); another prefix gives the same
-   *   plan with other texts (the scale bench's warm-up uses one, so that no text it counted or
-   *   parsed is met again in the measured run)
+   *   plan with other task texts (the scale bench's warm-up uses one, so that no task text it
+   *   counted or parsed is met again in the measured run; instructions and prompts are shared)
    */
   constructor(
     private readonly shape: readonly number[],

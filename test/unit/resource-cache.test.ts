@@ -142,6 +142,18 @@ describe('LruCache', () => {
     expect(lru.size).toBe(2);
   });
 
+  it('weighs an entry by its weight rounded up, at least 1, under a weight bound', () => {
+    const lru = new LruCache<string, string>(100, 10);
+    for (let i = 0; i < 4; i++) lru.set(`zero-${i}`, 'v'); // weight 0 counts 1
+    lru.set('half', 'v', 0.5); // counts 1
+    lru.set('two-and-a-bit', 'v', 2.1); // counts 3
+    expect(lru.weight).toBe(8);
+    lru.set('three', 'v', 3); // 11 > 10: zero-0 goes
+    expect(lru.get('zero-0')).toBeUndefined();
+    expect(lru.weight).toBe(10);
+    expect(lru.stats.evictions).toBe(1);
+  });
+
   it('drops a kept entry that is set again heavier than the bound, and counts hits and misses', () => {
     const lru = new LruCache<string, string>(10, 10);
     lru.set('a', 'x', 3);
@@ -169,6 +181,9 @@ describe('LruCache', () => {
     expect(() => new LruCache(0)).toThrow(RangeError);
     expect(() => new LruCache(1.5)).toThrow(RangeError);
     expect(() => new LruCache(10, 0)).toThrow(RangeError);
+    expect(() => new LruCache(10, 10.5)).toThrow(RangeError);
+    expect(() => new LruCache(LruCache.MAX_ENTRIES + 1)).toThrow(RangeError);
+    expect(new LruCache(10, Number.POSITIVE_INFINITY).maxWeight).toBe(Number.POSITIVE_INFINITY);
   });
 });
 
