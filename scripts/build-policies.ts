@@ -54,7 +54,7 @@ async function main(argv: string[]): Promise<number> {
   const shown = relative(ROOT, out) || out;
   const opa = findOpa();
   if (!opa.ok || values.require) {
-    const check = await checkBundles(POLICIES, out, functions);
+    const check = checkBundles(POLICIES, out, functions);
     if (check.fresh) {
       const line = `build-policies: ${opa.ok ? '' : `${opa.why}; `}the bundles in ${shown} are fresh (built with opa ${check.manifest.opa} from the current sources); nothing to build`;
       process.stdout.write(`${line}\n`);
@@ -122,7 +122,7 @@ async function main(argv: string[]): Promise<number> {
       bundles[target.name] = { file, sha256: sha256(wasm), entrypoints: target.entrypoints };
       process.stdout.write(`build-policies: ${join(shown, file)} (${(wasm.length / 1024).toFixed(0)} KiB)\n`);
     }
-    const manifest: PolicyManifest = { opa: opa.version, sources: await policySources(POLICIES), bundles };
+    const manifest: PolicyManifest = { opa: opa.version, sources: policySources(POLICIES), bundles };
     await writeFile(join(out, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
   } finally {
     await rm(work, { recursive: true, force: true });

@@ -1,4 +1,14 @@
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  Annotations,
+  CfnOutput,
+  Duration,
+  RemovalPolicy,
+  Stack,
+  type StackProps,
+  Validations,
+} from 'aws-cdk-lib';
 import { AttributeType, Billing, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
@@ -17,6 +27,9 @@ import { API_ROUTES, type ApiRoute } from '../../shared/channels/routes.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { EventPattern as RoutePattern } from '../../shared/events/pattern.js';
 import { type Route, routingTable } from '../../shared/events/routing.js';
+import { checkBundles } from '../../shared/policy/manifest.js';
+import { parseRulesDocument } from '../../shared/policy/rules.js';
+import { PROJECT_ROOT } from './bundling.js';
 import { CatalogSeed } from './catalog-seed.js';
 import { isProduction, type StackConfig } from './config.js';
 import { DEAD_LETTER_CONSUMPTION, FUNCTION_TABLE, type FunctionSpec } from './functions.js';
@@ -36,6 +49,31 @@ export interface CldStackProps extends StackProps {
   apiRoutes?: readonly ApiRoute[];
   /** Project root to bundle from (default: this repository). */
   projectRoot?: string;
+}
+
+/** Id of the synth error on compiled policy bundles that do not match the Rego sources. */
+export const POLICY_BUNDLES_STALE = 'cld:policyBundlesStale';
+
+/**
+ * Fails synth when `<projectRoot>/policies/dist` holds compiled policy bundles that were not built
+ * from the Rego sources and rules data now in policies/ (shared/policy/manifest.ts
+ * `checkBundles`): an error annotation, so `cdk synth` and `cdk deploy` stop however they are run
+ * (`npm run deploy` checks the same first, through `build:policies --require`), instead of
+ * shipping policies other than the reviewed sources. No policies/dist at all is a warning per
+ * function instead (infra/lib/step-function.ts): each then enforces policies/rules.json alone.
+ * @throws ValidationError when policies/rules.json does not parse
+ */
+export function checkPolicyBundles(stack: Stack, projectRoot: string): void {
+  const policies = join(projectRoot, 'policies');
+  const dist = join(policies, 'dist');
+  if (!existsSync(dist)) return;
+  const rules = parseRulesDocument(JSON.parse(readFileSync(join(policies, 'rules.json'), 'utf8')));
+  const check = checkBundles(policies, dist, Object.keys(rules.functions));
+  if (!check.fresh) {
+    Annotations.of(stack).addError(
+      `${POLICY_BUNDLES_STALE}: the compiled policies in policies/dist do not match the sources (${check.problems.join('; ')}); run npm run build:policies (it needs opa on PATH) and commit policies/dist`,
+    );
+  }
 }
 
 /** Top-level fields of an EventBridge pattern and their names in CDK's `EventPattern`. */
@@ -193,6 +231,7 @@ export class CldStack extends Stack {
     }
     this.functions = functions;
     this.functionSpecs = new Map(table);
+    checkPolicyBundles(this, props.projectRoot ?? PROJECT_ROOT);
     this.deadLetterConsumer = consumer;
     const consumed = new Map(
       table

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
@@ -43,17 +43,18 @@ export function sha256(bytes: Uint8Array | string): string {
  * The sources the bundles depend on, with their sha256: every `.rego` file under `policiesDir`
  * (tests included: `opa test` runs as part of the build) but those under `dist/`, and `rules.json`.
  * The decision table (cases.json) is not a source: vitest runs it on the committed bundles.
+ * Synchronous (a few small files; the CDK app checks the bundles while it builds the stack).
  * @throws Error when `policiesDir` cannot be read
  */
-export async function policySources(policiesDir: string): Promise<Record<string, string>> {
-  const entries = await readdir(policiesDir, { recursive: true, withFileTypes: true });
+export function policySources(policiesDir: string): Record<string, string> {
+  const entries = readdirSync(policiesDir, { recursive: true, withFileTypes: true });
   const files = entries
     .filter((entry) => entry.isFile())
     .map((entry) => relative(policiesDir, join(entry.parentPath, entry.name)).split(sep).join('/'))
     .filter((path) => (path.endsWith('.rego') && !path.startsWith('dist/')) || path === 'rules.json')
     .sort();
   const sources: Record<string, string> = {};
-  for (const path of files) sources[path] = sha256(await readFile(join(policiesDir, path)));
+  for (const path of files) sources[path] = sha256(readFileSync(join(policiesDir, path)));
   return sources;
 }
 
@@ -66,17 +67,19 @@ export type BundleCheck =
  * Whether the bundles in `distDir` were built from the sources now in `policiesDir`: the manifest
  * exists and parses, lists exactly the current sources with their current sha256, and every bundle
  * it lists (and one per function in `functions`, plus the probe) exists with its recorded sha256.
+ * Synchronous: `npm run build:policies` and the CDK app (infra/lib/stack.ts, which fails synth on
+ * stale bundles) both call it.
  * @param functions the function names of policies/rules.json
  * @returns fresh, or the problems (one line each, naming files)
  */
-export async function checkBundles(
+export function checkBundles(
   policiesDir: string,
   distDir: string,
   functions: readonly string[],
-): Promise<BundleCheck> {
+): BundleCheck {
   let manifest: PolicyManifest;
   try {
-    manifest = parseManifest(await readFile(join(distDir, MANIFEST_FILE), 'utf8'));
+    manifest = parseManifest(readFileSync(join(distDir, MANIFEST_FILE), 'utf8'));
   } catch (error) {
     const why =
       (error as NodeJS.ErrnoException).code === 'ENOENT'
@@ -85,7 +88,7 @@ export async function checkBundles(
     return { fresh: false, manifest: undefined, problems: [why] };
   }
   const problems: string[] = [];
-  const current = await policySources(policiesDir);
+  const current = policySources(policiesDir);
   for (const [path, digest] of Object.entries(current)) {
     const built = manifest.sources[path];
     if (built === undefined) problems.push(`policies/${path} is new since the bundles were built`);
@@ -100,7 +103,7 @@ export async function checkBundles(
   for (const [name, bundle] of Object.entries(manifest.bundles)) {
     let bytes: Buffer;
     try {
-      bytes = await readFile(join(distDir, bundle.file));
+      bytes = readFileSync(join(distDir, bundle.file));
     } catch {
       problems.push(`${bundle.file} (bundle ${name}) is missing`);
       continue;

@@ -1,7 +1,10 @@
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { App, Stack } from 'aws-cdk-lib';
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
+import { checkPolicyBundles, POLICY_BUNDLES_STALE } from '../../infra/lib/stack.js';
 import { checkBundles, MANIFEST_FILE, PROBE_BUNDLE, parseManifest } from '../../shared/policy/manifest.js';
 import { FUNCTIONS, REPO } from './table.js';
 
@@ -23,7 +26,7 @@ async function copyOfPolicies(): Promise<string> {
 
 describe('the committed policy bundles (policies/dist)', () => {
   it('are fresh: built from the current Rego sources and rules data (else run npm run build:policies and commit policies/dist)', async () => {
-    const check = await checkBundles(POLICIES, DIST, FUNCTIONS);
+    const check = checkBundles(POLICIES, DIST, FUNCTIONS);
 
     expect(check.fresh ? [] : check.problems).toEqual([]);
   });
@@ -70,7 +73,7 @@ describe('checkBundles', () => {
     const path = join(policies, file);
     await writeFile(path, change(await readFile(path, 'utf8')));
 
-    const check = await checkBundles(policies, join(policies, 'dist'), FUNCTIONS);
+    const check = checkBundles(policies, join(policies, 'dist'), FUNCTIONS);
 
     expect(check.fresh).toBe(false);
     expect(check.fresh ? [] : check.problems).toEqual([`${problem} since the bundles were built`]);
@@ -84,7 +87,7 @@ describe('checkBundles', () => {
     await writeFile(join(dist, 'plan.wasm'), 'not the build output');
     await rm(join(dist, 'tool.wasm'));
 
-    const check = await checkBundles(policies, dist, FUNCTIONS);
+    const check = checkBundles(policies, dist, FUNCTIONS);
 
     expect(check.fresh ? [] : check.problems).toEqual([
       'policies/extra.rego is new since the bundles were built',
@@ -92,14 +95,54 @@ describe('checkBundles', () => {
       'tool.wasm (bundle tool) is missing',
     ]);
     await rm(join(dist, MANIFEST_FILE));
-    const without = await checkBundles(policies, dist, FUNCTIONS);
+    const without = checkBundles(policies, dist, FUNCTIONS);
     expect(without.fresh ? [] : without.problems).toEqual([`${MANIFEST_FILE} is missing`]);
     await rm(join(policies, '..'), { recursive: true, force: true });
   });
 
   it('says stale when a function of the rules has no bundle in the manifest', async () => {
-    const check = await checkBundles(POLICIES, DIST, [...FUNCTIONS, 'newcomer']);
+    const check = checkBundles(POLICIES, DIST, [...FUNCTIONS, 'newcomer']);
 
     expect(check.fresh ? [] : check.problems).toEqual(['the manifest lists no bundle for newcomer']);
+  });
+});
+
+describe('the CDK app on stale bundles (infra/lib/stack.ts checkPolicyBundles)', () => {
+  /** The synth errors and warnings a stack got, as text. */
+  function messages(stack: Stack, type: 'aws:cdk:error' | 'aws:cdk:warning'): string[] {
+    return stack.node.metadata.filter((entry) => entry.type === type).map((entry) => String(entry.data));
+  }
+
+  it('fails synth naming the changed source when policies/dist does not match policies/', async () => {
+    const policies = await copyOfPolicies();
+    const root = join(policies, '..');
+    await writeFile(join(policies, 'plan.rego'), `${await readFile(join(policies, 'plan.rego'), 'utf8')}\n`);
+    const stack = new Stack(new App(), 'Stale');
+
+    checkPolicyBundles(stack, root);
+
+    const errors = messages(stack, 'aws:cdk:error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain(POLICY_BUNDLES_STALE);
+    expect(errors[0]).toContain('policies/plan.rego changed since the bundles were built');
+    expect(errors[0]).toContain('npm run build:policies');
+    // What the CLI does with it: synth reports the error (cdk synth and cdk deploy exit 1).
+    expect(
+      Annotations.fromStack(stack).findError('*', Match.stringLikeRegexp(POLICY_BUNDLES_STALE)),
+    ).toHaveLength(1);
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('says nothing for the committed bundles, nor without policies/dist (a warning per function covers that)', async () => {
+    const fresh = new Stack(new App(), 'Fresh');
+    checkPolicyBundles(fresh, REPO);
+    expect(messages(fresh, 'aws:cdk:error')).toEqual([]);
+
+    const policies = await copyOfPolicies();
+    await rm(join(policies, 'dist'), { recursive: true });
+    const bare = new Stack(new App(), 'Bare');
+    checkPolicyBundles(bare, join(policies, '..'));
+    expect(messages(bare, 'aws:cdk:error')).toEqual([]);
+    await rm(join(policies, '..'), { recursive: true, force: true });
   });
 });
