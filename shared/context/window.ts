@@ -104,7 +104,8 @@ function fixedPart(assistant: Assistant, tools: readonly Tool[]): FixedPart {
  * house rules; first user message = conversation message, parent tasks and the task; then the
  * prior turns (assistant `toolUse` blocks and user `toolResult` blocks, pairing kept intact).
  * Over budget, it drops (1) the oldest tool results' content, replaced by {@link DROPPED_MARKER}
- * (only where that saves tokens), (2) parent task descriptions, farthest first, (3) the tail of the
+ * (only where that saves tokens): the earlier turns' results, then the latest turn's but its
+ * last, which is never dropped, (2) parent task descriptions, farthest first, (3) the tail of the
  * conversation message, as much as is needed and no more — in that order, each step only while
  * the window is over budget — and records each dropped URN. A window that fits keeps everything
  * (`report.tokens <= budget`, nothing dropped); one that does not fit even then (system, tools,
@@ -139,11 +140,12 @@ export function buildWindow(input: WindowInput): Window {
     countTokens(taskText);
 
   let total = fixed + headTokens() + turnsTokens();
-  // (1) oldest tool results first, but keep the latest turn's results while anything else can go
-  for (const result of results) {
+  // (1) tool results, oldest first: the earlier turns' results, then the latest turn's but its last
+  // one, which is never dropped (the newest result is what the next step acts on)
+  const latest = input.turns.at(-1)?.results ?? [];
+  const droppable = [...results.filter((r) => !latest.includes(r)), ...latest.slice(0, -1)];
+  for (const result of droppable) {
     if (total <= input.budget) break;
-    const isLatest = input.turns.at(-1)?.results.includes(result) ?? false;
-    if (isLatest && results.length > 1 && result !== results.at(-1)) continue;
     if (countTokens(result.content) <= countTokens(DROPPED_MARKER)) continue;
     resultText.set(result.meta.id, DROPPED_MARKER);
     dropped.push(result.meta.id);

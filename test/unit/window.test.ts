@@ -102,8 +102,24 @@ describe('buildWindow within its token budget', () => {
     expect(atSize.report.dropped).toEqual([OLD.results[0]?.meta.id]);
     expect(tight.report.dropped).toHaveLength(2);
     expect(tight.report.dropped[0]).toBe(OLD.results[0]?.meta.id);
-    expect(LATEST.results.map((r) => r.meta.id)).toContain(tight.report.dropped[1]);
+    // The latest turn's earlier result goes; its last result stays.
+    expect(tight.report.dropped[1]).toBe(LATEST.results[0]?.meta.id);
+    expect(resultTexts(tight)).toEqual([DROPPED_MARKER, DROPPED_MARKER, LATEST.results[1]?.content]);
     expect(tight.report.tokens).toBeLessThanOrEqual(withoutOld - 1);
+  });
+
+  it('never drops the last result of the latest turn: past the other results, parent tasks go next', () => {
+    const twoGone = buildWindow(input(buildWindow(input(FULL - 1)).report.tokens - 1)).report.tokens;
+
+    const window = buildWindow(input(twoGone - 1));
+
+    expect(window.report.dropped).toEqual([
+      OLD.results[0]?.meta.id,
+      LATEST.results[0]?.meta.id,
+      PARENT.meta.id,
+    ]);
+    expect(resultTexts(window).at(-1)).toBe(LATEST.results[1]?.content);
+    expect(window.report.tokens).toBeLessThanOrEqual(twoGone - 1);
   });
 
   it('drops the parent task descriptions next, then truncates the conversation message', () => {
