@@ -6,6 +6,7 @@ import { decideApproval } from '../domain/approval.js';
 import { MAX_MESSAGE_CHARS } from '../domain/limits.js';
 import { ConfigError, NotFoundError, ValidationError } from '../errors.js';
 import { startConversation } from '../runtime/conversation.js';
+import { compression } from './compression.js';
 import { consoleResponse, noneMatch, parseConsoleAuth, strongEtag } from './console-assets.js';
 import type { ChannelDeps, Channels } from './context.js';
 import { listConversations, parseListQuery } from './conversation-list.js';
@@ -111,6 +112,8 @@ export function createHttpApi(options: {
     logger = (await options.deps()).logger;
     await next();
   });
+  // Bodies go out gzipped when the client accepts it: Lambda returns at most 6 MB.
+  app.use(compression());
   app.use(sameRoute());
   app.use(bodyLimit(() => options.channels().config.CLD_HTTP_MAX_BODY_BYTES));
   app.use(async ({ reqCtx, next }) => {

@@ -1,14 +1,17 @@
 /**
  * What the web console needs of the HTTP API (issue 15), over real HTTP against `serve`:
- * `GET /conversations` (own conversations only, newest first, with status), the strong `ETag` of
+ * `GET /conversations` (own conversations only, newest first, with status), the `ETag` of
  * `GET /conversations/{id}` (an unchanged tree costs exactly one 304 per poll), and the console's
- * static routes (no caller needed, no data, security headers).
+ * static routes (no caller needed, no data, security headers); gzip for clients that accept it.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
+import { type IncomingHttpHeaders, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Served, startServe } from '../../cli/serve.js';
+import { acceptsGzip } from '../../shared/channels/compression.js';
 import type { ConversationList } from '../../shared/channels/conversation-list.js';
 import type { ConversationView } from '../../shared/channels/conversations.js';
 import { parseEnv } from '../../shared/runtime/compose.js';
@@ -133,7 +136,8 @@ describe('GET /conversations/{id}: conditional polling', () => {
     await done(ALICE, id);
     const full = await call(`/conversations/${id}`, ALICE);
     const etag = full.headers.get('etag') ?? '';
-    expect(etag).toMatch(/^"[A-Za-z0-9_-]{22}"$/);
+    // Weak: fetch accepts gzip, and the body went out gzipped (see the compression tests below).
+    expect(etag).toMatch(/^W\/"[A-Za-z0-9_-]{22}"$/);
     expect(full.headers.get('cache-control')).toBe('private, no-cache');
     const before = lines.filter((l) => l.startsWith(`GET /conversations/${id} `)).length;
 
@@ -152,7 +156,7 @@ describe('GET /conversations/{id}: conditional polling', () => {
       expect.stringMatching(/ 304 /),
       expect.stringMatching(/ 304 /),
     ]);
-    expect((await call(`/conversations/${id}`, ALICE, { 'if-none-match': `W/${etag}` })).status).toBe(304);
+    expect((await call(`/conversations/${id}`, ALICE, { 'if-none-match': etag.slice(2) })).status).toBe(304);
     expect((await call(`/conversations/${id}`, ALICE, { 'if-none-match': '"other"' })).status).toBe(200);
 
     await call(`/conversations/${id}/messages`, ALICE, {}, { message: 'And for one prefix only?' });
@@ -217,5 +221,79 @@ describe('the console’s static routes', () => {
     ['a file type it does not serve', '/console/secrets.txt', 404],
   ])('refuses %s', async (_, path, status) => {
     expect((await call(path)).status).toBe(status);
+  });
+});
+
+/** One GET with node:http, which neither asks for nor undoes a content coding on its own. */
+function rawGet(
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${served.url}${path}`, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('response compression (Lambda returns at most 6 MB)', () => {
+  it('gzips the conversation view for a client that accepts gzip; the same JSON, weak ETag, Vary', async () => {
+    const id = await ask(ALICE, 'How do I block public access to a bucket?');
+    await done(ALICE, id);
+    const auth = { authorization: `Bearer ${ALICE}` };
+
+    const plain = await rawGet(`/conversations/${id}`, auth);
+    const gzipped = await rawGet(`/conversations/${id}`, {
+      ...auth,
+      'accept-encoding': 'br;q=1, gzip;q=0.8',
+    });
+
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers.etag).toMatch(/^"[A-Za-z0-9_-]{22}"$/);
+    expect(plain.headers.vary).toMatch(/accept-encoding/i);
+    expect(gzipped.status).toBe(200);
+    expect(gzipped.headers['content-encoding']).toBe('gzip');
+    expect(gzipped.headers.etag).toBe(`W/${plain.headers.etag}`);
+    expect(gzipped.headers.vary).toMatch(/accept-encoding/i);
+    expect(gzipped.body.length).toBeLessThan(plain.body.length / 3);
+    expect(JSON.parse(gunzipSync(gzipped.body).toString('utf8'))).toEqual(
+      JSON.parse(plain.body.toString('utf8')),
+    );
+    // The weak tag it got, sent back: one 304, no body.
+    const again = await rawGet(`/conversations/${id}`, {
+      ...auth,
+      'accept-encoding': 'gzip',
+      'if-none-match': gzipped.headers.etag as string,
+    });
+    expect([again.status, again.body.length, again.headers.etag]).toEqual([304, 0, gzipped.headers.etag]);
+  });
+
+  it.each([
+    ['no Accept-Encoding', {}],
+    ['gzip refused (q=0)', { 'accept-encoding': 'gzip;q=0, deflate' }],
+    ['identity only', { 'accept-encoding': 'identity' }],
+  ])('sends the body as is for %s', async (_label, headers: Record<string, string>) => {
+    const response = await rawGet('/', headers);
+
+    expect(response.status).toBe(200);
+    expect(response.headers['content-encoding']).toBeUndefined();
+    expect(response.body.toString('utf8')).toContain('<!doctype html>');
+  });
+
+  it('acceptsGzip reads the header as RFC 9110 §12.5.3 does', () => {
+    expect(acceptsGzip(undefined)).toBe(false);
+    expect(acceptsGzip('')).toBe(false);
+    expect(acceptsGzip('gzip')).toBe(true);
+    expect(acceptsGzip('GZIP;q=0.5')).toBe(true);
+    expect(acceptsGzip('x-gzip')).toBe(true);
+    expect(acceptsGzip('*')).toBe(true);
+    expect(acceptsGzip('gzip;q=0')).toBe(false);
+    expect(acceptsGzip('deflate, br')).toBe(false);
   });
 });
