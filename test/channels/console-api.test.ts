@@ -294,6 +294,9 @@ describe('response compression (Lambda returns at most 6 MB)', () => {
     expect(acceptsGzip('x-gzip')).toBe(true);
     expect(acceptsGzip('*')).toBe(true);
     expect(acceptsGzip('gzip;q=0')).toBe(false);
+    expect(acceptsGzip('gzip;q=0, *')).toBe(false); // the named coding wins over *
+    expect(acceptsGzip('*;q=0, gzip')).toBe(true);
+    expect(acceptsGzip('*;q=0')).toBe(false);
     expect(acceptsGzip('deflate, br')).toBe(false);
   });
 });
