@@ -22,6 +22,27 @@ import { type ChannelFunction, matchRoute } from './routes.js';
 /** API Gateway HTTP API's own payload limit (10 MB): larger requests are refused before any handler. */
 export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
+/**
+ * Largest response a Lambda function may return to a synchronous invocation, in bytes of the
+ * serialized result (Lambda quotas: "6 MB each for request and response"; the invoke error names
+ * `maximum allowed payload size (6291556 bytes)`). API Gateway answers a larger one with a 500,
+ * and so does this gateway.
+ */
+export const LAMBDA_MAX_RESPONSE_BYTES = 6_291_556;
+
+/** A handler's result was larger than Lambda may return ({@link LAMBDA_MAX_RESPONSE_BYTES}). */
+export class ResponseTooLargeError extends Error {
+  constructor(
+    readonly fn: string,
+    readonly bytes: number,
+  ) {
+    super(
+      `the ${fn} function returned ${bytes.toLocaleString('en-US')} bytes; Lambda returns at most ${LAMBDA_MAX_RESPONSE_BYTES.toLocaleString('en-US')} (API Gateway answers 500)`,
+    );
+    this.name = 'ResponseTooLargeError';
+  }
+}
+
 /** A `Host` header API Gateway could have routed: a DNS name or IP literal, optionally a port. */
 const HOST =
   /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
@@ -68,7 +89,10 @@ export interface LocalGatewayOptions {
   handlers?: Partial<Record<ChannelFunction, ApiHandler>>;
   /** Called after each response: method, path, status, milliseconds. */
   onRequest?: (line: { method: string; path: string; status: number; ms: number }) => void;
-  /** Called when a handler throws instead of answering (the client gets a 500). */
+  /**
+   * Called when a handler throws instead of answering, or returns more than Lambda may
+   * ({@link ResponseTooLargeError}): the client gets a 500.
+   */
   onError?: (error: unknown) => void;
   /**
    * Largest body per function, in bytes (default and ceiling {@link GATEWAY_MAX_BODY_BYTES}):
@@ -191,6 +215,9 @@ async function serveOne(req: IncomingMessage, res: ServerResponse, serving: Serv
     ...matched,
   });
   const result = await serving.handlers[matched.route.function](event, lambdaContext(matched.route.function));
+  // What Lambda would refuse to return never reaches the client (the gateway's 500, onError).
+  const bytes = Buffer.byteLength(JSON.stringify(result));
+  if (bytes > LAMBDA_MAX_RESPONSE_BYTES) throw new ResponseTooLargeError(matched.route.function, bytes);
   res.statusCode = result.statusCode ?? 200;
   for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, String(value));
   if (result.cookies?.length) res.setHeader('set-cookie', result.cookies);
