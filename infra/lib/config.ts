@@ -1,5 +1,6 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import * as z from 'zod';
+import type { ConsoleAuth } from '../../shared/channels/console-assets.js';
 import { LimitsSchema } from '../../shared/domain/limits.js';
 import { ConfigError } from '../../shared/errors.js';
 import { isHttpServer, McpServersSchema } from '../../shared/tools/mcp/config.js';
@@ -330,15 +331,7 @@ function parseJson(key: string, text: string): unknown {
  * `cld:consoleAuth`: a Cognito domain becomes its hosted UI's endpoints (`/oauth2/authorize`,
  * `/oauth2/token`); the client defaults to the first JWT audience. Undefined without `cld:consoleAuth`.
  */
-export function consoleAuthOf(config: StackConfig):
-  | {
-      kind: 'oidc';
-      authorizationEndpoint: string;
-      tokenEndpoint: string;
-      clientId: string;
-      scopes: string[];
-    }
-  | undefined {
+export function consoleAuthOf(config: StackConfig): Extract<ConsoleAuth, { kind: 'oidc' }> | undefined {
   const auth = config.consoleAuth;
   const clientId = auth?.clientId ?? config.jwtAudience[0];
   if (!auth || !clientId) return undefined;

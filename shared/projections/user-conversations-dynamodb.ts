@@ -7,6 +7,7 @@ import {
   assertValidUser,
   encodeCursor,
   listOptions,
+  MAX_TITLE_CHARS,
   type UserConversation,
   type UserConversationPage,
   type UserConversationStore,
@@ -53,7 +54,7 @@ export class DynamoDBUserConversationStore implements UserConversationStore {
         },
         ExpressionAttributeValues: {
           ':id': conversation.id,
-          ':title': conversation.title.slice(0, 200),
+          ':title': conversation.title.slice(0, MAX_TITLE_CHARS),
           ':createdAt': conversation.createdAt,
           ':message': new Set([message]),
         },

@@ -30,6 +30,9 @@ export function userPartition(user: string): string {
 /** Most items one {@link UserConversationStore.list} call returns. */
 export const MAX_LIST_LIMIT = 100;
 
+/** Longest title kept: the first message's first 200 characters. */
+export const MAX_TITLE_CHARS = 200;
+
 /** One conversation of a user. */
 export interface UserConversation {
   /** URN of the conversation. */
@@ -136,7 +139,7 @@ const EntrySchema = z.strictObject({
   user: z.string().regex(USER),
   conversation: z.string().regex(CONVERSATION),
   id: z.string().min(1).max(128),
-  title: z.string().max(200),
+  title: z.string().max(MAX_TITLE_CHARS),
   createdAt: z.string().regex(ISO),
   message: z.string().min(1),
 });
@@ -161,7 +164,7 @@ export class LocalUserConversationStore implements UserConversationStore {
     message: string,
   ): Promise<void> {
     assertValidRecord(user, conversation, message);
-    const entry = { user, ...conversation, title: conversation.title.slice(0, 200), message };
+    const entry = { user, ...conversation, title: conversation.title.slice(0, MAX_TITLE_CHARS), message };
     if (!apply(await this.load(), entry)) return;
     await this.journal?.append(entry);
   }

@@ -103,25 +103,13 @@ function storageOf(kind: 'filesystem' | 'memory', dataDir: string): CountingStor
 /**
  * A conversation of `tasks` tasks on a runtime of its own, not measured: it warms the process up
  * (JIT compilation, schemas' compiled parsers, the tokenizer, the search index), one-off costs
- * that would otherwise be spread over the tasks of the measured run. Its tasks are titled `W…`
- * where the measured runs' are `S…`, `T…`, …, so the tasks' texts (and the memoised token counts of them)
- * are not the measured run's.
+ * that would otherwise be spread over the tasks of the measured run: {@link measure} with tasks
+ * titled `W…` where the measured runs' are `S…`, `T…`, …, so the tasks' texts (and the memoised
+ * token counts of them) are not the measured run's; its figures are dropped.
  */
 async function warmUp(tasks: number, kind: 'filesystem' | 'memory', dataRoot: string): Promise<void> {
-  const dataDir = await mkdtemp(join(dataRoot, 'warm-'));
-  const runtime = await createLocalRuntime({
-    dataDir,
-    model: new ScriptedModel(SHAPES[tasks] as readonly number[], 'W'),
-    storage: storageOf(kind, dataDir),
-    limits: SCALE_LIMITS,
-  });
-  await startConversation(runtime.deps.resources, {
-    user: 'bench',
-    channel: { kind: 'cli' },
-    content: 'Warm up.',
-    conversationName: 'warm-up',
-  });
-  await runtime.bus.idle();
+  const run = await measure(tasks, kind, dataRoot, 'W');
+  if (!run.ok) throw new Error(`the warm-up conversation failed: ${run.problem}`);
 }
 
 /** A CPU profiler (V8's, through `node:inspector`) started now; `stop` gives the `.cpuprofile` JSON. */

@@ -162,17 +162,19 @@ export function storageContract(
     });
 
     describe('findByPrefix', () => {
+      const task = `${CONVERSATION}/plan.Task.00000000000000aa`;
+      /** A conversation (two messages, a task and its call) and another conversation, unsorted. */
+      const tree = () => [
+        `${task}/tool.Call.00000000000000bb.json`,
+        messageKey(31),
+        `${CONVERSATION}.json`,
+        `${task}.json`,
+        messageKey(30),
+        `${OTHER_CONVERSATION}.json`,
+      ];
+
       it('returns the subtree under a URN, sorted by UTF-8 bytes, with ":" and nested "/" in keys', async () => {
-        const task = `${CONVERSATION}/plan.Task.00000000000000aa`;
-        const keys = [
-          `${task}/tool.Call.00000000000000bb.json`,
-          messageKey(31),
-          `${CONVERSATION}.json`,
-          `${task}.json`,
-          messageKey(30),
-          `${OTHER_CONVERSATION}.json`,
-        ];
-        for (const key of keys) await storage.put(key, key);
+        for (const key of tree()) await storage.put(key, key);
 
         const withParent = await storage.findByPrefix(CONVERSATION);
         const subtree = await storage.findByPrefix(`${CONVERSATION}/`);
@@ -215,16 +217,7 @@ export function storageContract(
       });
 
       it('with delimiter "/" returns only the keys with no "/" after the prefix, as S3 Contents do', async () => {
-        const task = `${CONVERSATION}/plan.Task.00000000000000aa`;
-        const keys = [
-          `${task}/tool.Call.00000000000000bb.json`,
-          messageKey(31),
-          `${CONVERSATION}.json`,
-          `${task}.json`,
-          messageKey(30),
-          `${OTHER_CONVERSATION}.json`,
-          `${OTHER_CONVERSATION}/common.Message.${hash(1)}.json`,
-        ];
+        const keys = [...tree(), `${OTHER_CONVERSATION}/common.Message.${hash(1)}.json`];
         for (const key of keys) await storage.put(key, key);
 
         // Direct children of the conversation: its messages and the task's own key, not the call.

@@ -8,17 +8,12 @@ import { toolStep } from '../../shared/domain/tool.js';
 import { NotFoundError, PolicyDeniedError } from '../../shared/errors.js';
 import type { ResourcePutEvent } from '../../shared/events/envelope.js';
 import { withMeta } from '../../shared/resources/meta.js';
-import type {
-  ApprovalDecision,
-  ApprovalRequest,
-  Conversation,
-  Message,
-} from '../../shared/resources/schemas.js';
+import type { ApprovalDecision, ApprovalRequest, Message } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import type { ToolImplementation } from '../../shared/tools/port.js';
 import { keyOf, parentOf, rootOf } from '../../shared/urn.js';
+import { startWaitingForApproval } from '../helpers/approvals.js';
 
 /**
  * Bypasses of the approval of tool calls, on the real handlers (local runtime, offline model,
@@ -48,26 +43,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true, maxRetries: 10 });
 });
 
-async function start(
-  user: string,
-  name: string,
-): Promise<{ conversation: Conversation; requests: ApprovalRequest[] }> {
-  const started = await startConversation(runtime.deps.resources, {
-    user,
-    channel: { kind: 'cli' },
-    content: 'How do I send S3 object events to EventBridge?',
-    conversationName: name,
-  });
-  await runtime.bus.idle();
-  const conversation = await runtime.deps.resources.getAs(
-    SYSTEM_ACTOR,
-    'common.Conversation',
-    started.conversation,
-  );
-  const requests = (await runtime.deps.resources.list(SYSTEM_ACTOR, started.conversation, {
-    type: 'tool.Approval',
-  })) as ApprovalRequest[];
-  return { conversation, requests };
+function start(user: string, name: string) {
+  return startWaitingForApproval(runtime, user, name);
 }
 
 function eventFor(urn: string, id: string): ResourcePutEvent {

@@ -20,9 +20,9 @@ import { type ResourcePutEvent, s3ObjectCreatedEvent, toResourcePut } from '../.
 import { withMeta } from '../../shared/resources/meta.js';
 import type { ApprovalRequest, Conversation, ToolCallResource } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import { childUrn, keyOf } from '../../shared/urn.js';
+import { startWaitingForApproval } from '../helpers/approvals.js';
 
 /**
  * The chat side of the approval of tool calls (shared/channels/approvals.ts) on the real resource
@@ -50,21 +50,8 @@ afterAll(async () => {
 async function waitingRequest(
   name: string,
 ): Promise<{ conversation: Conversation; request: ApprovalRequest }> {
-  const started = await startConversation(runtime.deps.resources, {
-    user: ALICE,
-    channel: { kind: 'cli' },
-    content: 'How do I send S3 object events to EventBridge?',
-    conversationName: name,
-  });
-  await runtime.bus.idle();
-  const conversation = await runtime.deps.resources.getAs(
-    SYSTEM_ACTOR,
-    'common.Conversation',
-    started.conversation,
-  );
-  const [request] = (await runtime.deps.resources.list(SYSTEM_ACTOR, started.conversation, {
-    type: 'tool.Approval',
-  })) as ApprovalRequest[];
+  const { conversation, requests } = await startWaitingForApproval(runtime, ALICE, name);
+  const [request] = requests;
   if (!request) throw new Error('no approval request');
   return { conversation, request };
 }
