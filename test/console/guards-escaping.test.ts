@@ -22,12 +22,12 @@ const TREE = '../../console/src/tree.js';
 const { Markdownish, Turn } = (await import(/* @vite-ignore */ TREE)) as TreeModule;
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
-const escape = (text: string) => text.replace(/[&<>"]/g, (c) => ESCAPES[c] as string);
+const escapeText = (text: string) => text.replace(/[&<>"]/g, (c) => ESCAPES[c] as string);
 
 /** HTML of a VNode tree as Preact's DOM rendering would produce it (no hooks needed). */
 function html(node: unknown): string {
   if (node === null || node === undefined || typeof node === 'boolean') return '';
-  if (typeof node === 'string' || typeof node === 'number') return escape(String(node));
+  if (typeof node === 'string' || typeof node === 'number') return escapeText(String(node));
   if (Array.isArray(node)) return node.map(html).join('');
   const vnode = node as VNode<Record<string, unknown>>;
   const { children, dangerouslySetInnerHTML, ...attributes } = vnode.props as Record<string, unknown>;
@@ -35,7 +35,7 @@ function html(node: unknown): string {
   if (typeof vnode.type === 'function') return html((vnode.type as (props: unknown) => unknown)(vnode.props));
   const attrs = Object.entries(attributes)
     .filter(([name, value]) => !name.startsWith('on') && value !== false && value != null && name !== 'key')
-    .map(([name, value]) => ` ${name === 'className' ? 'class' : name}="${escape(String(value))}"`)
+    .map(([name, value]) => ` ${name === 'className' ? 'class' : name}="${escapeText(String(value))}"`)
     .join('');
   const inner = dangerouslySetInnerHTML
     ? (dangerouslySetInnerHTML as { __html: string }).__html
