@@ -89,9 +89,9 @@ function handlerFor(deps: Deps = runtime.deps) {
   const handler = createSweeperHandler({
     getDeps: async () => deps,
     publisher: async () => ({
-      publish: async (urns, reason) => {
+      publish: async (urns) => {
         published += urns.length;
-        await local.publish(urns, reason);
+        await local.publish(urns);
       },
     }),
   });
