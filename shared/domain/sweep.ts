@@ -12,6 +12,7 @@ import type { AnyResource } from '../resources/schemas.js';
 import { answerMessage } from './common.js';
 import type { Limits } from './limits.js';
 import { type ConversationProgress, conversationProgress, type TurnProgress } from './progress.js';
+import { isEnded } from './turn.js';
 
 /**
  * Resume and redrive (issue 12: nothing stays pending, even when the process dies). Both walk
@@ -31,7 +32,9 @@ import { type ConversationProgress, conversationProgress, type TurnProgress } fr
  * only at conversations whose last progress is older than `limits.stallAfterMs`, and counts its
  * redrives: the count starts again whenever a resource was created since the last redrive, and a
  * conversation re-driven `limits.maxRedrives` times without progress has its open messages
- * answered with a `STALLED` error naming what did not complete.
+ * answered with a `STALLED` error naming what did not complete. A message that waits for a
+ * person (an approval request not decided and not expired) is never stalled (progress.ts), so it
+ * is neither re-driven nor answered `STALLED` while it waits, whatever its other tasks did.
  */
 
 /** What {@link sweep} uses. */
@@ -151,7 +154,7 @@ export async function sweepConversation(
   const resources: AnyResource[] = [root, ...(await deps.resources.list(actor, conversation))];
   const repaired = await repairProjections(deps.projections, conversation, resources);
   const progress = conversationProgress(conversation, resources, { now: deps.now(), stallAfterMs });
-  const open = progress.turns.filter((turn) => turn.status !== 'done' && turn.status !== 'failed');
+  const open = progress.turns.filter((turn) => !isEnded(turn.status));
   const waitingFor = open.flatMap((turn) => turn.waitingFor);
   if (open.length === 0) {
     await deps.open.close(conversation, item.progress);
