@@ -4,6 +4,7 @@
  * conversation's status as the most severe of its messages'.
  */
 import { describe, expect, it } from 'vitest';
+import { approvalIdOf, approvalRequest } from '../../shared/domain/approval.js';
 import { answerMessage, NAMES } from '../../shared/domain/common.js';
 import { conversationProgress, type TurnStatus, worstStatus } from '../../shared/domain/progress.js';
 import { toResourcePut } from '../../shared/events/envelope.js';
@@ -148,6 +149,46 @@ describe('conversationProgress', () => {
     expect(progress.turns.map((t) => t.status)).toEqual(['failed', 'done']);
     expect(progress.status).toBe('failed');
     expect(progress.turns.every((t) => t.redrive.length === 0)).toBe(true);
+  });
+
+  it.each([
+    ['two root tasks', false],
+    ['two subtasks of a supervised root task', true],
+  ])('is never stalled while a person decides, whatever a sibling did (%s); stalled once the request expired', (_label, nested) => {
+    const root: Task = task(m1.meta.id, 'task-1');
+    const parent = nested ? root.meta.id : m1.meta.id;
+    const first = task(parent, 'task-1', nested ? 2 : 1);
+    const second = task(parent, 'task-2', nested ? 2 : 1);
+    if (nested) root.subtasks = [first.meta.id, second.meta.id];
+    const finished = output(first.meta.id);
+    const call = toolCall(second.meta.id, `${second.meta.id}/common.Message.0000000000000000`, 'call-1-x');
+    const hour = 60 * 60_000;
+    const request = approvalRequest(call, 'task-2', 'U123', hour, NOW);
+    const roots = nested ? [root.meta.id] : [first.meta.id, second.meta.id];
+    const resources: AnyResource[] = [
+      c,
+      m1,
+      ...(nested ? [root] : []),
+      first,
+      second,
+      finished,
+      call,
+      request,
+      plan(m1.meta.id, roots),
+    ];
+
+    // Long past the stall time (10 min), one minute before the request expires.
+    const [waiting] = conversationProgress(c.meta.id, resources, at(59)).turns;
+    expect(waiting?.status).toBe('running');
+    expect(waiting?.waitingFor).toEqual([
+      `the user's approval of tool search for "task-2" (request ${approvalIdOf(request.meta.id)}, expires ${request.expiresAt})`,
+    ]);
+    expect(waiting?.redrive).toEqual([finished.meta.id]); // the sibling's count, for resume
+
+    // Expired undecided: the call is re-driven (the tool step answers it DENIED), as any stalled work.
+    const [expired] = conversationProgress(c.meta.id, resources, at(61)).turns;
+    expect(expired?.status).toBe('stalled');
+    expect(expired?.redrive).toEqual([finished.meta.id, call.meta.id]);
   });
 
   it('counts the output of a failed root task as done work', () => {
