@@ -31,8 +31,8 @@ import { endedTurn, turnMessageOf } from './turn.js';
  * the policy allows `execute` with the decision's facts — or answers it `DENIED`. A request
  * without a decision expires `approvalTtlMs` (shared/domain/limits.ts) after it was written: the
  * channels refuse a late decision, views show `expired`, and the sweeper's redrive of the call
- * makes the tool function answer it `DENIED` (`APPROVAL_EXPIRED`). A request whose user Message
- * already ended (its answer is stored, whatever its status) takes no decision at all: the
+ * makes the tool function answer it `DENIED` (`APPROVAL_EXPIRED`). An undecided request whose
+ * user Message already ended (its answer is stored, whatever its status) takes no decision: the
  * channels refuse it (`MESSAGE_ENDED`, HTTP 409) and nothing runs.
  */
 
@@ -213,13 +213,14 @@ export interface DecideInput {
  * Writes the user's decision on a request of one of their conversations, through the policy gate
  * as that user (rule `user-decide-call`). Idempotent: the same decision again returns the stored
  * one (`created: false`).
- * A request whose user Message already ended (its answer is stored: done, failed, stalled, …)
- * is refused before anything else, a repeat of its stored decision included: the call can no
- * longer reach an answer, so nothing is stored and nothing runs.
+ * A request without a decision whose user Message already ended (its answer is stored: done,
+ * failed, stalled, …) is refused: the call can no longer reach an answer, so nothing is stored
+ * and nothing runs. A request decided before the end keeps its decision: the same decision again
+ * is still the idempotent repeat (a retried request), another one `ApprovalDecidedError`.
  * @returns the request's view after the decision, and whether this call stored it
  * @throws NotFoundError when the conversation is not the user's or has no such request;
- *   MessageEndedError when the request's message ended (`details`: `message`, `status`,
- *   `endedAt`; nothing stored); ApprovalExpiredError when it expired undecided (nothing stored);
+ *   MessageEndedError when it has no decision and its message ended (`details`: `message`,
+ *   `status`, `endedAt`; nothing stored); ApprovalExpiredError when it expired undecided (nothing stored);
  *   ApprovalDecidedError when it has another decision; PolicyDeniedError, InvalidUrnError
  */
 export async function decideApproval(
@@ -230,7 +231,9 @@ export async function decideApproval(
   if (input.conversation.actor !== input.user) throw new NotFoundError('conversation not found');
   const actor = userActor(input.user, conversationUrn);
   const request = await findRequest(resources, input.user, conversationUrn, input.request);
-  const ended = await endedTurn(resources, actor, turnMessageOf(request.meta.id));
+  const decisionUrn = decisionUrnOf(request.meta.id);
+  const existing = await resources.find(actor, 'tool.Decision', decisionUrn);
+  const ended = existing ? undefined : await endedTurn(resources, actor, turnMessageOf(request.meta.id));
   if (ended) {
     throw new MessageEndedError(
       `approval request ${approvalIdOf(request.meta.id)} belongs to a message that already ended (${ended.status}): nothing was decided`,
@@ -243,8 +246,6 @@ export async function decideApproval(
       },
     );
   }
-  const decisionUrn = decisionUrnOf(request.meta.id);
-  const existing = await resources.find(actor, 'tool.Decision', decisionUrn);
   if (!existing && input.now.toISOString() > request.expiresAt) {
     throw new ApprovalExpiredError(
       `approval request ${approvalIdOf(request.meta.id)} expired at ${request.expiresAt}`,
