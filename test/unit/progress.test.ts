@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { approvalIdOf, approvalRequest } from '../../shared/domain/approval.js';
 import { answerMessage, NAMES } from '../../shared/domain/common.js';
 import { conversationProgress, type TurnStatus, worstStatus } from '../../shared/domain/progress.js';
+import { isEnded, turnMessageOf } from '../../shared/domain/turn.js';
+import { InvalidUrnError } from '../../shared/errors.js';
 import { toResourcePut } from '../../shared/events/envelope.js';
 import { matchesPattern } from '../../shared/events/pattern.js';
 import { routingTable } from '../../shared/events/routing.js';
@@ -200,6 +202,27 @@ describe('conversationProgress', () => {
       at(1),
     ).turns;
     expect(turn?.waitingFor).toEqual(['the answer']);
+  });
+});
+
+describe('whether a turn ended (shared/domain/turn.ts)', () => {
+  it('is ended for every status but pending, running and stalled, a status added later included', () => {
+    expect(
+      ['pending', 'running', 'stalled', 'done', 'failed'].filter((s) => isEnded(s as TurnStatus)),
+    ).toEqual(['done', 'failed']);
+    expect(isEnded('partial' as TurnStatus)).toBe(true);
+  });
+
+  it('finds the user Message of a URN at any depth under it, and refuses one that is not under a message', () => {
+    const parent = task(m1.meta.id, 'task-1');
+    const child = task(parent.meta.id, 'task-1', 2);
+    const call = toolCall(child.meta.id, `${child.meta.id}/common.Message.0000000000000000`, 'call-1-x');
+    expect(turnMessageOf(approvalRequest(call, 'task-1', 'U123', 60_000, NOW).meta.id)).toBe(m1.meta.id);
+    expect(turnMessageOf(m1.meta.id)).toBe(m1.meta.id);
+    expect(() => turnMessageOf(c.meta.id)).toThrow(InvalidUrnError);
+    expect(() =>
+      turnMessageOf('cld:common.Conversation.0000000000000000/plan.Task.0000000000000000'),
+    ).toThrow(/not under a user Message/);
   });
 });
 
