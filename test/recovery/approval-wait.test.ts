@@ -20,6 +20,8 @@ import { conversationProgress, type TurnProgress } from '../../shared/domain/pro
 import { type SweepOutcome, sweep } from '../../shared/domain/sweep.js';
 import type { ResourceEvent } from '../../shared/events/envelope.js';
 import { createEventBridgeClient, EventBridgePublisher } from '../../shared/events/eventbridge-publisher.js';
+import { builtinPolicy } from '../../shared/policy/select.js';
+import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { AnyResource, ApprovalRequest, Conversation, Message } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
@@ -250,5 +252,70 @@ describe('a 2-part question whose two tool calls both need approval', () => {
     await expectStillWaiting(started, second);
 
     await expectDoneAfterSecondApproval(started, conversation, second);
+  });
+
+  it('answers a stalled follow-up STALLED but not the message beside it that waits for a person', async () => {
+    const name = 'approval-wait-beside-stalled';
+    const first = await startConversation(
+      runtime.deps.resources,
+      {
+        user: USER,
+        channel: { kind: 'cli' },
+        content: 'How do I send S3 object events to EventBridge?',
+        conversationName: name,
+        now: new Date(clock),
+      },
+      { openConversations: runtime.openConversations },
+    );
+    await runtime.bus.idle();
+    const [request] = await requestsOf(first.conversation);
+    expect(request?.tool).toBe('search');
+    // A follow-up whose event was lost (stored without notifications).
+    const silent = new ResourceIndex(runtime.storage, builtinPolicy());
+    const followUp = await startConversation(silent, {
+      user: USER,
+      channel: { kind: 'cli' },
+      content: 'And how do I grant read access to a bucket?',
+      conversationName: name,
+      messageName: 'message-2',
+      now: new Date(clock),
+    });
+    // Re-driven events accepted by EventBridge but never delivered (a throttled target).
+    const client = createEventBridgeClient({
+      endpoint: stub.endpoint,
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'stub', secretAccessKey: 'stub' },
+      maxAttempts: 1,
+    });
+    const deps = {
+      ...localSweepDeps(runtime),
+      publisher: new EventBridgePublisher({ client, bucket: LOCAL_BUCKET, eventBusName: 'default' }),
+    };
+    const accepted = stub.accepted.length;
+    const outcomes: SweepOutcome[] = [];
+
+    await sweepPastStallTime(async () => {
+      outcomes.push(...(await sweep(deps, { mode: 'sweep', conversations: [first.conversation] })));
+    });
+
+    expect(outcomes.map((o) => o.action)).toEqual(['redriven', 'redriven', 'redriven', 'failed']);
+    // Only the stalled follow-up was re-driven.
+    expect(stub.accepted.slice(accepted).map((a) => JSON.parse(a.entry.Detail).urn)).toEqual(
+      Array.from({ length: 3 }, () => followUp.message),
+    );
+    expect((await answerOf(followUp.answer))?.error?.code).toBe('STALLED');
+    expect(await answerOf(first.answer)).toBeUndefined();
+    expect((await runtime.openConversations.list()).map((o) => o.conversation)).toContain(first.conversation);
+
+    clock += MINUTE;
+    const conversation = await runtime.deps.resources.getAs(
+      SYSTEM_ACTOR,
+      'common.Conversation',
+      first.conversation,
+    );
+    await approve(conversation, request as ApprovalRequest);
+    const answer = await answerOf(first.answer);
+    expect(answer?.error).toBeUndefined();
+    expect(answer?.content.length).toBeGreaterThan(0);
   });
 });
