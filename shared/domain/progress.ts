@@ -187,7 +187,7 @@ export function turnProgress(message: Message, tree: ResourceTree, options: Prog
   }
   // A turn that waits for a person (an approval request not decided and not expired) is never
   // stalled, whatever its other tasks did: a finished sibling's output is re-emitted for its count
-  // (in `redrive`, for resume), but the parent cannot go on before the decision anyway.
+  // (in `redrive`, for resume), but the turn cannot end before the decision (or the expiry) anyway.
   const waitsForPerson = pending.approvals > 0;
   const stalled =
     !waitsForPerson &&
