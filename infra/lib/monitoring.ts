@@ -1,4 +1,4 @@
-import { Duration, Stack } from 'aws-cdk-lib';
+import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import {
   Alarm,
@@ -12,8 +12,7 @@ import {
   TreatMissingData,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns';
-import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { type ITopic, Subscription, SubscriptionProtocol, Topic } from 'aws-cdk-lib/aws-sns';
 import { Construct, type IConstruct } from 'constructs';
 import { OFFLINE_MODEL, type StackConfig } from './config.js';
 import type { StepFunction } from './step-function.js';
@@ -62,7 +61,19 @@ export class Monitoring extends Construct {
       });
       this.alarmTopic = topic;
     }
-    if (config.alarmEmail) this.alarmTopic.addSubscription(new EmailSubscription(config.alarmEmail));
+    if (config.alarmEmail) {
+      const subscription = new Subscription(this, 'AlarmEmail', {
+        topic: this.alarmTopic,
+        protocol: SubscriptionProtocol.EMAIL,
+        endpoint: config.alarmEmail,
+      });
+      Validations.of(subscription).acknowledge({
+        id: 'Serverless-SNSRedrivePolicy',
+        reason:
+          'An e-mail subscription to alarm notifications: a notification SNS cannot deliver has nowhere more useful ' +
+          "to go, and the alarm's state stays in CloudWatch and on the dashboard.",
+      });
+    }
 
     this.api5xxAlarm = new Alarm(this, 'Api5xxAlarm', {
       alarmDescription:

@@ -960,7 +960,8 @@ describe('alarms and the dashboard (issue 24)', () => {
   });
 
   it("alarms on the HTTP API's 5xx responses", () => {
-    const api = logicalId(dev.json, 'AWS::ApiGatewayV2::Api', 'HttpApiApi');
+    const [api] = resourcesOfType(dev.json, 'AWS::ApiGatewayV2::Api');
+    expect(api).toBeDefined();
     dev.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: '5xx',
       Namespace: 'AWS/ApiGateway',
