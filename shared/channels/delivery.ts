@@ -1,5 +1,6 @@
 import { type KnownBlock, LogLevel, WebClient } from '@slack/web-api';
 import { ChannelError } from '../errors.js';
+import { escapeSlackText } from './slack.js';
 
 /**
  * Delivery adapters: what leaves the system when an answer is ready. Slack through its
@@ -25,8 +26,10 @@ export const SLACK_CLIENT_RETRIES = 2;
 /** Slack delivery. */
 export interface SlackDelivery {
   /**
-   * `chat.postMessage` (in a thread when `threadTs` is given). Markdown goes as `markdown_text`;
-   * with `blocks` (Block Kit), `text` is the notification's fallback.
+   * `chat.postMessage` (in a thread when `threadTs` is given). Markdown goes as `markdown_text`,
+   * escaped here (`&`, `<`, `>`: slack.ts `escapeSlackText`), so an answer never mentions or links
+   * on its own; `text` and `blocks` are mrkdwn the caller composed and escaped. With `blocks`
+   * (Block Kit), `text` is the notification's fallback.
    */
   postMessage(
     token: string,
@@ -40,7 +43,7 @@ export interface SlackDelivery {
   ): Promise<{ ts: string }>;
   /** `chat.update` of a message the bot posted (replaces its text; idempotent by nature). */
   update(token: string, message: { channel: string; ts: string; text: string }): Promise<void>;
-  /** POSTs to a slash command's `response_url` (visible to the channel). */
+  /** POSTs Markdown (escaped, then as mrkdwn) to a slash command's `response_url` (visible to the channel). */
   respond(responseUrl: string, text: string): Promise<void>;
   /**
    * POSTs a message payload to a `response_url` (a slash command's or an interaction's,
@@ -99,7 +102,7 @@ export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number
             : message.markdown !== undefined
               ? {
                   channel: message.channel,
-                  markdown_text: truncate(message.markdown, SLACK_MARKDOWN_LIMIT),
+                  markdown_text: truncate(escapeSlackText(message.markdown), SLACK_MARKDOWN_LIMIT),
                   ...thread,
                 }
               : { channel: message.channel, text: message.text ?? '', unfurl_links: false, ...thread },
@@ -114,7 +117,11 @@ export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number
       );
     },
     async respond(responseUrl, text) {
-      await postJson(responseUrl, { response_type: 'in_channel', text: toMrkdwn(text) }, options.timeoutMs);
+      await postJson(
+        responseUrl,
+        { response_type: 'in_channel', text: toMrkdwn(escapeSlackText(text)) },
+        options.timeoutMs,
+      );
     },
     async respondWith(responseUrl, payload, timeoutMs) {
       await postJson(responseUrl, payload, Math.min(timeoutMs ?? options.timeoutMs, options.timeoutMs));

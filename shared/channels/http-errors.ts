@@ -18,6 +18,8 @@ export interface ErrorBody {
   code: string;
   /** Human-readable explanation; safe to show. */
   message: string;
+  /** For a 409 `DECISION_CONFLICT`: the state that won (`{status, decision}`), so the caller need not read again. */
+  current?: Record<string, unknown>;
 }
 
 /** Status code per domain error code. */
@@ -28,6 +30,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   POLICY_DENIED: 404,
   IDEMPOTENCY_CONFLICT: 422,
   APPROVAL_DECIDED: 409,
+  DECISION_CONFLICT: 409,
   APPROVAL_EXPIRED: 410,
   LIMIT_EXCEEDED: 429,
   BUDGET_EXCEEDED: 429,
@@ -58,6 +61,8 @@ export function errorResponse(error: unknown): { status: number; body: ErrorBody
     const status = STATUS[error.code];
     if (status === undefined) return internal();
     if (error.code === 'POLICY_DENIED') return { status, body: { code: 'NOT_FOUND', message: 'not found' } };
+    if (error.code === 'DECISION_CONFLICT' && error.details)
+      return { status, body: { code: error.code, message: error.message, current: error.details } };
     return { status, body: { code: error.code, message: error.message } };
   }
   if (error instanceof URIError)

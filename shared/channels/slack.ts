@@ -90,6 +90,17 @@ export function slackThreadName(team: string, channel: string, threadTs: string)
   return `slack:${team}:${channel}:${threadTs}`;
 }
 
+/**
+ * Escapes text for any Slack text field (Slack "Formatting message text", section "Escaping
+ * text"): `&` → `&amp;`, `<` → `&lt;`, `>` → `&gt;`, and nothing else. Slack parses `<…>` as a
+ * mention, special mention (`<!channel>`) or link (`<https://…|label>`), so any text that did not
+ * come from our own code (what a user typed, task titles, model output) is escaped before it is
+ * posted, or the bot would ping or link on its author's behalf.
+ */
+export function escapeSlackText(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
 /** Removes user/channel mentions (`<@U123>`, `<#C1|name>`) and decodes Slack's three escapes. */
 export function slackText(text: string): string {
   return text
