@@ -141,4 +141,33 @@ describe('operator routes of the HTTP API', () => {
       if (ok.length === 1) expect(ok[0]?.json.status).toBe(after?.status);
     }
   });
+
+  it('pages GET /tools with limit and cursor: every tool once, in order, nextCursor until the last page', async () => {
+    const all = (await tools()).map((t) => t.name);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await call('GET', `/tools?limit=2${cursor ? `&cursor=${cursor}` : ''}`, OPERATOR_TOKEN);
+      expect(page.status).toBe(200);
+      const names = (page.json.servers as { tools: ToolView[] }[]).flatMap((s) => s.tools.map((t) => t.name));
+      expect(names.length).toBeLessThanOrEqual(2);
+      seen.push(...names);
+      cursor = page.json.nextCursor as string | undefined;
+      pages += 1;
+    } while (cursor && pages < 10);
+    expect(seen).toEqual(all);
+    expect(pages).toBe(Math.ceil(all.length / 2));
+  });
+
+  it.each([
+    ['limit=0'],
+    ['limit=501'],
+    ['limit=two'],
+    ['cursor=not%20a%20cursor'],
+    [`cursor=${Buffer.from('no-separator').toString('base64url')}`],
+  ])('refuses GET /tools?%s with 400', async (query) => {
+    const answer = await call('GET', `/tools?${query}`, OPERATOR_TOKEN);
+    expect([answer.status, answer.json.code]).toEqual([400, 'VALIDATION']);
+  });
 });
