@@ -41,6 +41,14 @@ export interface SlackDelivery {
       blocks?: KnownBlock[];
     },
   ): Promise<{ ts: string }>;
+  /**
+   * `chat.postEphemeral`: mrkdwn `text` (composed and escaped by the caller) only `user` sees, in
+   * the thread when `threadTs` is given.
+   */
+  postEphemeral(
+    token: string,
+    message: { channel: string; user: string; threadTs?: string | undefined; text: string },
+  ): Promise<void>;
   /** `chat.update` of a message the bot posted (replaces its text; idempotent by nature). */
   update(token: string, message: { channel: string; ts: string; text: string }): Promise<void>;
   /** POSTs Markdown (escaped, then as mrkdwn) to a slash command's `response_url` (visible to the channel). */
@@ -110,6 +118,16 @@ export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number
       );
       if (!result.ts) throw new ChannelError('chat.postMessage answered without a ts');
       return { ts: result.ts };
+    },
+    async postEphemeral(token, message) {
+      await slackCall('chat.postEphemeral', () =>
+        client(token).chat.postEphemeral({
+          channel: message.channel,
+          user: message.user,
+          text: message.text,
+          ...(message.threadTs ? { thread_ts: message.threadTs } : {}),
+        }),
+      );
     },
     async update(token, message) {
       await slackCall('chat.update', () =>
