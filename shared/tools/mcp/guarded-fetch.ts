@@ -170,7 +170,10 @@ export function guardedFetch(
         ...(init.signal ? { signal: init.signal } : {}),
       });
       req.once('response', done);
-      req.once('error', (error) => fail(new TypeError('fetch failed', { cause: error })));
+      // As `fetch` does: an abort rejects with the AbortError itself, anything else is a TypeError.
+      req.once('error', (error) =>
+        fail(error.name === 'AbortError' ? error : new TypeError('fetch failed', { cause: error })),
+      );
       req.end(body);
     });
     return toResponse(response, options.maxBytes);
