@@ -195,7 +195,7 @@ export async function decideSlackEvent(
           : { action: 'ignore', reason: 'a reply in a thread whose conversation is another user’s' };
       conversationName = slackMemberThreadName(teamId, event.channel, threadTs, event.user);
     } else if (!existing && !mention) return { action: 'ignore', reason: 'thread without a conversation' };
-    continues = existing !== undefined;
+    continues = existing?.actor === user;
   }
   return {
     action: 'start',
