@@ -164,6 +164,9 @@ describe('scoreStructural', () => {
     expect(listed('- `grantRead(identity: IGrantable): Grant`')).toMatchObject({ unfiltered: ['grantRead'] });
     expect(listed('- memorySize: number')).toMatchObject({ unfiltered: ['memorySize'] });
     expect(listed('It has 12 properties; memorySizes differ.')).toMatchObject({ filtered: true, hit: true });
+    expect(listed('- `timeout` (number, optional; default: `memorySize` / 2)')).toMatchObject({
+      filtered: true,
+    });
   });
 
   it('hits a two-hop question only when every hop is described with a source the answer cites', () => {

@@ -191,15 +191,14 @@ function hopsCited(
 }
 
 /**
- * True when `text` lists `name`: as inline code (`` `name` ``, `` `name(…` ``, `` `name?` ``, or
- * qualified `` `Type.name` ``) or as a list item that starts with it.
+ * True when `text` lists `name`: a list item (`-`, `*` or `1.`) that starts with it, bare or as
+ * inline code, qualified or not (`` - `name` (…) ``, `` - `name(…)` ``, `- name: …`). A mention
+ * inside another item's description or default (`` default: `evaluationPeriods` ``) is not a
+ * listing.
  */
 export function listsName(text: string, name: string): boolean {
   const escaped = name.replace(/[$]/g, '\\$');
-  return (
-    new RegExp(`\`(?:[\\w.-]+[./])?${escaped}[\`(?:<]`).test(text) ||
-    new RegExp(`^\\s*(?:[-*]|\\d+\\.)\\s+${escaped}\\b`, 'm').test(text)
-  );
+  return new RegExp(`^\\s*(?:[-*]|\\d+\\.)\\s+\`?(?:[\\w.-]+[./])?${escaped}(?![\\w$])`, 'm').test(text);
 }
 
 /** The answer without its `Sources:` list. */
