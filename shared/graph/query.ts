@@ -196,7 +196,7 @@ export interface DescribeResult {
   path?: PathStep[];
   /** The member filter applied (option `where`): members matched of those described. */
   filter?: { where: MemberFilter; matched: number; of: number };
-  /** The entity a path led to is named by a triple but not described in the graph (another assembly). */
+  /** The entity is only named by triples (as an object), never described: it is in another assembly. */
   notInGraph?: true;
   sources: string[];
 }
@@ -427,6 +427,7 @@ async function describeTerm(
   };
   if (Object.keys(members).length > 0) result.members = members;
   if (basesNotRead.length > 0) result.basesNotRead = basesNotRead;
+  if (outgoingQuads.length === 0) result.notInGraph = true;
   return result;
 }
 

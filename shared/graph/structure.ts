@@ -74,10 +74,13 @@ export function typeNamesIn(rendered: string): string[] {
   return rendered.match(/[A-Za-z_$][\w$]*/g) ?? [];
 }
 
-/** True when `rendered` names `type` (its simple name; primitives and case aside). */
+/** jsii's primitive types (spec `PrimitiveType`), matched case-insensitively ("Boolean" is `boolean`). */
+const PRIMITIVE_TYPES = new Set(['any', 'boolean', 'date', 'json', 'number', 'string']);
+
+/** True when `rendered` names `type`: its simple name exactly, a primitive in any case. */
 export function namesType(rendered: string, type: string): boolean {
   const simple = type.slice(type.lastIndexOf('.') + 1);
-  const primitive = /^[a-z]/.test(simple);
+  const primitive = PRIMITIVE_TYPES.has(simple.toLowerCase());
   return typeNamesIn(rendered).some((name) =>
     primitive ? name.toLowerCase() === simple.toLowerCase() : name === simple,
   );
