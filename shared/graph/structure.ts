@@ -150,8 +150,11 @@ export function matchesFilter(facts: MemberFacts, filter: MemberFilter): boolean
   return true;
 }
 
-/** The filter in words, for answers: `required properties`, `methods taking IGrantable`, … */
-export function describeFilter(filter: MemberFilter): string {
+/**
+ * The filter in words, for answers: `required properties`, `methods taking IGrantable`, …;
+ * with `count` 1 the noun is singular (`1 required property`).
+ */
+export function describeFilter(filter: MemberFilter, count = 2): string {
   const adjectives = [
     filter.static === true ? 'static' : filter.static === false ? 'instance' : '',
     filter.optional === true ? 'optional' : filter.optional === false ? 'required' : '',
@@ -170,5 +173,6 @@ export function describeFilter(filter: MemberFilter): string {
     filter.returns ? `returning ${filter.returns}` : '',
     filter.inherited === false ? 'declared on the type itself' : filter.inherited === true ? 'inherited' : '',
   ].filter(Boolean);
-  return [...adjectives, kind, ...tails].join(' ');
+  const noun = count !== 1 ? kind : kind.replace(/ies$/, 'y').replace(/s$/, '');
+  return [...adjectives, noun, ...tails].join(' ');
 }

@@ -275,7 +275,10 @@ export function graphAnswer(question: string, result: unknown): string | undefin
       ),
     ),
   ];
-  const intro = sections.length > 1 ? `The name names ${sections.length} types; each is answered:\n\n` : '';
+  const entity = views.find((view) => view.entity)?.entity ?? '';
+  const name = entity.slice(entity.lastIndexOf('.') + 1);
+  const intro =
+    sections.length > 1 ? `\`${name}\` names ${sections.length} types; each is answered:\n\n` : '';
   return `${intro}${sections.join('\n\n')}${sourceList(sources)}`;
 }
 
@@ -362,8 +365,8 @@ function memberLines(view: DescribeView, asksMethods: boolean): string[] {
 /** The members a filter kept, under a heading that says what was kept of how many. */
 function filteredMembers(view: DescribeView): string[] {
   const filter = view.filter as { where: MemberFilter; matched?: number; of?: number };
-  const what = describeFilter(filter.where);
   const members = Object.entries(view.members ?? {});
+  const what = describeFilter(filter.where, members.length);
   if (members.length === 0) return ['', `No ${what} (of ${filter.of ?? 0} members).`];
   const lines = ['', `${members.length} ${what} (of ${filter.of ?? members.length} members):`];
   for (const entry of members) {

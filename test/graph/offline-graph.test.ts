@@ -310,7 +310,7 @@ describe('the offline model and the graph tool', () => {
 
     expect(answer).toContain('1. `demo.Queue` extends `demo.QueueBase`.');
     expect(answer).toContain(
-      '1 methods taking IGrantable (of 30 members):\n- `grantPurge(grantee: IGrantable): Grant`',
+      '1 method taking IGrantable (of 30 members):\n- `grantPurge(grantee: IGrantable): Grant`',
     );
     expect(none).toContain('No required properties (of 4 members).');
   });
@@ -326,7 +326,7 @@ describe('the offline model and the graph tool', () => {
     });
     const answer = graphAnswer('Which properties of FunctionProps are required?', [one('a'), one('b')]) ?? '';
 
-    expect(answer).toMatch(/^The name names 2 types; each is answered:/);
+    expect(answer).toMatch(/^`FunctionProps` names 2 types; each is answered:/);
     expect(answer).toContain('(type:demo.a.FunctionProps)');
     expect(answer).toContain('(type:demo.b.FunctionProps)');
     expect(answer.match(/doc\.Graph\./g)).toHaveLength(2);

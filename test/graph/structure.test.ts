@@ -347,7 +347,7 @@ describe('filter and two-hop questions asked end to end on the embedded default 
     const answer = await ask('Which properties of BucketProps are required?', 'filter-e2e');
 
     expect(answer.content).toContain(
-      '1 required properties (of 6 members):\n- `bucketName` (string, required)',
+      '1 required property (of 6 members):\n- `bucketName` (string, required)',
     );
     expect(answer.content).not.toContain('`versioned`');
     expect(answer.citations).toContain(shard.get('aws_s3'));
