@@ -50,7 +50,7 @@ const NOT_ENTITIES = new Set([
 export function isStructuralQuestion(question: string): boolean {
   return (
     entityNames(question).length > 0 &&
-    /\b(propert(y|ies)|props|defaults?|extends?|inherit\w*|base( class)?|parent class|superclass|implement\w*|interfaces|methods?|members?|values|fields?|attributes?|takes?)\b/i.test(
+    /\b(propert(y|ies)|props|defaults?|extends?|inherit\w*|base (class|type|of)|parent class|superclass|implement\w*|methods?|members?|values|fields?|attributes?|takes?)\b|['’]s? base\b/i.test(
       question,
     )
   );

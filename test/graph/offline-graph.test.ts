@@ -39,6 +39,8 @@ describe('the offline model and the graph tool', () => {
     ['Which values does BucketEncryption have?', true],
     ['How do I send S3 object events to EventBridge?', false],
     ['What properties does a bucket take?', false],
+    ['How do I create a Bedrock knowledge base?', false],
+    ['What is the base of the base of the Lambda Alias class?', true],
   ])('tells a structural question: %s → %s', (question, structural) => {
     expect(isStructuralQuestion(question)).toBe(structural);
   });
