@@ -64,15 +64,16 @@ export function isStructuralQuestion(question: string): boolean {
  */
 export function entityNames(question: string): string[] {
   const pattern = /`?\b(?:[a-z][a-z0-9_]*\.)?[A-Z][A-Za-z0-9]*\b`?/g;
+  /** The name right after a match (sticky: read in place, so the scan stays linear). */
+  const follower = /\s+`?((?:[a-z][a-z0-9_]*\.)?[A-Z][A-Za-z0-9]*)/y;
   const qualifiers = new Set<string>();
   const names: string[] = [];
   for (const match of question.matchAll(pattern)) {
     const name = match[0].replace(/`/g, '');
     if (NOT_ENTITIES.has(name)) continue;
     names.push(name);
-    const next = /^\s+`?((?:[a-z][a-z0-9_]*\.)?[A-Z][A-Za-z0-9]*)/.exec(
-      question.slice((match.index ?? 0) + match[0].length),
-    )?.[1];
+    follower.lastIndex = (match.index ?? 0) + match[0].length;
+    const next = follower.exec(question)?.[1];
     if (next && !NOT_ENTITIES.has(next)) qualifiers.add(name);
   }
   const score = (n: string) =>
@@ -108,7 +109,7 @@ const NOT_PROPERTIES = new Set([
   'constructor',
 ]);
 
-const NAME = '`?((?:[a-z][a-z0-9_]*\\.)?[A-Z][A-Za-z0-9]*)`?';
+const NAME = '`?\\b((?:[a-z][a-z0-9_]*\\.)?[A-Z][A-Za-z0-9]*)`?';
 
 /**
  * The property a question follows to its type, and the type that has it: "the encryption
@@ -179,7 +180,7 @@ export function structuralQuery(question: string): StructuralQuery {
   if (/\bstatic\b/i.test(question)) where.static = true;
   if (/\b(declares?|declared|own|not inherited|defined (directly )?on)\b/i.test(question))
     where.inherited = false;
-  else if (/\b(members?|methods?|propert(y|ies))\b.*\binherit(s|ed)?\b/i.test(question))
+  else if (/\binherit(s|ed)?\b/i.test(question) && (methods || properties || /\bmembers?\b/i.test(question)))
     where.inherited = true;
   if (Object.keys(where).length > 0) {
     if (methods && !properties) where.kind = 'method';
