@@ -489,8 +489,11 @@ function graphExchanges(
   return exchanges;
 }
 
-/** Most `graph` calls the offline model makes for one question. */
-const MAX_GRAPH_CALLS = 5;
+/**
+ * Most `graph` calls the offline model makes for one question: within the inner loop's default
+ * 6 turns (`limits.maxTurns`), room is left for a search when the graph cannot answer, and the answer.
+ */
+const MAX_GRAPH_CALLS = 4;
 
 /** Most candidates of an ambiguous name answered side by side when the question names no module. */
 const MAX_SIDE_BY_SIDE = 3;

@@ -168,6 +168,20 @@ describe('the offline model and the graph tool', () => {
     expect(graphAnswer('x', 'not a result')).toBeUndefined();
   });
 
+  it('makes at most 4 graph calls for one question, leaving turns for a search and the answer', () => {
+    const question = 'What methods do Alpha, Beta, Gamma, Delta and Epsilon have?';
+    const missing = (names: string[]) =>
+      names.flatMap((name, i) =>
+        exchange(`g${i}`, { describe: name }, 'error', `NOT_FOUND: no entity named "${name}" in the graph`),
+      );
+    const ids = (n: number) => new Set(Array.from({ length: n }, (_, i) => `g${i}`));
+
+    expect(nextGraphCall(question, missing(['Epsilon', 'Alpha', 'Gamma']), ids(3))).toEqual({
+      describe: 'Delta',
+    });
+    expect(nextGraphCall(question, missing(['Epsilon', 'Alpha', 'Gamma', 'Delta']), ids(4))).toBeUndefined();
+  });
+
   it.each([
     [
       'Which properties of FunctionProps are required?',
