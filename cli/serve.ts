@@ -28,6 +28,7 @@ import {
 } from '../shared/runtime/local-recovery.js';
 import { ingest } from '../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
+import type { CliSettings } from './settings.js';
 
 /**
  * `cld serve [--port 8787] [--data-dir .cld] [--docs <dir>]...`: the HTTP API, Slack and Teams
@@ -173,13 +174,15 @@ const Port = z.coerce.number().int().min(0).max(65_535);
  * and runs until SIGINT or SIGTERM.
  * @param usage builds the CLI's usage error (exit code 2) for a bad flag
  * @returns the exit code
+ * @param settings the environment as every command parses it (cli/settings.ts)
  * @throws the `usage` error for a bad `--port`; ConfigError, ValidationError from {@link startServe}
  */
 export async function serveCommand(
   args: string[],
-  core: Env,
+  settings: CliSettings,
   usage: (message: string) => Error,
 ): Promise<number> {
+  const core = settings.env;
   const { values } = parseArgs({
     args,
     allowPositionals: false,
