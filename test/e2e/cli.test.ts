@@ -251,7 +251,7 @@ describe('where the message comes from, and how long it may be', () => {
 
   it.each([
     [['ask', '--file', 'q.txt', 'and words'], 2, /not two of them/],
-    [['ask', '--file', 'no/such/file.txt'], 1, /^cld: message file does not exist: no\/such\/file\.txt$/m],
+    [['ask', '--file', 'no/such/file.txt'], 2, /^cld: message file does not exist: no\/such\/file\.txt$/m],
     [['ask', '-'], 2, /^cld: ask needs a message$/m],
     [['ask', '--frobnicate', 'q?'], 2, /^cld: Unknown option '--frobnicate'/m],
   ])('fails %j with exit code %i and one clear line', async (args, code, message) => {

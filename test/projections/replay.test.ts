@@ -152,7 +152,7 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
 }
 
 describe('cld replay', () => {
-  it('exits 2 with one clear line on bad input', async () => {
+  it('exits 2 with one clear line on bad input, 3 for a conversation that is not stored', async () => {
     const [none, malformed, task, unknown] = await Promise.all([
       cli(['replay']),
       cli(['replay', 'cld:common.Conversation.xyz']),
@@ -160,7 +160,8 @@ describe('cld replay', () => {
       cli(['replay', 'cld:common.Conversation.0123456789abcdef']),
     ]);
 
-    expect([none.code, malformed.code, task.code, unknown.code]).toEqual([2, 2, 2, 2]);
+    // The exit codes of every command (cli/errors.ts EXIT): 2 bad input, 3 not found.
+    expect([none.code, malformed.code, task.code, unknown.code]).toEqual([2, 2, 2, 3]);
     expect(none.stderr).toMatch(/^cld: replay needs exactly one conversation URN/);
     expect(malformed.stderr).toMatch(/^cld: .*common\.Conversation\.xyz/);
     expect(task.stderr).toMatch(/^cld: .* is not a conversation URN/);
