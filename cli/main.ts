@@ -1,17 +1,8 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CldError } from '../shared/errors.js';
-import { composeFromEnv, embedderFor, modelFor } from '../shared/runtime/compose.js';
-import { createLocalRuntime } from '../shared/runtime/local.js';
-import { askCommand } from './ask.js';
 import { CliFailure, EXIT, exitCodeOf, UsageError } from './errors.js';
-import { replayCommand } from './replay.js';
-import { runIngest } from './resources.js';
-import { resumeCommand } from './resume.js';
-import { serveCommand } from './serve.js';
 import { loadCliSettings } from './settings.js';
-import { showCommand } from './show.js';
-import { toolsCommand } from './tools.js';
 
 /**
  * `cld` — the local CLI (`npm start -- <command>`): `ingest`, `ask`, `show`. Runs the embedded
@@ -42,7 +33,8 @@ const USAGE = `usage:
   cld tools discover [<server>]...        tools/list the configured MCP servers (CLD_MCP_SERVERS
                                           or CLD_MCP_CONFIG); a changed tool is pending again
   cld tools approve|revoke <server>__<tool> [--reason <text>]
-                                          record an operator's decision on a discovered tool`;
+                                          record an operator's decision on a discovered tool
+exit codes: 0 done, 1 failed, 2 bad usage, input or setting (CLD_*), 3 not found, 130 interrupted`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -57,6 +49,12 @@ async function main(argv: string[]): Promise<number> {
     case 'ingest': {
       const { positionals } = parseArgs({ args: rest, allowPositionals: true, options: {} });
       if (positionals.length === 0) throw new UsageError('ingest needs at least one folder or file');
+      const [{ composeFromEnv, embedderFor, modelFor }, { createLocalRuntime }, { runIngest }] =
+        await Promise.all([
+          import('../shared/runtime/compose.js'),
+          import('../shared/runtime/local.js'),
+          import('./resources.js'),
+        ]);
       if (env.CLD_BUCKET) {
         // The deployed bucket: documents and the chunk index go to S3, where the deployed
         // assistant and tool functions read them (EventBridge rules match only conversation keys).
@@ -79,18 +77,19 @@ async function main(argv: string[]): Promise<number> {
       await runtime.bus.idle();
       return 0;
     }
+    // Each command's modules are loaded when it runs: a bad setting or usage fails before.
     case 'ask':
-      return askCommand(rest, dataDir, settings);
+      return (await import('./ask.js')).askCommand(rest, dataDir, settings);
     case 'show':
-      return showCommand(rest, dataDir, settings);
+      return (await import('./show.js')).showCommand(rest, dataDir, settings);
     case 'serve':
-      return serveCommand(rest, settings, (message) => new UsageError(message));
+      return (await import('./serve.js')).serveCommand(rest, settings, (message) => new UsageError(message));
     case 'replay':
-      return replayCommand(rest, dataDir, settings);
+      return (await import('./replay.js')).replayCommand(rest, dataDir, settings);
     case 'resume':
-      return resumeCommand(rest, dataDir, settings);
+      return (await import('./resume.js')).resumeCommand(rest, dataDir, settings);
     case 'tools':
-      return toolsCommand(rest, dataDir, settings);
+      return (await import('./tools.js')).toolsCommand(rest, dataDir, settings);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }

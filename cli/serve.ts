@@ -129,6 +129,7 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     print(
       `ingested ${report.files} files: ${report.documents} new (${report.chunks} chunks), ${report.skipped} unchanged`,
     );
+    for (const file of report.leftOut) print(`left out ${file.path}: ${file.reason}`);
   }
   // Work an earlier run left unfinished (a crash, a kill) is re-driven before new work comes in.
   const resumed = await resumeLocal(runtime, { dataDir: options.dataDir, print });
