@@ -173,9 +173,9 @@ const Port = z.coerce.number().int().min(0).max(65_535);
 /**
  * The `serve` command: starts the server, prints its URL, routes and (when generated) the token,
  * and runs until SIGINT or SIGTERM.
+ * @param settings the environment as every command parses it (cli/settings.ts)
  * @param usage builds the CLI's usage error (exit code 2) for a bad flag
  * @returns the exit code
- * @param settings the environment as every command parses it (cli/settings.ts)
  * @throws the `usage` error for a bad `--port`; ConfigError, ValidationError from {@link startServe}
  */
 export async function serveCommand(
