@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import logUpdate from 'log-update';
 import { ValidationError } from '../shared/errors.js';
 import type { AnyResource, Message } from '../shared/resources/schemas.js';
-import { type Env, embedderFor, mcpFor, modelFor } from '../shared/runtime/compose.js';
+import { embedderFor, mcpFor, modelFor } from '../shared/runtime/compose.js';
 import { addUserMessage, type StartedConversation } from '../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
 import { resumeLocal, settleLocal } from '../shared/runtime/local-recovery.js';
@@ -12,6 +12,7 @@ import { isWithin } from '../shared/urn.js';
 import { CliFailure } from './errors.js';
 import { readMessage } from './message.js';
 import { runIngest, subtree } from './resources.js';
+import type { CliSettings } from './settings.js';
 import { causalOrder, describeNew, renderTree } from './tree.js';
 
 /** Exit code of a run stopped by SIGINT (128 + signal 2), as shells report it. */
@@ -29,7 +30,8 @@ export const INTERRUPTED_EXIT_CODE = 130;
  * stored stays. Exit 1 when no answer came or the answer carries an error.
  * @throws UsageError, ValidationError, LimitExceededError (see readMessage), CliFailure
  */
-export async function askCommand(args: string[], dataDir: string, env: Env): Promise<number> {
+export async function askCommand(args: string[], dataDir: string, settings: CliSettings): Promise<number> {
+  const { env } = settings;
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
@@ -47,6 +49,9 @@ export async function askCommand(args: string[], dataDir: string, env: Env): Pro
     dataDir,
     model,
     embedder: await embedderFor(env),
+    // CLD_LIMITS and CLD_TOOL_APPROVAL, as serve and the functions apply them (issue 23).
+    limits: settings.limits,
+    toolApproval: settings.toolApproval,
     ...(mcp ? { mcp } : {}),
   });
   console.log(`model: ${model.name}   data: ${dataDir}`);
