@@ -83,7 +83,7 @@ test_an_id_of_unicode_blanks_is_empty if {
 }
 
 test_an_id_with_a_visible_character_is_present if {
-	every id in ["a", "\u00a0a\u2003", "\u00e9"] {
+	every id in ["a", "\u00a0a\u2003", "é"] {
 		lib.actor_present({"actor": {"kind": "user", "id": id}})
 	}
 }
@@ -127,5 +127,5 @@ test_preview_cuts_at_120_characters if {
 	count(long) > 120
 	count(lib.preview(long)) == 120
 	lib.preview("short") == "short"
-	lib.preview(42) == "42"
+	lib.preview(42) == "not a string (number)"
 }
