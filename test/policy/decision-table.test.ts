@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { divergentGlob, globMatch } from '../../shared/policy/glob.js';
 import type { Actor, Policy } from '../../shared/policy/port.js';
@@ -13,6 +15,7 @@ import {
   loadProbe,
   OPA_WASM,
   type Probe,
+  REPO,
   RULES,
   stringResources,
   TABLE,
@@ -66,6 +69,17 @@ describe('the decision table policies/cases.json', () => {
         .map((id) => `${fn}/${id}`),
     );
     expect(missing).toEqual([]);
+  });
+
+  it("is counted right in the README's Security section", () => {
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+    const stated =
+      /The decision table, `policies\/cases\.json`: ([\d,]+) cases over the (\d+) functions/.exec(readme);
+
+    expect(stated?.slice(1).map((n) => Number(n.replace(/,/g, '')))).toEqual([
+      TABLE.cases.length,
+      FUNCTIONS.length,
+    ]);
   });
 
   it('uses only well-formed fixture URNs', () => {
