@@ -4,8 +4,9 @@
 #
 # input (shared/policy/port.ts):
 #   {"actor": {"kind", "id", "conversation"?, "message"?, "task"?, "tool"?},
-#    "action": "get" | "put" | "list" | "delete",
-#    "resources": [URN, ...]}
+#    "action": "get" | "put" | "list" | "delete" | "execute",
+#    "resources": [URN, ...], "tool"?: {"name", "approval"?}, "decision"?: {...}}
+#   Any other shape is denied first, with a reason naming what is wrong (decision below).
 # index: one function's rules by "<actor kind>:<action>", each list in policies/rules.json order:
 #   {"<kind>:<action>": [{"id": rule id, "patterns": [{"base": "conversation" | "message" | "task" | null, "glob": glob, "matcher": matcher}]}]}
 #   where matcher is the glob compiled to string tests (compile_glob below, compileGlob in rules.ts):

@@ -317,12 +317,15 @@ interface MatchRule {
  * kind and action, so a decision scans only the rules that can apply.
  *
  * Deny by default, checked in this order:
- * 1. `actor is empty` — no actor, or an id of {@link BLANK_CHARACTERS} only;
+ * 1. the input's types ({@link inputDenial}: well-formed Unicode, an object, `actor is empty` —
+ *    no actor, or an id that is not a string or of {@link BLANK_CHARACTERS} only —, string actor
+ *    fields and action, an object tool), never coerced (issue 22);
  * 2. `request names no resources`;
  * 3. `no actor may delete resources`;
  * 4. for each resource in order: `malformed URN: <first 120 characters>` (for `list` too: a
  *    prefix such as `{C}/../{C2}` would otherwise match `{conversation}/**`), then
- *    `no rule allows <kind> <id> to <action> <urn>`.
+ *    `no rule allows <kind> <id> to <action> <urn>`;
+ * 5. for `execute`, {@link approvalDenial}.
  * Otherwise `allowed by <rule id>`, the first rule (document order) matching the last resource.
  */
 export class RulesPolicy implements Policy {
