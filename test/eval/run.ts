@@ -3,7 +3,8 @@
  * default exclusions) into a cached data directory, asks every question of test/eval/questions.json
  * through the real `ask` path (local runtime, offline model unless CLD_MODEL_ID is set), and
  * reports per question part and in total:
- * - search hit@1/@3/@8: the first `search` call of the part's task returned, within its first k
+ * - search hit@1/@3/@8: the `search` call the part's first attempt answered from (after a
+ *   back-reference's lookup, if any) returned, within its first k
  *   hits, a chunk of an expected module containing the term;
  * - cited: the part's answer cites a chunk of an expected module;
  * - term: the part's answer text contains the term;
@@ -315,7 +316,7 @@ async function askOne(
   });
 }
 
-/** Rank of the first relevant hit of the task's first search call. */
+/** Rank of the first relevant hit of the search call the task's first attempt answered from. */
 function searchRank(
   below: readonly AnyResource[],
   task: Task,
@@ -327,7 +328,9 @@ function searchRank(
     .filter((r): r is ToolCallResource => r.meta.type === 'tool.Call' && parentOf(r.meta.id) === task.meta.id)
     .filter((c) => c.call.name === 'search')
     .sort((a, b) => a.meta.name.localeCompare(b.meta.name));
-  const call = calls[0];
+  // The part's own search: the last of the first attempt's calls (a back-reference's lookup of
+  // the earlier subject, issue 21 item 3, comes before it).
+  const call = calls.at(-1);
   if (!call) return { rank: undefined, query: undefined };
   const result = below.find(
     (r): r is Message =>
