@@ -1,4 +1,4 @@
-import { termsOf } from '../search/terms.js';
+import { identifierParts, termsOf } from '../search/terms.js';
 
 /**
  * Extractive answers of the offline model (issue 11): deterministic plumbing, no canned text.
@@ -225,8 +225,14 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     const sum = [...terms].reduce((total, term) => total + (weights.get(term) ?? 0), 0);
     return [...terms].some((term) => rejected.has(term)) ? sum * REJECTED_WEIGHT : sum;
   };
-  const identifiers = questionIdentifiers(question).map((id) => id.split('.').at(-1) as string);
-  const spells = (hit: ExtractHit) => identifiers.some((id) => hit.text.includes(id));
+  // A hit spells an identifier when it has it as typed (`sns.Topic`) or, for a name of two parts
+  // or more (`FargateService`), the name alone; a one-word name (`Topic`) alone is too common.
+  const spellings = questionIdentifiers(question).flatMap((id) => {
+    const name = id.split('.').at(-1) as string;
+    return identifierParts(name).length >= 2 && name !== id ? [id, name] : [id];
+  });
+  const spells = (hit: ExtractHit) =>
+    spellings.some((id) => new RegExp(`(?<![\\w$])${id.replace(/[.$]/g, '\\$&')}(?![\\w$])`).test(hit.text));
   const coverage = hitTerms.map(
     (terms, rank) => rankWeight(rank) * [...terms].reduce((sum, term) => sum + (weights.get(term) ?? 0), 0),
   );

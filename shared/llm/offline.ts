@@ -613,8 +613,9 @@ function lookupResults(messages: readonly ConverseMessage[]): ExtractHit[] | und
 /**
  * The API a subject is answered with, from the code of the hits found for it: the construct
  * (`alias.Name` after `new`, or `alias.Name` used as a type) whose name and module alias share the
- * most stems with the subject, preferring a name made only of the subject's words (`Fargate
- * service` → `ecs.FargateService`, not `ecs.FargateTaskDefinition`; `SQS queue` → `sqs.Queue`);
+ * most distinct stems with the subject — the alias counting 1.5 — preferring a name made only of
+ * the subject's words (`Fargate service` → `ecs.FargateService`, not `ecs.FargateTaskDefinition`;
+ * `SNS topic` → `sns.Topic`, not `targets.SnsTopic`; `REST API` → `apigateway.RestApi`);
  * undefined when no construct shares a stem with it.
  */
 export function apiOf(subject: string, hits: readonly ExtractHit[]): string | undefined {
@@ -625,10 +626,12 @@ export function apiOf(subject: string, hits: readonly ExtractHit[]): string | un
     const code = [...hit.text.matchAll(/```[^\n]*\n([\s\S]*?)```/g)].map((m) => m[1]).join('\n');
     for (const match of code.matchAll(/\b([a-z][\w]*)\.([A-Z][A-Za-z0-9]*)\b/g)) {
       const [api, alias, name] = match as unknown as [string, string, string];
-      const own = identifierParts(name).flatMap((part) => processTerm(part) ?? []);
-      const matched = own.filter((t) => wanted.has(t)).length + (wanted.has(alias) ? 1 : 0);
-      if (own.filter((t) => wanted.has(t)).length === 0) continue;
-      const score = matched + own.filter((t) => wanted.has(t)).length / own.length;
+      const own = [...new Set(identifierParts(name).flatMap((part) => processTerm(part) ?? []))];
+      const named = own.filter((t) => wanted.has(t)).length;
+      if (named === 0) continue;
+      // The module alias the subject names (`sns` in "SNS topic") counts more than a name part.
+      const aliased = termsOf(alias).some((t) => wanted.has(t));
+      const score = named + (aliased ? 1.5 : 0) + named / own.length;
       if (!best || score > best.score || (score === best.score && rank < best.rank))
         best = { api, score, rank };
     }
@@ -636,8 +639,15 @@ export function apiOf(subject: string, hits: readonly ExtractHit[]): string | un
   return best?.api;
 }
 
-/** The question with its referent's API named: `(it: the Fargate service)` → `(it: the Fargate service, \`ecs.FargateService\`)`. */
+/**
+ * The question with its referent named by its API: `(it: the FIFO topic)` → `(it: \`sns.Topic\`)`.
+ * The API stands for the subject (its name carries the subject's nouns); the subject's qualifiers
+ * ("FIFO") belong to the earlier part and would pull this one's search and answer towards it.
+ */
 function withApi(question: string, api: string | undefined): string {
   if (!api) return question;
-  return question.replace(/\)\s*$/, `, \`${api}\`)`);
+  return question.replace(
+    /\(([^():]+):\s*the [^()]+\)\s*$/,
+    (_, phrase: string) => `(${phrase}: \`${api}\`)`,
+  );
 }

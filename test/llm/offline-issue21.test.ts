@@ -185,6 +185,16 @@ describe('referents that carry (item 3)', () => {
       'sqs.Queue',
     );
     expect(apiOf('errors metric', [fargate])).toBeUndefined();
+    const topics = {
+      urn: 'u',
+      text: '```ts\nrule.addTarget(new targets.SnsTopic(topic));\nconst topic = new sns.Topic(this, "T");\n```',
+    };
+    expect(apiOf('SNS topic', [topics])).toBe('sns.Topic');
+    const apis = {
+      urn: 'u',
+      text: '```ts\nnew tasks.CallApiGatewayRestApiEndpoint(this, "Call", {});\nconst api = new apigateway.RestApi(this, "A");\n```',
+    };
+    expect(apiOf('REST API', [apis])).toBe('apigateway.RestApi');
   });
 
   it('looks the referent up, then searches with its API, and answers from the chunk that spells it', async () => {
@@ -211,8 +221,7 @@ describe('referents that carry (item 3)', () => {
       (await model.converse(taskRequest(purpose, 'Search.', looked))).output.message.content,
     );
     expect(second.input).toEqual({
-      query:
-        'How do I make it scale out when CPU utilization is high? (it: the Fargate service, `ecs.FargateService`)',
+      query: 'How do I make it scale out when CPU utilization is high? (it: `ecs.FargateService`)',
     });
     const ec2 = {
       urn: 'cld:doc.Document.autoscaling/doc.Chunk.1',
