@@ -80,14 +80,25 @@ describe('the judge objects about content (item 2)', () => {
     expect(contentTerms(question)).toEqual(terms);
   });
 
-  it('its objection names the content terms the answer lacks', () => {
+  it('its objection names the content terms the answer lacks, from the evaluation the planner wrote', async () => {
+    const response = await model.converse({
+      messages: [
+        {
+          role: 'user',
+          content: [{ text: 'How do I send the records it fails to process to an SQS queue?' }],
+        },
+      ],
+      toolConfig: { tools: [{ toolSpec: CREATE_PLAN_SPEC }], toolChoice: { tool: { name: CREATE_PLAN } } },
+    });
+    const plan = toolUseOf(response.output.message.content).input as unknown as { tasks: TaskPayload[] };
     const verdict = judge({
       urn: 'cld:common.Conversation.a/plan.Task.b',
       citations: ['cld:doc.Document.a/doc.Chunk.1'],
-      evaluation: `The answer cites at least one documentation chunk, ${SHOWS_CODE}, and mentions: records, SQS, queue.`,
+      evaluation: plan.tasks[0]?.evaluation ?? '',
       output: 'Set `startingPosition` on the event source:\n\n```ts\nnew DynamoEventSource(table, {});\n```',
     });
     expect(verdict).toMatchObject({ pass: false, reason: 'does not mention records, SQS, queue' });
+    expect(verdict.missing).toEqual(['records', 'SQS', 'queue']);
   });
 });
 
