@@ -1,4 +1,4 @@
-import { termsOf } from '../search/terms.js';
+import { identifierParts, termsOf } from '../search/terms.js';
 
 /**
  * Extractive answers of the offline model (issue 11): deterministic plumbing, no canned text.
@@ -23,6 +23,8 @@ export interface ExtractHit {
   text: string;
   /** The chunk's heading trail, when the tool gave one (counted for the hit's coverage, never quoted). */
   title?: string;
+  /** The path of the chunk's document, when the tool gave one (`node_modules/aws-cdk-lib/aws-ssm/README.md`). */
+  source?: string;
 }
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+-]*)/;
@@ -145,21 +147,71 @@ interface Scored<T> {
 }
 
 /**
+ * What a question rules out: the words after "instead of", "rather than", "without" or "not", up
+ * to the end of their clause, that the rest of the question does not use ("read it at synthesis
+ * time rather than with a deploy-time token" → `deploy`, `token`; "the message body rather than
+ * message attributes" → `attribut`, not `messag`). Stems of shared/search/terms.ts.
+ */
+export function rejectedTerms(question: string): string[] {
+  const rejected = new Set<string>();
+  let rest = question;
+  for (const match of question.matchAll(NEGATION)) {
+    for (const term of termsOf(match[1] as string)) rejected.add(term);
+    rest = rest.replace(match[0], ' ');
+  }
+  const kept = new Set(termsOf(rest));
+  return [...rejected].filter((term) => !kept.has(term));
+}
+
+/** A negation and the clause it rules out (to the next punctuation or conjunction). */
+const NEGATION =
+  /\b(?:instead\s+of|rather\s+than|without|not)\s+((?:(?!\b(?:and|but|so|then|or)\b)[^?.!,;()])+)/gi;
+
+/** The question with what it rules out ({@link NEGATION}) taken out: what a search should look for. */
+export function withoutRejected(question: string): string {
+  return question
+    .replace(NEGATION, ' ')
+    .replace(/\s+([?.!,;])/g, '$1')
+    .replace(/\s{2,}/g, ' ')
+    .trim();
+}
+
+/** A segment holding a term the question rules out counts this share of its score. */
+const REJECTED_WEIGHT = 0.25;
+
+/** Identifiers a question spells (`ecs.FargateService`, `eventBridgeEnabled`, `BLOCK_ALL`): as typed. */
+export function questionIdentifiers(question: string): string[] {
+  const found = question.match(
+    /[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z0-9]+[A-Z]\w*|\b[A-Z]+_[A-Z_]+\b/g,
+  );
+  return [...new Set(found ?? [])];
+}
+
+/** A hit that spells one of the question's identifiers counts this many times its rank weight. */
+const IDENTIFIER_BOOST = 1.5;
+
+/**
  * The offline answer to `question` from search hits (best first). Question terms are weighted
  * by how few hits contain them (1 + ln(hits / hits with the term)), so the subject that tells
  * neighbouring modules apart ("S3" in "send S3 events to EventBridge") counts more than the words
- * every hit shares. A hit's sentences and code count by its rank and by its coverage of the
- * question (heading trail and text, relative to the best-covering hit). The answer is up to three complete sentences
- * (in reading order), then the code block that best carries the question's terms and, when it
- * score at least half as well, the best one of another chunk and of another document, each
- * introduced by its own sentence,
- * then the sources used. Returns the no-match sentence when nothing shares a
- * term with the question.
+ * every hit shares. A hit's sentences and code count by its rank, by its coverage of the
+ * question (heading trail and text, relative to the best-covering hit) and, when it spells an
+ * identifier of the question ({@link questionIdentifiers}: the API a back-reference resolved to),
+ * {@link IDENTIFIER_BOOST} times more. What the question rules out ({@link rejectedTerms}) is no
+ * question term, and a segment holding it counts {@link REJECTED_WEIGHT} of its score.
+ *
+ * The answer leads with the fact: it opens with the best-scoring sentence or code block (a code
+ * block with the sentence that introduces it), then up to two more sentences in reading order and
+ * the code block of another chunk or document that scores at least half as well. A sentence that
+ * holds none of the question's key terms (those rarer in the hits than the median term) is left
+ * out. Then the sources used, each as its document and heading (`aws-ssm README › Lookups`) and
+ * URN. Returns the no-match sentence when nothing shares a term with the question.
  */
 export function extractiveAnswer(question: string, hits: readonly ExtractHit[]): string {
   if (hits.length === 0)
     return 'Nothing matched: no passage of the ingested documents contains the words of this question.';
-  const questionTerms = termsOf(question);
+  const rejected = new Set(rejectedTerms(question));
+  const questionTerms = termsOf(question).filter((term) => !rejected.has(term));
   const hitTerms = hits.map((hit) => new Set(termsOf(`${hit.title ?? ''}\n${hit.text}`)));
   const weights = new Map(
     questionTerms.map((term) => {
@@ -167,8 +219,20 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
       return [term, df === 0 ? 0 : 1 + Math.log(hits.length / df)];
     }),
   );
-  const weigh = (text: string) =>
-    [...new Set(termsOf(text))].reduce((sum, term) => sum + (weights.get(term) ?? 0), 0);
+  const key = keyTerms(weights);
+  const weigh = (text: string) => {
+    const terms = new Set(termsOf(text));
+    const sum = [...terms].reduce((total, term) => total + (weights.get(term) ?? 0), 0);
+    return [...terms].some((term) => rejected.has(term)) ? sum * REJECTED_WEIGHT : sum;
+  };
+  // A hit spells an identifier when it has it as typed (`sns.Topic`) or, for a name of two parts
+  // or more (`FargateService`), the name alone; a one-word name (`Topic`) alone is too common.
+  const spellings = questionIdentifiers(question).flatMap((id) => {
+    const name = id.split('.').at(-1) as string;
+    return identifierParts(name).length >= 2 && name !== id ? [id, name] : [id];
+  });
+  const spells = (hit: ExtractHit) =>
+    spellings.some((id) => new RegExp(`(?<![\\w$])${id.replace(/[.$]/g, '\\$&')}(?![\\w$])`).test(hit.text));
   const coverage = hitTerms.map(
     (terms, rank) => rankWeight(rank) * [...terms].reduce((sum, term) => sum + (weights.get(term) ?? 0), 0),
   );
@@ -176,12 +240,17 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   const sentences: Scored<Extract<Segment, { kind: 'sentence' }>>[] = [];
   const codes: Scored<Extract<Segment, { kind: 'code' }>>[] = [];
   hits.forEach((hit, rank) => {
-    // A hit counts by its rank and by how much of the question its heading and text cover.
-    const weight = rankWeight(rank) * (most > 0 ? 0.5 + (0.5 * (coverage[rank] ?? 0)) / most : 1);
+    // A hit counts by its rank, by how much of the question its heading and text cover, and
+    // more when it spells an identifier of the question.
+    const weight =
+      rankWeight(rank) *
+      (most > 0 ? 0.5 + (0.5 * (coverage[rank] ?? 0)) / most : 1) *
+      (spells(hit) ? IDENTIFIER_BOOST : 1);
     for (const segment of segmentChunk(hit.text)) {
       const matched = weigh(segment.text);
       if (matched === 0) continue;
       if (segment.kind === 'sentence') {
+        if (!holdsAny(segment.text, key)) continue;
         const identifier = /`[^`]+`/.test(segment.text) ? 0.5 : 0;
         sentences.push({ item: segment, urn: hit.urn, rank, score: weight * (matched + identifier) });
       } else {
@@ -211,19 +280,69 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     return /[a-z0-9]/i.test(question)
       ? 'Nothing matched: the passages found do not contain the words of this question.'
       : 'Nothing matched: this question has no words the offline model can search for (it reads Latin-alphabet words).';
-  const parts: string[] = [];
+  const quote = (code: (typeof ranked)[number]) =>
+    `\`\`\`${code.item.lang}\n${excerpt(code.item.text, weights, code.item.lang, rejected)}\n\`\`\``;
   // A sentence ending in ":" introduces what follows it: kept only before its own code.
-  const prose = chosen.map((c) => c.item.text).filter((text) => !text.endsWith(':'));
-  if (prose.length) parts.push(prose.join(' '));
-  for (const code of blocks) {
+  const prose = chosen.filter((c) => !c.item.text.endsWith(':'));
+  const topSentence = [...prose].sort((a, b) => b.score - a.score)[0];
+  const codeLeads = best !== undefined && (topSentence === undefined || best.score > topSentence.score);
+  const parts: string[] = [];
+  const said = new Set<string>();
+  const sayCode = (code: (typeof ranked)[number]) => {
     const intro = code.item.intro;
-    if (intro && !prose.includes(intro)) parts.push(intro);
-    parts.push(
-      `\`\`\`${code.item.lang}\n${excerpt(code.item.text, new Set(questionTerms), code.item.lang)}\n\`\`\``,
-    );
-  }
-  const sources = [...new Set([...chosen.map((c) => c.urn), ...blocks.map((c) => c.urn)])];
-  return `${parts.join('\n\n')}\n\nSources:\n${sources.map((urn) => `- ${urn}`).join('\n')}`;
+    if (intro && !said.has(intro) && holdsAny(intro, key)) {
+      parts.push(intro);
+      said.add(intro);
+    }
+    parts.push(quote(code));
+  };
+  if (codeLeads) sayCode(best);
+  else if (topSentence) said.add(topSentence.item.text);
+  const rest = prose.filter((c) => !said.has(c.item.text)).map((c) => c.item.text);
+  const lead = codeLeads || !topSentence ? [] : [topSentence.item.text];
+  if (lead.length || rest.length) parts.push([...lead, ...rest].join(' '));
+  for (const code of blocks) if (!(codeLeads && code === best)) sayCode(code);
+  const used = [...new Set([...chosen.map((c) => c.urn), ...blocks.map((c) => c.urn)])];
+  const byUrn = new Map(hits.map((hit) => [hit.urn, hit]));
+  const sources = used.map((urn) => {
+    const label = sourceLabel(byUrn.get(urn));
+    return label ? `- ${label} (${urn})` : `- ${urn}`;
+  });
+  return `${parts.join('\n\n')}\n\nSources:\n${sources.join('\n')}`;
+}
+
+/**
+ * The key terms of a question: those with a weight at least the median weight of the terms found
+ * in the hits (the rarer half: what tells the right passage apart).
+ */
+function keyTerms(weights: ReadonlyMap<string, number>): Set<string> {
+  const found = [...weights.values()].filter((w) => w > 0).sort((a, b) => a - b);
+  if (found.length === 0) return new Set();
+  const median = found[Math.floor((found.length - 1) / 2)] as number;
+  return new Set([...weights].filter(([, w]) => w > 0 && w >= median).map(([term]) => term));
+}
+
+function holdsAny(text: string, terms: ReadonlySet<string>): boolean {
+  return termsOf(text).some((term) => terms.has(term));
+}
+
+/**
+ * How a citation reads: the document and heading of a hit, `aws-ssm README › Lookups` (the
+ * module folder and file name of its `source`, and the last element of its heading trail);
+ * undefined when the hit has neither.
+ */
+export function sourceLabel(hit: Pick<ExtractHit, 'source' | 'title'> | undefined): string | undefined {
+  if (!hit) return undefined;
+  const path = hit.source?.split('/').filter(Boolean) ?? [];
+  const file = path.at(-1)?.replace(/\.(md|markdown|txt)$/i, '');
+  const document = path.length ? [path.at(-2), file].filter(Boolean).join(' ') : undefined;
+  const heading = hit.title
+    ?.split(/\s*(?:›|>|\/)\s*/)
+    .filter(Boolean)
+    .at(-1)
+    ?.replace(/^#+\s*/, '');
+  const label = [document, heading].filter(Boolean).join(' › ');
+  return label || undefined;
 }
 
 /** Code without its comments and string literals: the identifiers and keywords a user types. */
@@ -257,16 +376,28 @@ const HEAD_LINES = 3;
 /**
  * The whole code when short, else an excerpt of at most {@link MAX_CODE_LINES} lines: the block's
  * opening statement (its first lines up to one that opens a bracket, at most {@link HEAD_LINES}),
- * then the lines around the line matching most terms, with an elision comment wherever lines are
- * left out — so the excerpt never starts in the middle of an expression without saying so.
+ * then the lines around the line that best matches the question — by the summed weights of the
+ * question terms it holds (`terms`: a set counts each term 1, a map its weight), a line holding a
+ * `rejected` term counting {@link REJECTED_WEIGHT} of it — with an elision comment wherever lines
+ * are left out, so the excerpt never starts in the middle of an expression without saying so.
+ * The window opens on the statement that holds the best line (`new CompositeAlarm(…`), not above it.
  */
-export function excerpt(code: string, terms: ReadonlySet<string>, lang = ''): string {
+export function excerpt(
+  code: string,
+  terms: ReadonlySet<string> | ReadonlyMap<string, number>,
+  lang = '',
+  rejected: ReadonlySet<string> = new Set(),
+): string {
   const lines = code.split('\n');
   if (lines.length <= MAX_CODE_LINES) return code;
+  const weightOf = (term: string) =>
+    terms instanceof Map ? (terms.get(term) ?? 0) : (terms as ReadonlySet<string>).has(term) ? 1 : 0;
   let best = 0;
   let bestScore = -1;
   lines.forEach((line, i) => {
-    const score = termsOf(line).filter((term) => terms.has(term)).length;
+    const lineTerms = termsOf(codeIdentifiers(line) || line);
+    const sum = lineTerms.reduce((total, term) => total + weightOf(term), 0);
+    const score = lineTerms.some((term) => rejected.has(term)) ? sum * REJECTED_WEIGHT : sum;
     if (score > bestScore) {
       best = i;
       bestScore = score;
@@ -276,7 +407,19 @@ export function excerpt(code: string, terms: ReadonlySet<string>, lang = ''): st
   const head = opener === -1 ? 0 : opener + 1;
   // Room for the window: the head and up to two elision lines are counted in the limit.
   const room = MAX_CODE_LINES - head - 2;
-  let start = Math.max(head, Math.min(best - Math.floor(room / 3), lines.length - room));
+  // The statement holding the best line starts at the nearest line above it at its own indent
+  // or less that follows a line ending a statement (or a blank line); never more than a third
+  // of the room above.
+  let statement = best;
+  const indent = (line: string) => /^\s*/.exec(line)?.[0].length ?? 0;
+  while (
+    statement > head &&
+    best - statement < Math.floor(room / 3) &&
+    !/^\s*$|[;})\]]\s*,?\s*$/.test(lines[statement - 1] ?? '') &&
+    indent(lines[statement - 1] ?? '') >= indent(lines[best] ?? '') - 2
+  )
+    statement -= 1;
+  let start = Math.max(head, Math.min(statement, lines.length - room));
   // A window that would leave out only the line after the head takes it instead.
   if (start === head + 1) start = head;
   // Nor does it open on a blank line or on the close of something it left out.

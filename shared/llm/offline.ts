@@ -7,8 +7,8 @@ import {
   type TaskPayload,
 } from '../domain/payloads.js';
 import { contentWords, cosine, HashingEmbedder } from '../search/similarity.js';
-import { termsOf } from '../search/terms.js';
-import { type ExtractHit, extractiveAnswer } from './extract.js';
+import { identifierParts, processTerm, termsOf } from '../search/terms.js';
+import { type ExtractHit, extractiveAnswer, withoutRejected } from './extract.js';
 import { graphAnswer, isStructuralQuestion, latestGraphResult, nextGraphCall } from './offline-graph.js';
 import type {
   ChatModel,
@@ -62,11 +62,15 @@ export class OfflineChatModel implements ChatModel {
 
   private async innerLoop(request: ConverseRequest, tools: ToolSpec[]): Promise<ContentBlock[]> {
     const question = taskQuestion(request.messages);
-    const results = toolResults(request.messages);
+    const results = toolResults(request.messages, (id) => !id.includes(LOOKUP));
     const turn = request.messages.filter((m) => m.role === 'assistant').length + 1;
     // Tools not tried yet that take free text (a string parameter without a pattern).
     const tried = new Set(
-      request.messages.flatMap((m) => m.content.flatMap((b) => ('toolUse' in b ? [b.toolUse.name] : []))),
+      request.messages.flatMap((m) =>
+        m.content.flatMap((b) =>
+          'toolUse' in b && !b.toolUse.toolUseId.includes(LOOKUP) ? [b.toolUse.name] : [],
+        ),
+      ),
     );
     const structural = tools.some((t) => t.name === 'graph') && isStructuralQuestion(question);
     if (structural) {
@@ -85,19 +89,31 @@ export class OfflineChatModel implements ChatModel {
     const candidates = tools.filter(
       (t) => !tried.has(t.name) && t.name !== 'graph' && firstStringParameter(t),
     );
+    const referent = referentOf(question);
+    const lookups = lookupResults(request.messages);
     if (results.length === 0 && candidates.length > 0) {
       const tool = await this.bestTool(question, candidates);
       const argument = firstStringParameter(tool) as string;
       const within = taskWithin(request.messages);
       const properties = (tool.inputSchema.json as { properties?: Record<string, unknown> }).properties ?? {};
+      const reformulated = taskQuery(request.messages);
+      // A back-reference ("make it scale out", it = the Fargate service) is looked up first: the
+      // API the earlier part's subject is answered with (`ecs.FargateService`) joins the query.
+      if (referent && !reformulated && tool.name === 'search' && lookups === undefined)
+        return [
+          toolUse(tool.name, `${LOOKUP}${turn}`, { [argument]: clip(referent, maxLengthOf(tool, argument)) }),
+        ];
+      const api = lookups ? apiOf(referent ?? '', lookups) : undefined;
+      const query = reformulated ?? withoutRejected(withApi(question, api));
       return [
         toolUse(tool.name, `${turn}`, {
-          [argument]: clip(question, maxLengthOf(tool, argument)),
-          ...(within && 'prefix' in properties ? { prefix: within } : {}),
+          [argument]: clip(query, maxLengthOf(tool, argument)),
+          ...(within && !reformulated && 'prefix' in properties ? { prefix: within } : {}),
         }),
       ];
     }
-    return [{ text: extractiveAnswer(question, results) }];
+    const api = lookups ? apiOf(referent ?? '', lookups) : undefined;
+    return [{ text: extractiveAnswer(withApi(question, api), results) }];
   }
 
   private async bestTool(question: string, tools: ToolSpec[]): Promise<ToolSpec> {
@@ -170,6 +186,57 @@ export function keyTerms(text: string): string[] {
   return [...new Set(contentWords(text))].filter((w) => !generic.has(w)).slice(0, 5);
 }
 
+/** Words that open a question before its main verb ("how do I", "how can we", "what is"). */
+const OPENERS = new Set(
+  'how what which where when why who can could should would do does did is are to i we you many much'.split(
+    ' ',
+  ),
+);
+/** Determiners: the word after one starts a noun phrase, so an infinitive `to` before one is a preposition. */
+const DETERMINERS = new Set(
+  'a an the its their that this these those each every my your our another some any all'.split(' '),
+);
+/** Pronouns that start a relative clause ("the records it fails to process"): the word after is its verb. */
+const SUBJECT_PRONOUNS = new Set(['it', 'they', 'i', 'we', 'you']);
+/** Words that say how much or which one, not what: never content. */
+const QUANTIFIERS = new Set(['one', 'another', 'many', 'much', 'first', 'same', 'other', 'high', 'low']);
+const WORD = /[\p{L}\p{N}_$]+(?:[.-][\p{L}\p{N}_$]+)*/gu;
+
+/**
+ * The content terms of a question, as the user wrote them: the identifiers, API names and the
+ * nouns that carry it, never stop words (shared/search/terms.ts STOPWORDS) nor the verbs that only
+ * say what to do with them — the main verb after "how do I", the verb of an infinitive (`to
+ * process`, not `to an SQS queue`) and the verb of a relative clause (`the records it fails`).
+ * What the question rules out ("rather than message attributes") is left out. Distinct by stem,
+ * in order, at most `max`. "How do I send the records it fails to process to an SQS queue?" →
+ * `records`, `SQS`, `queue`.
+ */
+export function contentTerms(question: string, max = 6): string[] {
+  const tokens = [...withoutRejected(question).matchAll(WORD)].map((m) => m[0]);
+  const lower = tokens.map((t) => t.toLowerCase());
+  const skip = new Set<number>();
+  let verb = 0;
+  while (verb < tokens.length && OPENERS.has(lower[verb] as string)) verb += 1;
+  if (verb > 0 && verb < tokens.length) skip.add(verb);
+  const plain = (i: number) => /^[a-z]+$/.test(tokens[i] ?? '');
+  for (let i = 0; i + 1 < tokens.length; i += 1) {
+    if (lower[i] === 'to' && !DETERMINERS.has(lower[i + 1] as string) && plain(i + 1)) skip.add(i + 1);
+    if (SUBJECT_PRONOUNS.has(lower[i] as string) && i > 0 && i - 1 !== verb && plain(i + 1)) skip.add(i + 1);
+  }
+  const seen = new Set<string>();
+  const terms: string[] = [];
+  tokens.forEach((token, i) => {
+    if (skip.has(i) || QUANTIFIERS.has(lower[i] as string)) return;
+    const stems = termsOf(token);
+    if (stems.length === 0 || processTerm(token.replace(/[.-]/g, '')) === null) return;
+    const stem = stems.join(' ');
+    if (seen.has(stem)) return;
+    seen.add(stem);
+    terms.push(token);
+  });
+  return terms.slice(0, max);
+}
+
 /** A "how do I / how to / how can I" question: its answer should show the identifier or code. */
 const HOW_TO = /^\s*(?:\d{1,2}[.)]\s*)?how\s+(?:do|can|should|would|to)\b/i;
 
@@ -198,13 +265,15 @@ function leaf(part: string, referent?: Reference): TaskPayload {
       evaluation: `The answer lists the properties, members or related types from the graph and mentions: ${terms.join(', ')}.`,
     };
   }
+  // The judge checks the part's own content terms, not its filler words (issue 21 item 2).
+  const content = contentTerms(part).length ? contentTerms(part) : terms;
   const criteria = HOW_TO.test(part)
-    ? `The answer cites at least one documentation chunk, ${SHOWS_CODE}, and mentions: ${terms.join(', ')}.`
-    : `The answer cites at least one documentation chunk and mentions: ${terms.join(', ')}.`;
+    ? `The answer cites at least one documentation chunk, ${SHOWS_CODE}, and mentions: ${content.join(', ')}.`
+    : `The answer cites at least one documentation chunk and mentions: ${content.join(', ')}.`;
   return {
     title: part.length > 80 ? `${part.slice(0, 77)}...` : part,
     purpose: clip(`Answer the question: ${question}`, TASK_TEXT_LIMITS.purpose),
-    instructions: `Search the documentation for ${terms.join(', ')}; read the most relevant chunks and answer with citations.`,
+    instructions: `Search the documentation for ${content.join(', ')}; read the most relevant chunks and answer with citations.`,
     applicability: 'A single question answerable from the ingested documentation.',
     evaluation: criteria,
   };
@@ -221,23 +290,37 @@ const SUBJECT =
 const DEMONSTRATIVE = /\b(that|this|the same|those|these)\s+([\w-]+)/i;
 const PRONOUN = /\b(it|its|them|their)\b/i;
 
+/** A part that adds something to a container names the container after `to`/`behind`/`on`. */
+const CONTAINER =
+  /\b(?:add|attach|put|mount|register)\b.*?\b(?:to|behind|on|into)\s+(?:a|an|the)\s+((?:[\w-]+\s+){0,3}?[\w-]+?)(?=\s+(?:from|with|in|on|to|for|that|which|using|by|of|at|into|as|and|so|when)\b|\s*[?.!,;:]|\s*$)/i;
+
 /**
  * The subject of a question: its first noun phrase after an article ("How do I create a
- * versioned bucket?" → "versioned bucket"), at most four words; undefined when there is none.
+ * versioned bucket?" → "versioned bucket"), at most four words — or, when the question adds or
+ * attaches something to something ("add a wait state to a state machine", "put a Lambda
+ * integration behind a REST API"), the thing it is added to; undefined when there is none.
  */
 export function subjectOf(part: string): string | undefined {
-  return SUBJECT.exec(part)?.[1]?.trim();
+  // A trailing participle ("a Kinesis data stream encrypted with …") qualifies, not names.
+  return (CONTAINER.exec(part)?.[1] ?? SUBJECT.exec(part)?.[1])?.trim().replace(/(?<=\S)\s+\w+ed$/, '');
 }
 
 /**
  * Resolves back-references of multi-part requests: for each part, what it refers to in an
  * earlier part, or undefined. "that/this/those <noun>" refers to the latest earlier subject that
- * contains the noun; "it/its/them/their" to the previous part's subject.
+ * contains the noun; "it/its/them/their" to what the previous part was about: what that part
+ * itself referred back to, when it did ("make it scale out", then "register it": both the
+ * Fargate service), else its subject.
  */
 export function resolveReferences(parts: readonly string[]): (Reference | undefined)[] {
   const subjects = parts.map(subjectOf);
-  return parts.map((part, i) => {
-    if (i === 0) return undefined;
+  const resolved: (Reference | undefined)[] = [];
+  parts.forEach((part, i) => {
+    resolved.push(i === 0 ? undefined : resolveOne(part, i));
+  });
+  return resolved;
+
+  function resolveOne(part: string, i: number): Reference | undefined {
     const demonstrative = DEMONSTRATIVE.exec(part);
     if (demonstrative) {
       const noun = (demonstrative[2] as string).toLowerCase();
@@ -245,12 +328,20 @@ export function resolveReferences(parts: readonly string[]): (Reference | undefi
         const subject = subjects[j];
         if (subject?.toLowerCase().split(/\s+/).includes(noun)) return { phrase: demonstrative[0], subject };
       }
+      // A noun an earlier part mentions beside its subject ("a table with a stream", then
+      // "that stream"): the subject's noun of that kind.
+      for (let j = i - 1; j >= 0; j -= 1) {
+        const subject = subjects[j];
+        if (subject && new RegExp(`\\b${noun}\\b`, 'i').test(parts[j] as string))
+          return { phrase: demonstrative[0], subject: `${subject} ${noun}` };
+      }
     }
     const pronoun = PRONOUN.exec(part);
-    const previous = subjects[i - 1];
-    if (pronoun && previous) return { phrase: pronoun[0], subject: previous };
+    const previous = resolved[i - 1]?.phrase.match(PRONOUN) ? resolved[i - 1]?.subject : subjects[i - 1];
+    const about = previous ?? resolved[i - 1]?.subject;
+    if (pronoun && about) return { phrase: pronoun[0], subject: about };
     return undefined;
-  });
+  }
 }
 
 function plan(text: string): { tasks: TaskPayload[] } {
@@ -308,7 +399,18 @@ function verdict(text: string): {
   corrective: CorrectivePayload[];
 } {
   const subtasks = parseJsonBlock(text).subtasks ?? [];
-  const judged = subtasks.map((s) => ({ subtask: s, ...judge(s) }));
+  const judged = subtasks.map((s) => {
+    const verdict = judge(s);
+    const ended = !verdict.pass && addedNothing(s, verdict.missing);
+    return {
+      subtask: s,
+      ...verdict,
+      ended,
+      reason: ended
+        ? `${verdict.reason}; the corrective round added nothing new, so the rounds end`
+        : verdict.reason,
+    };
+  });
   const failing = judged.filter((j) => !j.pass);
   return {
     pass: failing.length === 0 && subtasks.length > 0,
@@ -319,28 +421,66 @@ function verdict(text: string): {
           ? `all ${subtasks.length} subtasks meet their evaluation`
           : `${failing.length} of ${subtasks.length} subtasks fall short: ${failing.map((f) => f.reason).join('; ')}`,
     subtasks: judged.map((j) => ({ urn: j.subtask.urn, pass: j.pass, reason: j.reason })),
-    corrective: failing.map(({ subtask, missing }) => corrective(subtask, missing)),
+    corrective: failing.filter((f) => !f.ended).map(({ subtask, missing }) => corrective(subtask, missing)),
   };
 }
 
+/** What a corrective task's instructions record of the attempt it redoes ({@link corrective}). */
+const ATTEMPT = /Attempt cited (.*?) and lacked (.*?)\.(?:\s|$)/;
+
 /**
- * The corrective subtask for a failing one: the same question, searched again for the missing
- * terms — within the document its answer cited, when it cited one (the document holds the
- * example the answer lacked more often than a neighbouring one).
+ * True when a corrective subtask's output added nothing new to the attempt it redoes: it cites
+ * no source that attempt did not, and still lacks every term that attempt lacked. Another round
+ * would search the same way and find the same, so the rounds end early.
+ */
+export function addedNothing(s: SubtaskView, missing: readonly string[]): boolean {
+  const attempt = ATTEMPT.exec(s.instructions ?? '');
+  if (!attempt) return false;
+  const cited = new Set((attempt[1] as string).split(/\s+/).filter((urn) => urn.startsWith('cld:')));
+  const lacked = (attempt[2] as string).split(/,\s*/).filter((t) => t && t !== 'nothing');
+  const stillMissing = new Set(missing.map((t) => t.toLowerCase()));
+  return (
+    (s.citations ?? []).every((urn) => cited.has(urn)) &&
+    lacked.every((t) => stillMissing.has(t.toLowerCase()))
+  );
+}
+
+/**
+ * The corrective subtask for a failing one: the question reformulated — the question with its
+ * referent ("(it: the Fargate service)"), and the terms its answer lacked named again — searched
+ * over the whole corpus, not only within the document the answer cited (which did not hold
+ * them). Its instructions record what the attempt cited and lacked, so the next verdict can tell
+ * whether the round added anything ({@link addedNothing}).
  */
 function corrective(subtask: SubtaskView, missing: readonly string[]): CorrectivePayload {
-  const document = subtask.citations?.[0]?.replace(/\/[^/]*$/, '');
-  const terms = missing.length ? missing.join(', ') : 'the key terms of the question';
+  const question = (subtask.purpose ?? subtask.title ?? '').replace(/^Answer the question:\s*/i, '');
+  const query = clip(
+    [question, ...missing].join(' ').replace(/"/g, "'").replace(/\s+/g, ' ').trim(),
+    SEARCH_QUERY_LIMIT,
+  );
+  const cited = subtask.citations?.length ? subtask.citations.join(' ') : 'nothing';
+  const lacked = missing.length ? missing.join(', ') : 'nothing';
   return {
     title: `Retry: ${subtask.title ?? subtask.purpose ?? subtask.urn}`.slice(0, 200),
     purpose: subtask.purpose ?? 'Redo the failed subtask.',
-    instructions: document
-      ? `Search again within ${document} for ${terms}, and answer with the identifier or code that does it, with citations.`
-      : `Search again, this time for ${terms}, and answer with citations.`,
+    instructions: clip(
+      `Search the whole documentation for "${query}" and answer with the identifier or code that does it, with citations. Attempt cited ${cited} and lacked ${lacked}.`,
+      TASK_TEXT_LIMITS.instructions,
+    ),
     applicability: 'A single question answerable from the ingested documentation.',
     evaluation: subtask.evaluation ?? 'The answer cites at least one documentation chunk.',
     corrects: subtask.urn,
   };
+}
+
+/** Longest reformulated query a corrective task names (the search tool's own bound is larger). */
+const SEARCH_QUERY_LIMIT = 500;
+
+/** The query a corrective task's instructions name ("Search the whole documentation for \"…\""), if any. */
+function taskQuery(messages: readonly ConverseMessage[]): string | undefined {
+  const first = messages[0]?.content.flatMap((b) => ('text' in b ? [b.text] : [])).join('\n') ?? '';
+  const section = first.slice(first.lastIndexOf('## Task'));
+  return /Search the whole documentation for "([^"]+)"/.exec(section)?.[1];
 }
 
 /** An identifier in prose or code: `inline code`, camelCase, or Class.member. */
@@ -392,11 +532,15 @@ function taskQuestion(messages: readonly ConverseMessage[]): string {
   return purpose.replace(/^Answer the question:\s*/i, '').trim();
 }
 
-function toolResults(messages: readonly ConverseMessage[]): ExtractHit[] {
+function toolResults(
+  messages: readonly ConverseMessage[],
+  accept: (toolUseId: string) => boolean = () => true,
+): ExtractHit[] {
   const hits: ExtractHit[] = [];
   for (const message of messages) {
     for (const block of message.content) {
       if (!('toolResult' in block) || block.toolResult.status === 'error') continue;
+      if (!accept(block.toolResult.toolUseId)) continue;
       for (const part of block.toolResult.content) {
         let value: unknown = 'json' in part ? part.json : undefined;
         if ('text' in part) {
@@ -408,10 +552,21 @@ function toolResults(messages: readonly ConverseMessage[]): ExtractHit[] {
         }
         const results = (value as { results?: unknown })?.results;
         const items = Array.isArray(results) ? results : value ? [value] : [];
-        for (const item of items as { urn?: unknown; text?: unknown; title?: unknown; heading?: unknown }[]) {
+        for (const item of items as {
+          urn?: unknown;
+          text?: unknown;
+          title?: unknown;
+          heading?: unknown;
+          source?: unknown;
+        }[]) {
           if (typeof item?.urn !== 'string' || typeof item.text !== 'string') continue;
           const title = typeof item.title === 'string' ? item.title : item.heading;
-          hits.push({ urn: item.urn, text: item.text, ...(typeof title === 'string' ? { title } : {}) });
+          hits.push({
+            urn: item.urn,
+            text: item.text,
+            ...(typeof title === 'string' ? { title } : {}),
+            ...(typeof item.source === 'string' ? { source: item.source } : {}),
+          });
         }
       }
     }
@@ -437,4 +592,62 @@ function firstStringParameter(tool: ToolSpec): string | undefined {
     const property = schema.properties?.[name];
     return property?.type === 'string' && !property.pattern && !property.enum && !property.format;
   });
+}
+
+/** The tool-use id marker of a back-reference lookup (`offline-search-lookup-1`). */
+const LOOKUP = 'lookup-';
+
+/** The subject a task's question refers back to: `(it: the Fargate service)` → `Fargate service`. */
+export function referentOf(question: string): string | undefined {
+  return /\((?:[\w-]+(?:\s+[\w-]+)?): the ([^()]+?)\)\s*$/.exec(question)?.[1]?.trim();
+}
+
+/** The hits of the back-reference lookup, or undefined when none was made. */
+function lookupResults(messages: readonly ConverseMessage[]): ExtractHit[] | undefined {
+  const made = messages.some((m) =>
+    m.content.some((b) => 'toolUse' in b && b.toolUse.toolUseId.includes(LOOKUP)),
+  );
+  return made ? toolResults(messages, (id) => id.includes(LOOKUP)) : undefined;
+}
+
+/**
+ * The API a subject is answered with, from the code of the hits found for it: the construct
+ * (`alias.Name` after `new`, or `alias.Name` used as a type) whose name and module alias share the
+ * most distinct stems with the subject — the alias counting 1.5 — preferring a name made only of
+ * the subject's words (`Fargate service` → `ecs.FargateService`, not `ecs.FargateTaskDefinition`;
+ * `SNS topic` → `sns.Topic`, not `targets.SnsTopic`; `REST API` → `apigateway.RestApi`);
+ * undefined when no construct shares a stem with it.
+ */
+export function apiOf(subject: string, hits: readonly ExtractHit[]): string | undefined {
+  const wanted = new Set(termsOf(subject));
+  if (wanted.size === 0) return undefined;
+  let best: { api: string; score: number; rank: number } | undefined;
+  hits.forEach((hit, rank) => {
+    const code = [...hit.text.matchAll(/```[^\n]*\n([\s\S]*?)```/g)].map((m) => m[1]).join('\n');
+    for (const match of code.matchAll(/\b([a-z][\w]*)\.([A-Z][A-Za-z0-9]*)\b/g)) {
+      const [api, alias, name] = match as unknown as [string, string, string];
+      const own = [...new Set(identifierParts(name).flatMap((part) => processTerm(part) ?? []))];
+      const named = own.filter((t) => wanted.has(t)).length;
+      if (named === 0) continue;
+      // The module alias the subject names (`sns` in "SNS topic") counts more than a name part.
+      const aliased = termsOf(alias).some((t) => wanted.has(t));
+      const score = named + (aliased ? 1.5 : 0) + named / own.length;
+      if (!best || score > best.score || (score === best.score && rank < best.rank))
+        best = { api, score, rank };
+    }
+  });
+  return best?.api;
+}
+
+/**
+ * The question with its referent named by its API: `(it: the FIFO topic)` → `(it: \`sns.Topic\`)`.
+ * The API stands for the subject (its name carries the subject's nouns); the subject's qualifiers
+ * ("FIFO") belong to the earlier part and would pull this one's search and answer towards it.
+ */
+function withApi(question: string, api: string | undefined): string {
+  if (!api) return question;
+  return question.replace(
+    /\(([^():]+):\s*the [^()]+\)\s*$/,
+    (_, phrase: string) => `(${phrase}: \`${api}\`)`,
+  );
 }

@@ -118,7 +118,7 @@ describe('the cld CLI', () => {
       expect(asked.stderr).toBe('');
       expect(asked.code).toBe(0);
       expect(asked.stdout).toContain('model: offline');
-      expect(asked.stdout).toMatch(/Sources:\n- cld:doc\.Document\./);
+      expect(asked.stdout).toMatch(/Sources:\n- (?:[^\n]* \()?cld:doc\.Document\./);
       const urn = /conversation: (cld:common\.Conversation\.[0-9a-f]{16})/.exec(asked.stdout)?.[1] as string;
       expect(urn).toBeDefined();
       const shown = await cli(['show', urn], dataDir);
@@ -134,7 +134,7 @@ describe('the cld CLI', () => {
     async () => {
       const asked = await cli(['ask', 'How do I enable EventBridge notifications on a bucket?'], dataDir);
       expect(asked.code).toBe(0);
-      expect(asked.stdout).toMatch(/Sources:\n- cld:doc\.Document\./);
+      expect(asked.stdout).toMatch(/Sources:\n- (?:[^\n]* \()?cld:doc\.Document\./);
     },
     CLI_RUN_MS,
   );

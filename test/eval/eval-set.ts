@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
+import { termsOf } from '../../shared/search/terms.js';
 
 /**
  * The evaluation set of issue 11 (test/eval/questions.json): questions over the aws-cdk-lib
@@ -86,4 +87,47 @@ export function isCodeOnly(readmes: readonly string[], term: string): boolean {
   const anywhere = readmes.some((text) => containsTerm(text, term));
   const prose = readmes.some((text) => containsTerm(text.replace(/```[\s\S]*?```/g, ''), term));
   return anywhere && !prose;
+}
+
+/**
+ * The sections of a final answer, one per part: a multi-part answer is split at its `### `
+ * headings outside code fences (shared/domain/common.ts combineOutputs writes one per part, in
+ * order); a single question's section is the whole answer.
+ */
+export function sectionsOf(answer: string, parts: number): string[] {
+  if (parts === 1) return [answer.trim()];
+  const sections: string[][] = [];
+  let fence: string | undefined;
+  for (const line of answer.split('\n')) {
+    const marker = /^\s{0,3}(`{3,}|~{3,})/.exec(line)?.[1];
+    if (marker && (!fence || (marker[0] === fence[0] && marker.length >= fence.length)))
+      fence = fence ? undefined : marker;
+    if (!fence && !marker && /^###\s/.test(line)) sections.push([]);
+    else sections.at(-1)?.push(line);
+  }
+  return sections.map((lines) => lines.join('\n').trim());
+}
+
+/** The first paragraph or fenced code block of a section (blank lines part paragraphs). */
+export function firstBlock(section: string): string {
+  const text = section.trim();
+  const fence = /^(`{3,}|~{3,})/.exec(text)?.[1];
+  if (fence) {
+    const end = text.indexOf(`\n${fence}`, fence.length);
+    return end === -1 ? text : text.slice(0, end + fence.length + 1);
+  }
+  const blank = text.search(/\n\s*\n|\n(?=`{3,}|~{3,})/);
+  return blank === -1 ? text : text.slice(0, blank);
+}
+
+/** Generic words of a question that say how it is asked, not what it is about. */
+const ASKING = new Set(termsOf('how do I can create add give define set configure enable turn'));
+
+/**
+ * True when `block` holds a content term of `question`: a term of shared/search/terms.ts (stems
+ * and identifier parts, stopwords dropped) other than the asking verbs of {@link ASKING}.
+ */
+export function holdsQuestionTerm(block: string, question: string): boolean {
+  const words = new Set(termsOf(block));
+  return termsOf(question).some((term) => !ASKING.has(term) && words.has(term));
 }

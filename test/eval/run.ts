@@ -3,7 +3,8 @@
  * default exclusions) into a cached data directory, asks every question of test/eval/questions.json
  * through the real `ask` path (local runtime, offline model unless CLD_MODEL_ID is set), and
  * reports per question part and in total:
- * - search hit@1/@3/@8: the first `search` call of the part's task returned, within its first k
+ * - search hit@1/@3/@8: the `search` call the part's first attempt answered from (after a
+ *   back-reference's lookup, if any) returned, within its first k
  *   hits, a chunk of an expected module containing the term;
  * - cited: the part's answer cites a chunk of an expected module;
  * - term: the part's answer text contains the term;
@@ -15,9 +16,16 @@
  * test/eval/structural.json (ids g01…, issue 13) are asked the same way and reported in a table of
  * their own (test/eval/structural.ts), outside the search totals.
  *
+ * Per part also (issue 21): the term in the part's own section of the final answer (split at its
+ * `### ` headings); "leads": the section's first paragraph or code block holds a content term of the
+ * question (and, stricter, the expected term); "lost": the ask got no usable answer. Per question:
+ * asks without an answer, and multi-part questions whose every part is right (term in its own
+ * section, cites an expected module).
+ *
  * Options: `--data-dir <dir>` (default `.cld-eval`; the ingested corpus is cached under it, keyed by
- * the search and ingest sources, so a change to them re-ingests), `--only q01,m02`, `--json <file>`,
- * `--verbose` (answers too).
+ * the search and ingest sources, so a change to them re-ingests), `--only q01,m02`, `--set p,m`
+ * (questions whose id starts so; `g` for the structural ones), `--tuning` (leave the held-out
+ * questions out, for tuning runs), `--json <file>`, `--verbose` (answers too).
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,7 +33,13 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import MiniSearch from 'minisearch';
 import { ingestGraph } from '../../shared/graph/ingest.js';
-import type { AnyResource, Message, Task, ToolCallResource } from '../../shared/resources/schemas.js';
+import type {
+  AnyResource,
+  Message,
+  Task,
+  ToolCallResource,
+  Verdict,
+} from '../../shared/resources/schemas.js';
 import { modelFor, parseEnv, SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
@@ -36,11 +50,14 @@ import {
   containsTerm,
   type EvalPart,
   type EvalQuestion,
+  firstBlock,
   firstRelevantRank,
+  holdsQuestionTerm,
   isCodeOnly,
   loadEvalSet,
   messageOf,
   moduleOfPath,
+  sectionsOf,
 } from './eval-set.js';
 import { askStructural, loadStructuralSet, scoreStructural, structuralTable } from './structural.js';
 
@@ -64,6 +81,18 @@ interface PartResult {
   corrections: number;
   /** Term in the answer of the first attempt (before any correction). */
   termBeforeCorrection: boolean;
+  /** The part's own section of the final answer (the whole answer for a single question). */
+  section: string;
+  /** The term is in the part's own section of the final answer. */
+  termInSection: boolean;
+  /** The section's first paragraph or code block holds a content term of the question. */
+  leads: boolean;
+  /** The section's first paragraph or code block holds the expected term itself. */
+  leadsWithTerm: boolean;
+  /** The question this part belongs to had no usable answer (missing, failed or empty). */
+  lost: boolean;
+  /** The question's verdicts (`round n: pass|fail — reason`) and the answer's error, if any. */
+  verdicts: string[];
   ms: number;
   answer: string;
   query: string | undefined;
@@ -74,13 +103,20 @@ async function main(): Promise<void> {
     options: {
       'data-dir': { type: 'string', default: '.cld-eval' },
       only: { type: 'string' },
+      set: { type: 'string' },
+      tuning: { type: 'boolean', default: false },
       json: { type: 'string' },
       verbose: { type: 'boolean', default: false },
     },
   });
   const only = values.only ? new Set(values.only.split(',')) : undefined;
-  const questions = loadEvalSet().filter((q) => !only || only.has(q.id));
-  const structural = loadStructuralSet().filter((q) => !only || only.has(q.id));
+  const prefixes = values.set?.split(',');
+  const chosen = (q: { id: string; heldOut?: boolean | undefined }) =>
+    (!only || only.has(q.id)) &&
+    (!prefixes || prefixes.some((prefix) => q.id.startsWith(prefix))) &&
+    !(values.tuning && q.heldOut);
+  const questions = loadEvalSet().filter(chosen);
+  const structural = loadStructuralSet().filter(chosen);
   const env = parseEnv(process.env);
   const dataDir = resolve(values['data-dir'] as string, cacheKey());
   const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
@@ -207,8 +243,19 @@ async function askOne(
   const ms = Math.round(performance.now() - started);
   const below = await resources.list(SYSTEM_ACTOR, conversation.conversation);
   const byUrn = new Map(below.map((r) => [r.meta.id, r]));
-  // A part counts only when the whole request was answered (a failed root loses every part).
-  const failed = (byUrn.get(conversation.answer) as Message | undefined)?.error !== undefined;
+  // A part counts only when the whole request was answered (a failed root loses every part); a
+  // `partial` answer (issue 21 item 1) still carries the parts that passed.
+  const final = byUrn.get(conversation.answer) as Message | undefined;
+  const failed = final?.error !== undefined && (final as { status?: unknown }).status !== 'partial';
+  const lost = !final || failed || withoutSources(final.content).trim() === '';
+  const sections = sectionsOf(withoutSources(final?.content ?? ''), question.parts.length);
+  const verdicts = [
+    ...below
+      .filter((r): r is Verdict => r.meta.type === 'plan.Verdict')
+      .sort((a, b) => a.round - b.round)
+      .map((v) => `round ${v.round}: ${v.pass ? 'pass' : 'fail'} — ${v.reason}`),
+    ...(final?.error ? [`answer error: ${final.error.message ?? final.error.code ?? ''}`] : []),
+  ];
   const tasks = below.filter((r): r is Task => r.meta.type === 'plan.Task');
   const roots = tasks.filter((t) => t.depth === 1);
   const partTasks: (Task | undefined)[] =
@@ -229,11 +276,19 @@ async function askOne(
       termInAnswer: false,
       corrections: 0,
       termBeforeCorrection: false,
+      section: '',
+      termInSection: false,
+      leads: false,
+      leadsWithTerm: false,
+      lost,
+      verdicts,
       ms,
       answer: '',
       query: undefined,
     };
     if (!planned || failed) return empty;
+    const section = sections[i] ?? '';
+    const lead = firstBlock(section);
     const { rank, query } = searchRank(below, planned, part, documents, runtime);
     const final = latestCorrection(tasks, planned);
     const output = outputOf(final);
@@ -253,11 +308,15 @@ async function askOne(
       corrections: correctionsOf(tasks, planned),
       termBeforeCorrection: containsTerm(withoutSources(first?.content ?? ''), part.term),
       answer,
+      section,
+      termInSection: containsTerm(section, part.term),
+      leads: holdsQuestionTerm(lead, part.text),
+      leadsWithTerm: containsTerm(lead, part.term),
     };
   });
 }
 
-/** Rank of the first relevant hit of the task's first search call. */
+/** Rank of the first relevant hit of the search call the task's first attempt answered from. */
 function searchRank(
   below: readonly AnyResource[],
   task: Task,
@@ -269,7 +328,9 @@ function searchRank(
     .filter((r): r is ToolCallResource => r.meta.type === 'tool.Call' && parentOf(r.meta.id) === task.meta.id)
     .filter((c) => c.call.name === 'search')
     .sort((a, b) => a.meta.name.localeCompare(b.meta.name));
-  const call = calls[0];
+  // The part's own search: the last of the first attempt's calls (a back-reference's lookup of
+  // the earlier subject, issue 21 item 3, comes before it).
+  const call = calls.at(-1);
   if (!call) return { rank: undefined, query: undefined };
   const result = below.find(
     (r): r is Message =>
@@ -375,15 +436,17 @@ const hitAt = (rank: number | undefined, k: number) => rank !== undefined && ran
 const mark = (ok: boolean) => (ok ? '✓' : '·');
 
 function table(results: readonly PartResult[], verbose: boolean): string {
-  const rows = results.map((r) => {
-    const line = `| ${r.id}${r.heldOut ? '*' : ''} | ${r.term}${r.codeOnly ? ' (code)' : ''} | ${r.rank ?? '–'} | ${r.baselineRank ?? '–'} | ${mark(r.cited)} | ${mark(r.termInAnswer)} | ${r.corrections} | ${r.ms} |`;
+  const rows = results.map((r, i) => {
+    const last = results[i + 1]?.id.split('.')[0] !== r.id.split('.')[0];
+    const trail = verbose && last && r.verdicts.length ? `\n|  | ${r.verdicts.join(' / ')} ||||||||||` : '';
+    const line = `| ${r.id}${r.heldOut ? '*' : ''} | ${r.term}${r.codeOnly ? ' (code)' : ''} | ${r.rank ?? '–'} | ${r.baselineRank ?? '–'} | ${mark(r.cited)} | ${mark(r.termInAnswer)} | ${mark(r.termInSection)} | ${mark(r.leads)}${mark(r.leadsWithTerm)} | ${r.lost ? 'lost' : ''} | ${r.corrections} | ${r.ms} |`;
     return verbose
-      ? `${line}\n|  | query: ${r.query ?? '–'} — ${r.answer.replace(/\s+/g, ' ').slice(0, 300)} |||||||`
+      ? `${line}\n|  | query: ${r.query ?? '–'} — ${r.section.replace(/\s+/g, ' ').slice(0, 300)} ||||||||||${trail}`
       : line;
   });
   return [
-    '| part | term | rank | BM25 rank | cited | term in answer | corrections | ms |',
-    '|---|---|---|---|---|---|---|---|',
+    '| part | term | rank | BM25 rank | cited | term in answer | term in section | leads (question term, term) | lost | corrections | ms |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
@@ -410,12 +473,42 @@ function totals(results: readonly PartResult[]): Record<string, string> {
     count((r) => r.termInAnswer),
     n,
   );
+  row['term in own section'] = pct(
+    count((r) => r.termInSection),
+    n,
+  );
+  row.leads = pct(
+    count((r) => r.leads),
+    n,
+  );
+  row['leads with term'] = pct(
+    count((r) => r.leadsWithTerm),
+    n,
+  );
+  const asks = questionsOf(results);
+  row['asks without answer'] = `${asks.filter((q) => q.every((r) => r.lost)).length} of ${asks.length}`;
+  const multi = asks.filter((q) => q.length > 1);
+  row['multi-part all right'] =
+    multi.length === 0 ? '–' : pct(multi.filter((q) => q.every(partRight)).length, multi.length);
   const corrected = results.filter((r) => r.corrections > 0);
   row['corrective rounds'] = String(results.reduce((s, r) => s + r.corrections, 0));
   row['corrected: term before → after'] =
     `${count((r) => r.corrections > 0 && r.termBeforeCorrection)} → ${count((r) => r.corrections > 0 && r.termInAnswer)} of ${corrected.length}`;
   row['median ms'] = String(median(results.map((r) => r.ms)));
   return row;
+}
+
+/** A part is right when its own section holds the term and it cites an expected module. */
+const partRight = (r: PartResult) => r.termInSection && r.cited;
+
+/** The results grouped by question (`p01.2` → `p01`), in order. */
+function questionsOf(results: readonly PartResult[]): PartResult[][] {
+  const groups = new Map<string, PartResult[]>();
+  for (const r of results) {
+    const id = r.id.split('.')[0] as string;
+    groups.set(id, [...(groups.get(id) ?? []), r]);
+  }
+  return [...groups.values()];
 }
 
 function median(values: readonly number[]): number {
@@ -428,6 +521,8 @@ function summary(results: readonly PartResult[]): string {
     ['tuning', results.filter((r) => !r.heldOut)],
     ['held out', results.filter((r) => r.heldOut)],
     ['multi-part', results.filter((r) => r.id.includes('.'))],
+    ['3-part (p) tuning', results.filter((r) => r.id.startsWith('p') && !r.heldOut)],
+    ['3-part (p) held out', results.filter((r) => r.id.startsWith('p') && r.heldOut)],
     ['code only', results.filter((r) => r.codeOnly)],
     ['all', [...results]],
   ];

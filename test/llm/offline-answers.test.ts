@@ -211,7 +211,7 @@ describe('excerpt of a long code block', () => {
     '  eventPattern: {',
     ...Array.from({ length: 30 }, (_, i) => `    field${i}: events.Match.exactString('v${i}'),`),
     "    key: events.Match.wildcard('path/*.txt'),",
-    ...Array.from({ length: 10 }, (_, i) => `    other${i}: 'x',`),
+    ...Array.from({ length: 20 }, (_, i) => `    other${i}: 'x',`),
     '  },',
     '});',
   ].join('\n');

@@ -1,0 +1,352 @@
+/**
+ * The offline model's answers and supervision, part by part (issue 21 items 2–4): objections
+ * about content, corrective rounds over the whole corpus that end when they add nothing, back-
+ * references that carry the earlier subject and its API, and answers that lead with the fact.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  CREATE_PLAN,
+  CREATE_PLAN_SPEC,
+  SUBMIT_VERDICT_SPEC,
+  type TaskPayload,
+} from '../../shared/domain/payloads.js';
+import { excerpt, extractiveAnswer, rejectedTerms, sourceLabel } from '../../shared/llm/extract.js';
+import {
+  apiOf,
+  contentTerms,
+  judge,
+  OfflineChatModel,
+  resolveReferences,
+  SHOWS_CODE,
+} from '../../shared/llm/offline.js';
+import type { ContentBlock, ConverseRequest, ToolSpec } from '../../shared/llm/port.js';
+
+const SEARCH: ToolSpec = {
+  name: 'search',
+  description: 'Full-text search over the ingested documentation chunks',
+  inputSchema: {
+    json: {
+      type: 'object',
+      properties: { query: { type: 'string', maxLength: 2000 }, prefix: { type: 'string' } },
+      required: ['query'],
+    },
+  },
+};
+
+const model = new OfflineChatModel();
+
+/** The task prompt as the assistant step writes it: a `## Task` section with its description. */
+function taskRequest(purpose: string, instructions: string, more: ConverseRequest['messages'] = []) {
+  return {
+    messages: [
+      {
+        role: 'user' as const,
+        content: [{ text: `## Task\n**Purpose:** ${purpose}\n\n**Instructions:** ${instructions}` }],
+      },
+      ...more,
+    ],
+    toolConfig: { tools: [{ toolSpec: SEARCH }] },
+  };
+}
+
+function toolUseOf(content: readonly ContentBlock[]) {
+  const block = content.find((b) => 'toolUse' in b);
+  if (!block || !('toolUse' in block)) throw new Error('no tool use');
+  return block.toolUse;
+}
+
+describe('the judge objects about content (item 2)', () => {
+  it('a part names its content terms for the judge: nouns and identifiers, not filler verbs', async () => {
+    const text =
+      '1. How do I create a DynamoDB table with a stream? 2. How do I send the records it fails to process to an SQS queue?';
+    const response = await model.converse({
+      messages: [{ role: 'user', content: [{ text }] }],
+      toolConfig: { tools: [{ toolSpec: CREATE_PLAN_SPEC }], toolChoice: { tool: { name: CREATE_PLAN } } },
+    });
+    const plan = toolUseOf(response.output.message.content).input as unknown as { tasks: TaskPayload[] };
+    const second = plan.tasks[0]?.subtasks?.[1];
+    expect(second?.evaluation).toMatch(/mentions: records, SQS, queue\.$/);
+    expect(second?.evaluation).not.toMatch(/\b(?:send|fail|process|still|after)\b/);
+  });
+
+  it.each([
+    ['How do I change the event before it reaches that target?', ['event', 'target']],
+    ['How do I make it scale out when CPU utilization is high?', ['scale', 'CPU', 'utilization']],
+    [
+      'How do I read its value at synthesis time rather than with a deploy-time token?',
+      ['value', 'synthesis', 'time'],
+    ],
+  ])('content terms of %j', (question, terms) => {
+    expect(contentTerms(question)).toEqual(terms);
+  });
+
+  it('its objection names the content terms the answer lacks, from the evaluation the planner wrote', async () => {
+    const response = await model.converse({
+      messages: [
+        {
+          role: 'user',
+          content: [{ text: 'How do I send the records it fails to process to an SQS queue?' }],
+        },
+      ],
+      toolConfig: { tools: [{ toolSpec: CREATE_PLAN_SPEC }], toolChoice: { tool: { name: CREATE_PLAN } } },
+    });
+    const plan = toolUseOf(response.output.message.content).input as unknown as { tasks: TaskPayload[] };
+    const verdict = judge({
+      urn: 'cld:common.Conversation.a/plan.Task.b',
+      citations: ['cld:doc.Document.a/doc.Chunk.1'],
+      evaluation: plan.tasks[0]?.evaluation ?? '',
+      output: 'Set `startingPosition` on the event source:\n\n```ts\nnew DynamoEventSource(table, {});\n```',
+    });
+    expect(verdict).toMatchObject({ pass: false, reason: 'does not mention records, SQS, queue' });
+    expect(verdict.missing).toEqual(['records', 'SQS', 'queue']);
+  });
+});
+
+describe('corrective rounds (item 2)', () => {
+  const subtask = {
+    urn: 'cld:common.Conversation.a/plan.Task.b/plan.Task.c',
+    title: 'How do I send the records it fails to process to an SQS queue?',
+    purpose:
+      'Answer the question: How do I send the records it fails to process to an SQS queue? (it: the Lambda function)',
+    evaluation: `The answer cites at least one documentation chunk, ${SHOWS_CODE}, and mentions: records, SQS, queue.`,
+    output: 'Use `startingPosition`:\n\n```ts\nnew DynamoEventSource(table, {});\n```',
+    citations: ['cld:doc.Document.d/doc.Chunk.1'],
+  };
+  const verdictOf = async (subtasks: object[]) => {
+    const text = `## Task\n**Purpose:** Answer 2 parts\n\n## Subtask outputs\n\`\`\`json\n${JSON.stringify({ subtasks }, null, 2)}\n\`\`\``;
+    const response = await model.converse({
+      messages: [{ role: 'user', content: [{ text }] }],
+      toolConfig: { tools: [{ toolSpec: SUBMIT_VERDICT_SPEC }] },
+    });
+    return toolUseOf(response.output.message.content).input as unknown as {
+      pass: boolean;
+      reason: string;
+      corrective: TaskPayload[];
+    };
+  };
+
+  it('reformulates with the referent and the missing terms and searches the whole corpus', async () => {
+    const verdict = await verdictOf([subtask]);
+    const [retry] = verdict.corrective;
+    expect(retry?.instructions).toMatch(
+      /^Search the whole documentation for "How do I send the records it fails to process to an SQS queue\? \(it: the Lambda function\) records SQS queue"/,
+    );
+    expect(retry?.instructions).not.toMatch(/within cld:/);
+    // The corrective task's search: that query, with no prefix.
+    const response = await model.converse(taskRequest(retry?.purpose ?? '', retry?.instructions ?? ''));
+    const call = toolUseOf(response.output.message.content);
+    expect(call.input).toEqual({
+      query:
+        'How do I send the records it fails to process to an SQS queue? (it: the Lambda function) records SQS queue',
+    });
+  });
+
+  it('ends the rounds early when a corrective round adds nothing new, and goes on when it does', async () => {
+    const [retry] = (await verdictOf([subtask])).corrective;
+    const same = { ...subtask, urn: `${subtask.urn}x`, instructions: retry?.instructions };
+    const ended = await verdictOf([same]);
+    expect(ended.pass).toBe(false);
+    expect(ended.corrective).toEqual([]);
+    expect(ended.reason).toMatch(/added nothing new/);
+    // A round that cites a new document goes on.
+    const moved = { ...same, citations: ['cld:doc.Document.e/doc.Chunk.2'] };
+    expect((await verdictOf([moved])).corrective).toHaveLength(1);
+  });
+});
+
+describe('referents that carry (item 3)', () => {
+  it('"it" in a later part is what the part before it was about, when that part referred back too', () => {
+    expect(
+      resolveReferences([
+        'How do I run a Fargate service in an ECS cluster?',
+        'How do I make it scale out when CPU utilization is high?',
+        'How do I register it as a target of an application load balancer listener?',
+      ]),
+    ).toEqual([
+      undefined,
+      { phrase: 'it', subject: 'Fargate service' },
+      { phrase: 'it', subject: 'Fargate service' },
+    ]);
+  });
+
+  it('"add X to Y", then "it": Y', () => {
+    expect(
+      resolveReferences([
+        'How do I add a wait state to a Step Functions state machine?',
+        'How do I add a Choice state to it?',
+      ])[1],
+    ).toEqual({ phrase: 'it', subject: 'Step Functions state machine' });
+  });
+
+  const fargate = {
+    urn: 'cld:doc.Document.ecs/doc.Chunk.1',
+    text: [
+      'Use a Fargate service:',
+      '',
+      '```ts',
+      'const taskDefinition = new ecs.FargateTaskDefinition(this, "TaskDef");',
+      'const service = new ecs.FargateService(this, "Service", { cluster, taskDefinition });',
+      '```',
+    ].join('\n'),
+  };
+
+  it('finds the API the earlier subject is answered with', () => {
+    expect(apiOf('Fargate service', [fargate])).toBe('ecs.FargateService');
+    expect(apiOf('SQS queue', [{ urn: 'u', text: '```ts\nconst q = new sqs.Queue(this, "Q");\n```' }])).toBe(
+      'sqs.Queue',
+    );
+    expect(apiOf('errors metric', [fargate])).toBeUndefined();
+    const topics = {
+      urn: 'u',
+      text: '```ts\nrule.addTarget(new targets.SnsTopic(topic));\nconst topic = new sns.Topic(this, "T");\n```',
+    };
+    expect(apiOf('SNS topic', [topics])).toBe('sns.Topic');
+    const apis = {
+      urn: 'u',
+      text: '```ts\nnew tasks.CallApiGatewayRestApiEndpoint(this, "Call", {});\nconst api = new apigateway.RestApi(this, "A");\n```',
+    };
+    expect(apiOf('REST API', [apis])).toBe('apigateway.RestApi');
+  });
+
+  it('looks the referent up, then searches with its API, and answers from the chunk that spells it', async () => {
+    const purpose =
+      'Answer the question: How do I make it scale out when CPU utilization is high? (it: the Fargate service)';
+    const first = toolUseOf((await model.converse(taskRequest(purpose, 'Search.'))).output.message.content);
+    expect(first.input).toEqual({ query: 'Fargate service' });
+    const looked: ConverseRequest['messages'] = [
+      { role: 'assistant', content: [{ toolUse: first }] },
+      {
+        role: 'user',
+        content: [
+          {
+            toolResult: {
+              toolUseId: first.toolUseId,
+              content: [{ json: { results: [fargate] } }],
+              status: 'success',
+            },
+          },
+        ],
+      },
+    ];
+    const second = toolUseOf(
+      (await model.converse(taskRequest(purpose, 'Search.', looked))).output.message.content,
+    );
+    expect(second.input).toEqual({
+      query: 'How do I make it scale out when CPU utilization is high? (it: `ecs.FargateService`)',
+    });
+    const ec2 = {
+      urn: 'cld:doc.Document.autoscaling/doc.Chunk.1',
+      text: 'To scale out when CPU utilization is high, scale the group on CPU utilization:\n\n```ts\nautoScalingGroup.scaleOnCpuUtilization("KeepSpareCPU", { targetUtilizationPercent: 50 });\n```',
+    };
+    const ecs = {
+      urn: 'cld:doc.Document.ecs/doc.Chunk.2',
+      text: 'Scale the service out on CPU utilization:\n\n```ts\nconst scaling = fargateService.autoScaleTaskCount({ maxCapacity: 10 });\nscaling.scaleOnCpuUtilization("CpuScaling", { targetUtilizationPercent: 50 });\n// a FargateService scales its task count\n```',
+    };
+    const answered: ConverseRequest['messages'] = [
+      ...looked,
+      { role: 'assistant', content: [{ toolUse: second }] },
+      {
+        role: 'user',
+        content: [
+          {
+            toolResult: {
+              toolUseId: second.toolUseId,
+              content: [{ json: { results: [ec2, ecs] } }],
+              status: 'success',
+            },
+          },
+        ],
+      },
+    ];
+    const reply = (await model.converse(taskRequest(purpose, 'Search.', answered))).output.message.content;
+    const text = reply.flatMap((b) => ('text' in b ? [b.text] : [])).join('');
+    expect(text.indexOf('autoScaleTaskCount')).toBeGreaterThan(-1);
+    expect(text.indexOf('autoScaleTaskCount')).toBeLessThan(
+      text.indexOf('autoScalingGroup') === -1 ? Number.POSITIVE_INFINITY : text.indexOf('autoScalingGroup'),
+    );
+  });
+});
+
+describe('answers that lead with the fact (item 4)', () => {
+  it('demotes the alternative the user ruled out', () => {
+    const token = {
+      urn: 'cld:doc.Document.ssm/doc.Chunk.1',
+      text: 'To read the value of a parameter as a deploy-time token, use `valueForStringParameter`. The token is resolved at deploy time.',
+    };
+    const lookup = {
+      urn: 'cld:doc.Document.ssm/doc.Chunk.2',
+      text: 'To read the value at synthesis time, use `valueFromLookup`, which queries the parameter when the app is synthesized.',
+    };
+    const question = 'How do I read its value at synthesis time rather than with a deploy-time token?';
+    expect(rejectedTerms(question)).toEqual(expect.arrayContaining(['deploi', 'token']));
+    const answer = extractiveAnswer(question, [token, lookup]);
+    expect(answer.split('\n\n')[0]).toContain('valueFromLookup');
+    expect(answer.indexOf('valueFromLookup')).toBeLessThan(
+      answer.indexOf('valueForStringParameter') === -1
+        ? Number.POSITIVE_INFINITY
+        : answer.indexOf('valueForStringParameter'),
+    );
+  });
+
+  it('opens with the code that holds the question terms and drops leading sentences holding none of its key terms', () => {
+    const hit = {
+      urn: 'cld:doc.Document.cw/doc.Chunk.1',
+      text: [
+        'This can be useful if you want to scope alarms to one stack.',
+        '',
+        'Composite alarms combine alarms with a rule:',
+        '',
+        '```ts',
+        'new cloudwatch.CompositeAlarm(this, "Composite", { alarmRule: cloudwatch.AlarmRule.anyOf(alarm1, alarm2) });',
+        '```',
+      ].join('\n'),
+    };
+    const other = {
+      urn: 'cld:doc.Document.cw/doc.Chunk.2',
+      text: 'An alarm watches a metric. You can create alarms on any metric you like.',
+    };
+    const answer = extractiveAnswer('How do I combine two alarms into a composite alarm?', [hit, other]);
+    const [first, second] = answer.split('\n\n');
+    expect(first).toBe('Composite alarms combine alarms with a rule:');
+    expect(second).toMatch(/^```ts\nnew cloudwatch\.CompositeAlarm/);
+    expect(answer).not.toContain('This can be useful');
+  });
+
+  it('cuts a long code block around the asked-for statement, weighing rare terms over common ones', () => {
+    const code = [
+      'declare const alarm1: cloudwatch.Alarm;',
+      ...Array.from({ length: 20 }, (_, i) => `const rule${i} = cloudwatch.AlarmRule.anyOf(alarm${i});`),
+      'new cloudwatch.CompositeAlarm(this, "MyCompositeAlarm", {',
+      '  alarmRule: rule0,',
+      '});',
+      ...Array.from({ length: 10 }, (_, i) => `const later${i} = ${i};`),
+    ].join('\n');
+    const weights = new Map([
+      ['alarm', 1],
+      ['rule', 1],
+      ['composit', 3],
+    ]);
+    const lines = excerpt(code, weights, 'ts').split('\n');
+    expect(lines.length).toBeLessThanOrEqual(18);
+    expect(lines[0]).toBe('// …');
+    const at = lines.indexOf('new cloudwatch.CompositeAlarm(this, "MyCompositeAlarm", {');
+    expect(lines.slice(at, at + 3)).toEqual([
+      'new cloudwatch.CompositeAlarm(this, "MyCompositeAlarm", {',
+      '  alarmRule: rule0,',
+      '});',
+    ]);
+  });
+
+  it('cites the document and heading, not only the URN', () => {
+    const hit = {
+      urn: 'cld:doc.Document.ssm/doc.Chunk.3',
+      source: 'node_modules/aws-cdk-lib/aws-ssm/README.md',
+      title: 'AWS Systems Manager Construct Library › Lookups',
+      text: 'You can look up the value of a parameter at synthesis time with `valueFromLookup` in your stack.',
+    };
+    expect(sourceLabel(hit)).toBe('aws-ssm README › Lookups');
+    expect(extractiveAnswer('How do I look up a parameter value?', [hit])).toMatch(
+      /Sources:\n- aws-ssm README › Lookups \(cld:doc\.Document\.ssm\/doc\.Chunk\.3\)$/,
+    );
+  });
+});
