@@ -18,7 +18,8 @@ import { toolsCommand } from './tools.js';
  * place; the model is offline unless configured (`CLD_MODEL_ID` alone: Bedrock;
  * `CLD_MODEL_PROVIDER=openai` with `CLD_OPENAI_BASE_URL`: an OpenAI-compatible server; see
  * shared/llm/config.ts). Exit code 0 on success; 1 with one clear line on failure; 2 for bad
- * usage (unknown options included); 130 when interrupted (Ctrl-C) during `ask`.
+ * usage (unknown options included); 3 when `ask`'s answer is partial (some parts not answered);
+ * 130 when interrupted (Ctrl-C) during `ask`.
  */
 
 const USAGE = `usage:

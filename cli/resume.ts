@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { conversationProgress } from '../shared/domain/progress.js';
+import { conversationProgress, isClosed } from '../shared/domain/progress.js';
 import { sweeperActor } from '../shared/domain/sweep.js';
 import { type Env, modelFor } from '../shared/runtime/compose.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
@@ -12,7 +12,7 @@ import { conversationUrnProblem } from './resources.js';
  * `RESOURCE_PUT` for every resource of an unfinished message whose effect is missing
  * (shared/domain/sweep.ts) — for every open conversation, or the one named; then runs the work to
  * the end and prints each conversation's status. Exit code 0 when every resumed message is
- * answered (an answer with an error included), 1 when one is still open, 2 on bad input.
+ * answered (a partial answer or one with an error included), 1 when one is still open, 2 on bad input.
  */
 export async function resumeCommand(args: string[], dataDir: string, env: Env): Promise<number> {
   let positionals: string[];
@@ -52,7 +52,7 @@ export async function resumeCommand(args: string[], dataDir: string, env: Env): 
     const progress = conversationProgress(outcome.conversation, root ? [root, ...below] : below, {
       now: new Date(),
     });
-    const unanswered = progress.turns.filter((t) => t.status !== 'done' && t.status !== 'failed');
+    const unanswered = progress.turns.filter((t) => !isClosed(t.status));
     open += unanswered.length;
     console.log(
       `${outcome.conversation}: ${progress.status}${unanswered.length ? ` (waiting for ${unanswered.flatMap((t) => t.waitingFor).join('; ')})` : ''}`,

@@ -9,6 +9,7 @@ import type {
 import { childUrn, parentOf, rootOf } from '../urn.js';
 import { approvalIdOf, approvalStatus, approvalUrnOf, decisionUrnOf } from './approval.js';
 import { NAMES, outputUrn } from './common.js';
+import { outcomeOf } from './outcome.js';
 
 /**
  * Progress of a conversation, derived from its stored resources alone (the resource tree is the
@@ -36,15 +37,30 @@ import { NAMES, outputUrn } from './common.js';
  * verdict: the supervisor's repeat finds them stored and emits nothing for them).
  */
 
-/** Status of one turn (a user Message). */
-export type TurnStatus = 'pending' | 'running' | 'stalled' | 'done' | 'failed';
+/**
+ * Status of one turn (a user Message): `done`, `partial` (answered, some parts not: the answer's
+ * `unanswered`, shared/domain/outcome.ts) and `failed` are closed; the others are open.
+ */
+export type TurnStatus = 'pending' | 'running' | 'stalled' | 'done' | 'partial' | 'failed';
+
+/** Whether a turn status is closed: the message is answered (`done`, `partial` or `failed`). */
+export function isClosed(status: TurnStatus): boolean {
+  return status === 'done' || status === 'partial' || status === 'failed';
+}
 
 /**
  * Severity of statuses, least severe first: a conversation's status is the most severe of its
  * turns' ({@link worstStatus}). An open turn outranks every closed one (a conversation is not
  * finished while one of its messages is not), and a stalled one outranks every other.
  */
-export const STATUS_SEVERITY: readonly TurnStatus[] = ['done', 'failed', 'pending', 'running', 'stalled'];
+export const STATUS_SEVERITY: readonly TurnStatus[] = [
+  'done',
+  'partial',
+  'failed',
+  'pending',
+  'running',
+  'stalled',
+];
 
 /** The progress of one turn. */
 export interface TurnProgress {
@@ -141,7 +157,7 @@ export function turnProgress(message: Message, tree: ResourceTree, options: Prog
   if (answer)
     return {
       message: urn,
-      status: answer.error ? 'failed' : 'done',
+      status: outcomeOf(answer),
       waitingFor: [],
       redrive: [],
       lastProgress,

@@ -11,7 +11,7 @@ import type { ResourceIndex } from '../resources/resource-index.js';
 import type { AnyResource } from '../resources/schemas.js';
 import { answerMessage } from './common.js';
 import type { Limits } from './limits.js';
-import { type ConversationProgress, conversationProgress, type TurnProgress } from './progress.js';
+import { type ConversationProgress, conversationProgress, isClosed, type TurnProgress } from './progress.js';
 
 /**
  * Resume and redrive (issue 12: nothing stays pending, even when the process dies). Both walk
@@ -151,7 +151,7 @@ export async function sweepConversation(
   const resources: AnyResource[] = [root, ...(await deps.resources.list(actor, conversation))];
   const repaired = await repairProjections(deps.projections, conversation, resources);
   const progress = conversationProgress(conversation, resources, { now: deps.now(), stallAfterMs });
-  const open = progress.turns.filter((turn) => turn.status !== 'done' && turn.status !== 'failed');
+  const open = progress.turns.filter((turn) => !isClosed(turn.status));
   const waitingFor = open.flatMap((turn) => turn.waitingFor);
   if (open.length === 0) {
     await deps.open.close(conversation, item.progress);
