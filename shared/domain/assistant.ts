@@ -472,7 +472,7 @@ async function writeCombined(
  * up, or the supervisor proposed no corrective subtask), keeping what was done (issue 21):
  * - a subtask the verdict passed (or did not judge) and whose output has no error is answered;
  * - one the verdict failed, or whose output has an error, is not: it is named under "Not answered"
- *   with the verdict's objection to it (else its error, else the verdict's reason);
+ *   with its error, else the verdict's objection to it, else the verdict's reason;
  * - with at least one answered subtask, the output is partial: the answered outputs plus that
  *   section (and `unanswered` on the Message); when every subtask passed and the verdict still
  *   failed (an objection to the whole), the task itself is named, with the verdict's reason;
@@ -505,7 +505,7 @@ async function endUnresolved(
       continue;
     }
     const why =
-      (verdictOn && !verdictOn.pass && verdictOn.reason.trim()) || output.error?.message || verdict.reason;
+      output.error?.message || (verdictOn && !verdictOn.pass && verdictOn.reason.trim()) || verdict.reason;
     missed.push(unansweredPart(subtask, title, `${why}${after}`));
   }
   if (answered.length === 0) return fail(task, failure, deps);
