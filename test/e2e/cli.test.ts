@@ -176,7 +176,7 @@ describe('a partial answer (issue 21)', () => {
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(/^status: partial$/m);
     expect(shown.stdout).toMatch(/◑ partial Answer 3 parts/);
-  });
+  }, 180_000); // two CLI processes (each bounded at 90 s) on a loaded 2-core machine
 });
 
 describe('ask --conversation', () => {
