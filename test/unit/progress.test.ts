@@ -5,7 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { answerMessage, NAMES } from '../../shared/domain/common.js';
-import { conversationProgress, type TurnStatus, worstStatus } from '../../shared/domain/progress.js';
+import {
+  conversationProgress,
+  isClosed,
+  type TurnStatus,
+  worstStatus,
+} from '../../shared/domain/progress.js';
 import { toResourcePut } from '../../shared/events/envelope.js';
 import { matchesPattern } from '../../shared/events/pattern.js';
 import { routingTable } from '../../shared/events/routing.js';
@@ -54,6 +59,9 @@ describe('worstStatus', () => {
     [['pending', 'done'], 'pending'],
     [['running', 'pending'], 'running'],
     [['done', 'stalled', 'running'], 'stalled'],
+    [['done', 'partial'], 'partial'],
+    [['partial', 'failed'], 'failed'],
+    [['partial', 'pending'], 'pending'],
   ])('%j → %s', (statuses, worst) => {
     expect(worstStatus(statuses)).toBe(worst);
   });
@@ -139,6 +147,20 @@ describe('conversationProgress', () => {
     );
     expect(progress.turns.map((t) => t.status)).toEqual(['running', 'done']);
     expect(progress.status).toBe('running');
+  });
+
+  it('is partial, closed and never stalled when every message is answered and one left parts unanswered', () => {
+    const unanswered = [{ task: m1.meta.id, title: 'part 3', reason: 'cites no source' }];
+    const a1 = answerMessage(m1.meta.id, { content: 'parts 1-2', unanswered }, NOW);
+    const a2 = answerMessage(m2.meta.id, { content: 'yes' }, NOW);
+    const progress = conversationProgress(c.meta.id, [c, m1, m2, a1, a2], {
+      now: new Date(NOW.getTime() + 24 * 3_600_000),
+      stallAfterMs: 60_000,
+    });
+    expect(a1.unanswered).toEqual(unanswered);
+    expect(progress.turns.map((t) => t.status)).toEqual(['partial', 'done']);
+    expect(progress.status).toBe('partial');
+    expect(progress.turns.every((t) => isClosed(t.status) && t.redrive.length === 0)).toBe(true);
   });
 
   it('is failed when every message is answered and one answer carries an error', () => {
