@@ -244,7 +244,7 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
       if (
         known !== undefined &&
         known !== 'not-found' &&
-        (known.status === 'done' || known.status === 'failed')
+        (known.status === 'done' || known.status === 'partial' || known.status === 'failed')
       )
         continue;
       views.set(id, await status(served.url, id));
@@ -252,7 +252,9 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
     const open = acknowledged.filter((id) => {
       const view = views.get(id);
       return (
-        view === undefined || view === 'not-found' || (view.status !== 'done' && view.status !== 'failed')
+        view === undefined ||
+        view === 'not-found' ||
+        (view.status !== 'done' && view.status !== 'partial' && view.status !== 'failed')
       );
     });
     if (unfinishedAtLastStart < 0) unfinishedAtLastStart = open.length;
@@ -283,7 +285,8 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
       continue;
     }
     conversations.push(view.urn);
-    if (view.status === 'done') result.answered++;
+    // A partial answer is an answer (issue 21): some parts named as not answered, none lost.
+    if (view.status === 'done' || view.status === 'partial') result.answered++;
     else if (view.status === 'failed')
       result.failed.push({
         id,
