@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { outcomeOf } from '../../shared/domain/outcome.js';
-import { CREATE_PLAN, SUBMIT_VERDICT } from '../../shared/domain/payloads.js';
+import { CREATE_PLAN, SUBMIT_VERDICT, type TaskPayload } from '../../shared/domain/payloads.js';
 import { conversationProgress } from '../../shared/domain/progress.js';
 import type {
   ChatModel,
@@ -48,7 +48,7 @@ class PartScripted implements ChatModel {
     const tools = request.toolConfig?.tools.map((t) => t.toolSpec.name) ?? [];
     let content: ContentBlock[];
     if (tools.includes(CREATE_PLAN)) {
-      const task = (title: string, parts?: string[]) => ({
+      const task = (title: string, parts?: string[]): TaskPayload => ({
         title,
         purpose: `Answer: ${title}`,
         instructions: `Answer ${title}.`,
@@ -59,7 +59,9 @@ class PartScripted implements ChatModel {
         ...(parts ? { subtasks: parts.map((p) => task(p)) } : {}),
       });
       content = [
-        toolUse(CREATE_PLAN, { tasks: this.script.roots.map((r) => task(r.title, r.parts)) } as JsonValue),
+        toolUse(CREATE_PLAN, {
+          tasks: this.script.roots.map((r) => task(r.title, r.parts)),
+        } as unknown as JsonValue),
       ];
     } else if (tools.includes(SUBMIT_VERDICT)) {
       const prompt = lastText(request);
