@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
-import { conversationProgress, isClosed } from '../shared/domain/progress.js';
+import { conversationProgress } from '../shared/domain/progress.js';
 import { sweeperActor } from '../shared/domain/sweep.js';
+import { isEnded } from '../shared/domain/turn.js';
 import { type Env, modelFor } from '../shared/runtime/compose.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
 import { resumeLocal, settleLocal } from '../shared/runtime/local-recovery.js';
@@ -52,7 +53,7 @@ export async function resumeCommand(args: string[], dataDir: string, env: Env): 
     const progress = conversationProgress(outcome.conversation, root ? [root, ...below] : below, {
       now: new Date(),
     });
-    const unanswered = progress.turns.filter((t) => !isClosed(t.status));
+    const unanswered = progress.turns.filter((t) => !isEnded(t.status));
     open += unanswered.length;
     console.log(
       `${outcome.conversation}: ${progress.status}${unanswered.length ? ` (waiting for ${unanswered.flatMap((t) => t.waitingFor).join('; ')})` : ''}`,

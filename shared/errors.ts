@@ -21,7 +21,8 @@ export type ErrorCode =
   | 'CHANNEL_ERROR'
   | 'IDEMPOTENCY_CONFLICT'
   | 'APPROVAL_DECIDED'
-  | 'APPROVAL_EXPIRED';
+  | 'APPROVAL_EXPIRED'
+  | 'MESSAGE_ENDED';
 
 /** Base class: every error the domain throws on purpose is a `CldError`. */
 export class CldError extends Error {
@@ -102,6 +103,17 @@ export class ApprovalDecidedError extends CldError {
 export class ApprovalExpiredError extends CldError {
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('APPROVAL_EXPIRED', message, options);
+  }
+}
+
+/**
+ * A decision came for an approval request whose user Message already ended (its answer is
+ * stored: done, failed, stalled, …); nothing was stored and nothing runs. `details` gives the
+ * message's current state (`message`, `status`, `endedAt`). The HTTP edge answers 409.
+ */
+export class MessageEndedError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('MESSAGE_ENDED', message, options);
   }
 }
 

@@ -1,5 +1,5 @@
 import { App, type AppProps, Validations } from 'aws-cdk-lib';
-import { AwsSolutionsChecks } from 'cdk-nag';
+import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import { resolveConfig, type StackConfig } from './config.js';
 import { CldStack, type CldStackProps } from './stack.js';
 
@@ -34,7 +34,7 @@ export interface CldApp {
  * Builds the CDK app as `cdk synth` runs it: the config resolved once from context, one
  * `CldStack` named `Cld-<stage>`, environment-agnostic (no `env`: account and Region are
  * CloudFormation's `AWS::AccountId`/`AWS::Region` of the account deployed to), and cdk-nag's
- * `AwsSolutionsChecks` as a policy-validation plugin (findings in the cloud assembly's
+ * `AwsSolutionsChecks` and `ServerlessChecks` as policy-validation plugins (findings in the cloud assembly's
  * `policy-validation-report.json`; any unacknowledged error fails synth).
  * @throws ConfigError for a bad context value, or a route without a function
  */
@@ -46,6 +46,9 @@ export function createCldApp(options: CldAppOptions = {}): CldApp {
     ...options.stack,
     config,
   });
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
+  Validations.of(app).addPlugins(
+    new AwsSolutionsChecks(app, { verbose: true }),
+    new ServerlessChecks(app, { verbose: true }),
+  );
   return { app, stack, config };
 }

@@ -29,6 +29,9 @@ import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from './secrets.js';
  * | `cld:logLevel` | Powertools log level | `INFO` |
  * | `cld:consoleAuth` | the console's OIDC sign-in (authorization code + PKCE): `{"domain": "https://<prefix>.auth.<region>.amazoncognito.com"}` (Cognito hosted UI) or `{"authorizationEndpoint", "tokenEndpoint"}`, with optional `clientId` (default: the first `cld:jwtAudience`) and `scopes` (default `["openid"]`); requires `cld:jwtIssuer` | none → the console takes a pasted bearer token |
  * | `cld:mcpServers` | MCP servers the `tool` function calls (shared/tools/mcp/config.ts), Streamable HTTP over `https:` only; a header value is a literal or `{ "secret": <complete Secrets Manager ARN> }` (the tool function may read exactly those) | `[]` |
+ * | `cld:destroyData` | `true` deletes the resources bucket (with its objects), its access-logs bucket and the projections table with the stack; for scratch stacks only | `false` (every stage retains the event log and the table) |
+ * | `cld:alarmEmail` | an e-mail address subscribed to the alarm topic (confirm the subscription e-mail AWS sends) | none |
+ * | `cld:alarmTopicArn` | an existing SNS topic ARN every alarm notifies instead of a topic the stack creates | none → the stack creates one (output `AlarmTopicArn`) |
  * | `cld:operatorSubjects` | JWT `sub` values of the operators who may approve and revoke discovered tools over the HTTP API (`GET /tools`, `POST /tools/{name}/approve`, `…/revoke`), 0–50 | `[]` (nobody: use the CLI) |
  */
 
@@ -189,6 +192,18 @@ export const StackConfigSchema = z
         }
       });
     }),
+    /** Opt-in: delete the event log (resources bucket and its objects) and the table with the stack. */
+    destroyData: z.boolean(),
+    /** E-mail subscribed to the alarm topic. */
+    alarmEmail: z.email('an e-mail address such as ops@example.com').optional(),
+    /** Existing SNS topic for every alarm (instead of one the stack creates). */
+    alarmTopicArn: z
+      .string()
+      .regex(
+        /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/,
+        'an SNS topic ARN, arn:aws:sns:<region>:<account>:<name>',
+      )
+      .optional(),
     operatorSubjects: z
       .array(
         z
@@ -230,6 +245,7 @@ export const CONFIG_DEFAULTS = {
   logLevel: 'INFO',
   mcpServers: [],
   operatorSubjects: [],
+  destroyData: false,
 } as const;
 
 /** The context keys read, by config field. */
@@ -250,6 +266,9 @@ export const CONTEXT_KEYS: Record<keyof StackConfig, string> = {
   consoleAuth: 'cld:consoleAuth',
   mcpServers: 'cld:mcpServers',
   operatorSubjects: 'cld:operatorSubjects',
+  destroyData: 'cld:destroyData',
+  alarmEmail: 'cld:alarmEmail',
+  alarmTopicArn: 'cld:alarmTopicArn',
 };
 
 /** Fields whose context value may be JSON text (objects, arrays, numbers given with `-c`). */
@@ -266,6 +285,7 @@ const JSON_FIELDS = new Set<keyof StackConfig>([
   'consoleAuth',
   'mcpServers',
   'operatorSubjects',
+  'destroyData',
 ]);
 
 /** True in the stage whose data is retained on stack deletion. */

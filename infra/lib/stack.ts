@@ -26,7 +26,7 @@ import type { Construct } from 'constructs';
 import { API_ROUTES, type ApiRoute } from '../../shared/channels/routes.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { EventPattern as RoutePattern } from '../../shared/events/pattern.js';
-import { type Route, routingTable } from '../../shared/events/routing.js';
+import { keyWildcard, type Route, routingTable } from '../../shared/events/routing.js';
 import { checkBundles } from '../../shared/policy/manifest.js';
 import { parseRulesDocument } from '../../shared/policy/rules.js';
 import { PROJECT_ROOT } from './bundling.js';
@@ -34,6 +34,8 @@ import { CatalogSeed } from './catalog-seed.js';
 import { isProduction, type StackConfig } from './config.js';
 import { DEAD_LETTER_CONSUMPTION, FUNCTION_TABLE, type FunctionSpec } from './functions.js';
 import { ChannelsApi } from './http-api.js';
+import { Monitoring, notifyAllAlarms } from './monitoring.js';
+import { MAX_RULE_COMPLEXITY, patternComplexity } from './rule-complexity.js';
 import { CHANNEL_SECRET_NAMES, CHANNEL_SECRETS, type ChannelSecretName, channelSecrets } from './secrets.js';
 import { pascalCase as pascal, StepFunction } from './step-function.js';
 
@@ -50,6 +52,9 @@ export interface CldStackProps extends StackProps {
   /** Project root to bundle from (default: this repository). */
   projectRoot?: string;
 }
+
+/** Construct id (prefix) of the singleton function CDK adds for `AwsCustomResource`. */
+const AWS_CUSTOM_RESOURCE_SINGLETON = 'AWS679f53fac002430cb0da5b7982bd2287';
 
 /** Id of the synth error on compiled policy bundles that do not match the Rego sources. */
 export const POLICY_BUNDLES_STALE = 'cld:policyBundlesStale';
@@ -104,14 +109,66 @@ export function toCdkEventPattern(pattern: RoutePattern): Record<string, unknown
   return result;
 }
 
+/** One EventBridge rule of a route: its construct id (without the `Rule` suffix), description and pattern. */
+export interface RulePart {
+  id: string;
+  description: string;
+  pattern: RoutePattern;
+  /** The pattern's complexity as EventBridge computes it (infra/lib/rule-complexity.ts). */
+  complexity: number;
+}
+
+/**
+ * The rules of one route: the route's own pattern as one rule (id = the route's id) while its
+ * complexity is at most {@link MAX_RULE_COMPLEXITY}; above that, one rule per shape (id = the
+ * route's id + the shape in PascalCase, `*` as `Any`), each with the route's pattern narrowed to
+ * that shape. The shapes of a route are disjoint, so an object still reaches the function at most
+ * once, exactly as the local bus delivers it by the route's pattern (DESIGN.md principle 4).
+ * @throws ConfigError when one shape alone is above the limit (EventBridge could refuse the rule)
+ */
+export function rulesOfRoute(route: Route): RulePart[] {
+  const whole = patternComplexity(route.pattern);
+  if (whole <= MAX_RULE_COMPLEXITY)
+    return [{ id: route.id, description: route.description, pattern: route.pattern, complexity: whole }];
+  return route.shapes.map((shape) => {
+    const pattern = narrowToShape(route.pattern, shape);
+    const complexity = patternComplexity(pattern);
+    if (complexity > MAX_RULE_COMPLEXITY) {
+      throw new ConfigError(
+        `route ${route.id}: the shape ${shape} alone has rule complexity ${complexity}, above ${MAX_RULE_COMPLEXITY} ` +
+          '(EventBridge may refuse the rule as too complex): use fewer `*` in the shape',
+      );
+    }
+    const suffix = shape.replaceAll('*', 'Any-').split('-').filter(Boolean).join('');
+    return {
+      id: `${route.id}${suffix}`,
+      description: `${route.description} (${shape})`,
+      pattern,
+      complexity,
+    };
+  });
+}
+
+/** The route's pattern with its object-key `wildcard`s narrowed to the one of `shape`. */
+function narrowToShape(pattern: RoutePattern, shape: string): RoutePattern {
+  const detail = pattern.detail as { object: Record<string, unknown> } & Record<string, unknown>;
+  return {
+    ...pattern,
+    detail: { ...detail, object: { ...detail.object, key: [{ wildcard: keyWildcard(shape) }] } },
+  } as RoutePattern;
+}
+
 /**
  * The cld stack: the event-sourced system of DESIGN.md on AWS.
  *
  * - Resources bucket: URN-keyed objects, S3 → EventBridge notifications, versioned, SSE-S3,
- *   public access blocked, TLS only, server access logs to a second bucket; retained in `prod`,
- *   destroyed with its objects elsewhere.
+ *   public access blocked, TLS only, server access logs to a second bucket; retained in every
+ *   stage (`cld:destroyData=true` deletes both buckets with their objects, for scratch stacks).
  * - Projections table (DynamoDB): `pk`/`sk` strings, TTL attribute `expiration`, on-demand,
- *   point-in-time recovery, AWS managed KMS key; retained (and deletion-protected) in `prod`.
+ *   point-in-time recovery, AWS managed KMS key; retained (unless `cld:destroyData`), and
+ *   deletion-protected in `prod`.
+ * - Monitoring (infra/lib/monitoring.ts): every alarm notifies one SNS topic; an API 5xx alarm;
+ *   a CloudWatch dashboard.
  * - The channel secrets (Slack signing secret and bot token, Teams security token and webhook
  *   URL): existing ones by ARN from the config, the others created (infra/lib/secrets.ts).
  * - The default catalog, stored at deploy with create-only puts ({@link CatalogSeed}): no
@@ -150,6 +207,8 @@ export class CldStack extends Stack {
   readonly httpApi: ChannelsApi;
   /** The catalog, stored at deploy (no function writes it). */
   readonly catalogSeed: CatalogSeed;
+  /** The alarm topic (every alarm's action), the API 5xx alarm and the dashboard. */
+  readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: CldStackProps) {
     super(scope, id, props);
@@ -157,6 +216,8 @@ export class CldStack extends Stack {
     this.config = config;
     const production = isProduction(config);
     const removalPolicy = production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    // The event log and its projections are kept in every stage unless the deployer opts in.
+    const dataRemovalPolicy = config.destroyData ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
 
     this.accessLogsBucket = new Bucket(this, 'AccessLogsBucket', {
       encryption: BucketEncryption.S3_MANAGED,
@@ -164,8 +225,8 @@ export class CldStack extends Stack {
       enforceSSL: true,
       objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
       lifecycleRules: [{ expiration: Duration.days(production ? 365 : 30) }],
-      removalPolicy,
-      autoDeleteObjects: !production,
+      removalPolicy: dataRemovalPolicy,
+      autoDeleteObjects: config.destroyData,
     });
 
     this.bucket = new Bucket(this, 'ResourcesBucket', {
@@ -182,8 +243,8 @@ export class CldStack extends Stack {
         // Resources are create-only, so noncurrent versions only come from deletes by operators.
         { noncurrentVersionExpiration: Duration.days(production ? 90 : 7) },
       ],
-      removalPolicy,
-      autoDeleteObjects: !production,
+      removalPolicy: dataRemovalPolicy,
+      autoDeleteObjects: config.destroyData,
     });
 
     this.table = new TableV2(this, 'ProjectionsTable', {
@@ -194,7 +255,7 @@ export class CldStack extends Stack {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: TableEncryptionV2.awsManagedKey(),
       deletionProtection: production,
-      removalPolicy,
+      removalPolicy: dataRemovalPolicy,
     });
 
     this.secrets = channelSecrets(this, config.secretArns, removalPolicy);
@@ -251,6 +312,12 @@ export class CldStack extends Stack {
       ),
       removalPolicy,
     });
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      config,
+      functions,
+      api: this.httpApi.api,
+    });
+    notifyAllAlarms(this, this.monitoring.alarmTopic);
     this.acknowledgeCdkManagedResources();
 
     new CfnOutput(this, 'ResourcesBucketName', {
@@ -279,6 +346,15 @@ export class CldStack extends Stack {
         value: step.logGroup.logGroupName,
       });
     }
+    new CfnOutput(this, 'AlarmTopicArn', {
+      description: 'SNS topic every alarm notifies (subscribe: aws sns subscribe --protocol email ...)',
+      value: this.monitoring.alarmTopic.topicArn,
+    });
+    new CfnOutput(this, 'DashboardName', {
+      description:
+        'CloudWatch dashboard of the conversations (steps, errors, throttles, dead letters, tokens)',
+      value: this.monitoring.dashboard.dashboardName,
+    });
     new CfnOutput(this, 'ApiUrl', {
       description: 'HTTP API base URL ($default stage), e.g. POST <ApiUrl>conversations with a JWT',
       value: this.httpApi.url,
@@ -329,18 +405,20 @@ export class CldStack extends Stack {
             '(EventBridge rules need trigger "eventbridge")',
         );
       }
-      const rule = new Rule(this, `${route.id}Rule`, {
-        description: route.description,
-        eventPattern: toCdkEventPattern(route.pattern),
-      });
-      rule.addTarget(
-        new LambdaFunction(step.function, {
-          deadLetterQueue: step.deadLetterQueue,
-          retryAttempts: config.retryAttempts,
-          maxEventAge: Duration.seconds(config.maxEventAgeSeconds),
-        }),
-      );
-      rules.set(route.id, rule);
+      for (const part of rulesOfRoute(route)) {
+        const rule = new Rule(this, `${part.id}Rule`, {
+          description: part.description,
+          eventPattern: toCdkEventPattern(part.pattern),
+        });
+        rule.addTarget(
+          new LambdaFunction(step.function, {
+            deadLetterQueue: step.deadLetterQueue,
+            retryAttempts: config.retryAttempts,
+            maxEventAge: Duration.seconds(config.maxEventAgeSeconds),
+          }),
+        );
+        rules.set(part.id, rule);
+      }
     }
     return rules;
   }
@@ -379,6 +457,18 @@ export class CldStack extends Stack {
   /** Acknowledgements, with reasons, for resources CDK itself adds to the stack. */
   private acknowledgeCdkManagedResources(): void {
     for (const child of this.node.children) {
+      // The singleton function of CDK's AwsCustomResource (the catalog seed's puts at deploy).
+      if (child.node.id.startsWith(AWS_CUSTOM_RESOURCE_SINGLETON)) {
+        const reason =
+          "CDK's own AwsCustomResource provider, invoked synchronously by CloudFormation at deploy (the catalog " +
+          "seed's puts); CDK owns its settings, and CloudFormation reports a failure itself.";
+        for (const id of [
+          'Serverless-LambdaDLQ',
+          'Serverless-LambdaTracing',
+          'Serverless-LambdaDefaultMemorySize',
+        ])
+          Validations.of(child).acknowledge({ id, reason });
+      }
       if (!child.node.id.startsWith('BucketNotificationsHandler')) continue;
       Validations.of(child).acknowledge({
         id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',

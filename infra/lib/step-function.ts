@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { Annotations, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
-import { Alarm, ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import { Alarm, ComparisonOperator, type Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, RecursiveLoop, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
@@ -58,6 +58,23 @@ export interface StepFunctionProps {
   deadLetterConsumer?: StepFunction;
 }
 
+/** The age of the oldest event in Lambda's asynchronous queue above which the alarm fires (seconds). */
+export const ASYNC_EVENT_AGE_ALARM_SECONDS = 300;
+
+/** Why a function of each trigger has no Lambda `DeadLetterConfig` (cdk-nag `Serverless-LambdaDLQ`). */
+const NO_DEAD_LETTER_CONFIG_REASONS: Readonly<Record<FunctionSpec['trigger'], string>> = {
+  eventbridge:
+    "Failed asynchronous invocations go to the function's on-failure destination, an SQS dead-letter queue with " +
+    'an alarm: AWS recommends destinations over DeadLetterConfig (they carry the invocation record), and ' +
+    'cdk-nag recognises only DeadLetterConfig.',
+  'http-api':
+    'Invoked synchronously by API Gateway: the caller gets the error, and a dead-letter queue applies only to ' +
+    'asynchronous invocations.',
+  sqs:
+    'Invoked by SQS event source mappings: a failed record returns to its queue and is redriven to this ' +
+    "function's own queue; a dead-letter queue applies only to asynchronous invocations.",
+};
+
 /** Retention of every queue of a function (SQS's maximum, 14 days). */
 const QUEUE_RETENTION = Duration.days(14);
 
@@ -114,6 +131,15 @@ export class StepFunction extends Construct {
    * should stop none, so any is a conversation cut short). Undefined for the others.
    */
   readonly recursiveLoopAlarm: Alarm | undefined;
+  /** In ALARM when Lambda throttled an invocation (`Throttles` > 0 in 5 minutes). */
+  readonly throttlesAlarm: Alarm;
+  /**
+   * An `eventbridge` function's asynchronous-invocation alarms (empty for the others):
+   * `AsyncEventAge` maximum over {@link ASYNC_EVENT_AGE_ALARM_SECONDS}, `AsyncEventsDropped` > 0,
+   * `DestinationDeliveryFailures` > 0 (Lambda's metrics for asynchronous invocations:
+   * https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html#async-invocation-metrics).
+   */
+  readonly asyncAlarms: readonly Alarm[];
   private readonly name: string;
   private readonly spec: FunctionSpec;
 
@@ -329,6 +355,46 @@ export class StepFunction extends Construct {
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
 
+    const alarm = (id: string, description: string, metric: Metric, threshold = 0): Alarm =>
+      new Alarm(this, id, {
+        alarmDescription: `cld ${name}: ${description}`,
+        metric,
+        threshold,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
+    this.throttlesAlarm = alarm(
+      'ThrottlesAlarm',
+      'invocations were throttled (account or reserved concurrency exhausted; new accounts have a quota of 10)',
+      this.function.metricThrottles({ period: Duration.minutes(5), statistic: 'Sum' }),
+    );
+    // Lambda's asynchronous-invocation metrics (AWS/Lambda, per function): the event queue's age,
+    // events dropped after retries or age, and failures to deliver to the on-failure destination.
+    this.asyncAlarms = asynchronous
+      ? [
+          alarm(
+            'AsyncEventAgeAlarm',
+            `events waited over ${ASYNC_EVENT_AGE_ALARM_SECONDS} s in Lambda's asynchronous queue (throttling or errors delay the conversations)`,
+            this.function.metric('AsyncEventAge', { period: Duration.minutes(5), statistic: 'Maximum' }),
+            ASYNC_EVENT_AGE_ALARM_SECONDS * 1000,
+          ),
+          alarm(
+            'AsyncEventsDroppedAlarm',
+            'events were dropped without running the function (retries or maximum event age exhausted)',
+            this.function.metric('AsyncEventsDropped', { period: Duration.minutes(5), statistic: 'Sum' }),
+          ),
+          alarm(
+            'DestinationDeliveryFailuresAlarm',
+            'failed invocations could not be sent to the dead-letter queue (on-failure destination); they are lost',
+            this.function.metric('DestinationDeliveryFailures', {
+              period: Duration.minutes(5),
+              statistic: 'Sum',
+            }),
+          ),
+        ]
+      : [];
+
     this.recursiveLoopAlarm = spec.allowRecursiveLoop
       ? new Alarm(this, 'RecursiveLoopAlarm', {
           alarmDescription: `cld ${name}: Lambda stopped invocations as a recursive loop (RecursiveInvocationsDropped); conversations were cut short`,
@@ -349,6 +415,37 @@ export class StepFunction extends Construct {
         'Node.js 22 is the runtime this project targets and tests (package.json engines, CI on Node 20/22); ' +
         'moving to Node.js 24 is a tested upgrade, not a synth-time default.',
     });
+    Validations.of(this.function).acknowledge({
+      id: 'Serverless-LambdaLatestVersion',
+      reason:
+        'Node.js 22 is the runtime this project targets and tests (package.json engines, CI on Node 20/22); ' +
+        'moving to Node.js 24 is a tested upgrade, not a synth-time default.',
+    });
+    Validations.of(this.function).acknowledge({
+      id: 'Serverless-LambdaDLQ',
+      reason: NO_DEAD_LETTER_CONFIG_REASONS[spec.trigger],
+    });
+    if (spec.trigger === 'sqs') {
+      Validations.of(this.function).acknowledge({
+        id: 'Serverless-LambdaEventSourceMappingDestination',
+        reason:
+          'SQS event source mappings take no on-failure destination (Lambda supports one for stream and Kafka ' +
+          "sources only): a failed record returns to its queue, and that queue's redrive policy moves it to this " +
+          "function's own queue after maxReceiveCount receives, with an alarm.",
+      });
+    }
+    for (const queue of [
+      this.unprocessedQueue,
+      spec.deadLetters === 'retain' ? this.deadLetterQueue : undefined,
+    ]) {
+      if (!queue) continue;
+      Validations.of(queue).acknowledge({
+        id: 'Serverless-SQSRedrivePolicy',
+        reason:
+          'This queue is itself the last stop for failed events: nothing consumes it automatically, its letters ' +
+          'wait (with an alarm) for the operator to inspect and redrive, so a redrive policy would have nowhere to go.',
+      });
+    }
     this.acknowledgeWildcards(name, spec, config, bucket);
     if (this.deadLetterQueue && spec.deadLetters === 'retain') {
       Validations.of(this.deadLetterQueue).acknowledge({

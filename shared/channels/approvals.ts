@@ -1,7 +1,7 @@
 import type { KnownBlock } from '@slack/web-api';
 import * as z from 'zod';
 import { type ApprovalView, approvalIdOf, decideApproval } from '../domain/approval.js';
-import { ApprovalDecidedError, ApprovalExpiredError, NotFoundError } from '../errors.js';
+import { ApprovalDecidedError, ApprovalExpiredError, MessageEndedError, NotFoundError } from '../errors.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { ApprovalRequest, Conversation } from '../resources/schemas.js';
 import { parseUrn, rootOf } from '../urn.js';
@@ -159,11 +159,14 @@ export type ChatDecision =
   | { outcome: 'decided'; view: ApprovalView; created: boolean }
   | { outcome: 'decided-otherwise'; message: string }
   | { outcome: 'expired'; message: string }
+  /** The request's user Message already ended (answered: done, failed, …): nothing was decided. */
+  | { outcome: 'ended'; message: string; status: string }
   | { outcome: 'not-found'; message: string };
 
 /**
  * Decides a request as a chat user and turns the refusals a user may cause into outcomes
- * (not theirs or unknown, decided otherwise, expired); nothing is stored for those.
+ * (not theirs or unknown, its message already ended, decided otherwise, expired); nothing is
+ * stored for those.
  * @throws PolicyDeniedError, InvalidUrnError and storage errors
  */
 export async function decideFromChat(
@@ -184,6 +187,8 @@ export async function decideFromChat(
   } catch (error) {
     if (error instanceof NotFoundError)
       return { outcome: 'not-found', message: 'This approval request is not yours to decide.' };
+    if (error instanceof MessageEndedError)
+      return { outcome: 'ended', message: error.message, status: String(error.details?.status ?? 'ended') };
     if (error instanceof ApprovalExpiredError) return { outcome: 'expired', message: error.message };
     if (error instanceof ApprovalDecidedError)
       return { outcome: 'decided-otherwise', message: error.message };
@@ -238,8 +243,9 @@ export type SlackInteractionOutcome =
 /**
  * Handles a validated `block_actions` payload: the first action, when it is one of our buttons,
  * decides the request its `value` names as the pressing Slack user (`slack:<team>:<user>`), who
- * must be the conversation's user. The answer replaces the notice with the outcome when decided
- * or expired, and tells only the presser (ephemeral) when it is not theirs or decided otherwise.
+ * must be the conversation's user. The answer replaces the notice with the outcome when decided,
+ * expired or its message already ended (the buttons can decide nothing any more), and tells only
+ * the presser (ephemeral) when it is not theirs or decided otherwise.
  * @throws InvalidUrnError when the button's value is not a URN; PolicyDeniedError, storage errors
  */
 export async function decideSlackInteraction(
@@ -293,6 +299,15 @@ export async function decideSlackInteraction(
         payload: {
           replace_original: true,
           text: `:hourglass: ${decision.message}: nothing was decided.`,
+        },
+      };
+    case 'ended':
+      return {
+        action: 'respond',
+        decision,
+        payload: {
+          replace_original: true,
+          text: `:stop_sign: This request's message already ended (${decision.status}): nothing was decided and the tool does not run.`,
         },
       };
     case 'not-found':

@@ -33,8 +33,9 @@ import { bodyLimit, sameRoute } from './request-guards.js';
  *   strong `ETag`; a matching `If-None-Match` → 304 with no body (what the console polls with)
  * - `POST /conversations/{id}/approvals/{approvalId}` `{decision: "approve"|"deny", reason?}` →
  *   200 `{approval}` (shared/domain/approval.ts `ApprovalView`); the same decision again → 200;
- *   another decision → 409 `APPROVAL_DECIDED`; an expired request → 410 `APPROVAL_EXPIRED`;
- *   an unknown request or someone else's conversation → 404
+ *   another decision → 409 `APPROVAL_DECIDED`; an undecided request whose message already ended
+ *   → 409 `MESSAGE_ENDED` with `details: {message, status, endedAt}`; an expired request → 410
+ *   `APPROVAL_EXPIRED`; an unknown request or someone else's conversation → 404
  * - `GET /` and `GET /console/{file}` → the web console (console-assets.ts), no caller needed
  * - `GET /resources/{urn}` → one resource, through the policy gate: of the caller's own
  *   conversations, or of the shared document corpora (what an answer's `citations` name)

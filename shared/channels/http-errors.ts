@@ -18,6 +18,11 @@ export interface ErrorBody {
   code: string;
   /** Human-readable explanation; safe to show. */
   message: string;
+  /**
+   * Machine-readable facts, only for codes whose details are about the caller's own resources
+   * ({@link PUBLIC_DETAILS}): for `MESSAGE_ENDED`, the message's `message` URN, `status` and `endedAt`.
+   */
+  details?: Record<string, unknown>;
 }
 
 /** Status code per domain error code. */
@@ -29,9 +34,13 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   IDEMPOTENCY_CONFLICT: 422,
   APPROVAL_DECIDED: 409,
   APPROVAL_EXPIRED: 410,
+  MESSAGE_ENDED: 409,
   LIMIT_EXCEEDED: 429,
   BUDGET_EXCEEDED: 429,
 };
+
+/** Codes whose `details` go into the body: the current state of the caller's own resource. */
+const PUBLIC_DETAILS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['MESSAGE_ENDED']);
 
 /** Codes of Powertools' HTTP errors, by `errorType`. */
 const HTTP_CODES: Record<string, string> = {
@@ -58,7 +67,8 @@ export function errorResponse(error: unknown): { status: number; body: ErrorBody
     const status = STATUS[error.code];
     if (status === undefined) return internal();
     if (error.code === 'POLICY_DENIED') return { status, body: { code: 'NOT_FOUND', message: 'not found' } };
-    return { status, body: { code: error.code, message: error.message } };
+    const details = PUBLIC_DETAILS.has(error.code) && error.details ? { details: error.details } : {};
+    return { status, body: { code: error.code, message: error.message, ...details } };
   }
   if (error instanceof URIError)
     return { status: 400, body: { code: 'VALIDATION', message: 'malformed percent-encoding in the path' } };

@@ -171,6 +171,8 @@ export function typedDecisionText(typed: TypedDecision, decided: ChatDecision): 
       return `No approval request ${typed.id} of yours in this conversation: reply in the thread of your question.`;
     case 'expired':
       return `Request ${typed.id} expired before a decision: nothing was decided.`;
+    case 'ended':
+      return `Request ${typed.id} belongs to a message that already ended (${decided.status}): nothing was decided and the tool does not run.`;
     default:
       return `Request ${typed.id} was already decided otherwise: ${decided.message}`;
   }

@@ -1,4 +1,4 @@
-import { ApprovalDecidedError, ApprovalExpiredError, NotFoundError } from '../errors.js';
+import { ApprovalDecidedError, ApprovalExpiredError, MessageEndedError, NotFoundError } from '../errors.js';
 import type { DecisionFacts } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
@@ -11,6 +11,7 @@ import type {
 } from '../resources/schemas.js';
 import { userActor } from '../runtime/conversation.js';
 import { childUrn, isWithin, parentOf, parseUrn, rootOf } from '../urn.js';
+import { endedTurn, turnMessageOf } from './turn.js';
 
 /**
  * Human approval of tool calls (issue 14, part 3). A call of a tool that needs approval (its
@@ -30,7 +31,9 @@ import { childUrn, isWithin, parentOf, parseUrn, rootOf } from '../urn.js';
  * the policy allows `execute` with the decision's facts — or answers it `DENIED`. A request
  * without a decision expires `approvalTtlMs` (shared/domain/limits.ts) after it was written: the
  * channels refuse a late decision, views show `expired`, and the sweeper's redrive of the call
- * makes the tool function answer it `DENIED` (`APPROVAL_EXPIRED`).
+ * makes the tool function answer it `DENIED` (`APPROVAL_EXPIRED`). An undecided request whose
+ * user Message already ended (its answer is stored, whatever its status) takes no decision: the
+ * channels refuse it (`MESSAGE_ENDED`, HTTP 409) and nothing runs.
  */
 
 /** Names of the approval resources (one of each per call). */
@@ -210,10 +213,15 @@ export interface DecideInput {
  * Writes the user's decision on a request of one of their conversations, through the policy gate
  * as that user (rule `user-decide-call`). Idempotent: the same decision again returns the stored
  * one (`created: false`).
+ * A request without a decision whose user Message already ended (its answer is stored: done,
+ * failed, stalled, …) is refused: the call can no longer reach an answer, so nothing is stored
+ * and nothing runs. A request decided before the end keeps its decision: the same decision again
+ * is still the idempotent repeat (a retried request), another one `ApprovalDecidedError`.
  * @returns the request's view after the decision, and whether this call stored it
  * @throws NotFoundError when the conversation is not the user's or has no such request;
- *   ApprovalExpiredError when it expired undecided (nothing stored); ApprovalDecidedError when it
- *   has another decision; PolicyDeniedError, InvalidUrnError
+ *   MessageEndedError when it has no decision and its message ended (`details`: `message`,
+ *   `status`, `endedAt`; nothing stored); ApprovalExpiredError when it expired undecided (nothing stored);
+ *   ApprovalDecidedError when it has another decision; PolicyDeniedError, InvalidUrnError
  */
 export async function decideApproval(
   resources: ResourceIndex,
@@ -225,6 +233,19 @@ export async function decideApproval(
   const request = await findRequest(resources, input.user, conversationUrn, input.request);
   const decisionUrn = decisionUrnOf(request.meta.id);
   const existing = await resources.find(actor, 'tool.Decision', decisionUrn);
+  const ended = existing ? undefined : await endedTurn(resources, actor, turnMessageOf(request.meta.id));
+  if (ended) {
+    throw new MessageEndedError(
+      `approval request ${approvalIdOf(request.meta.id)} belongs to a message that already ended (${ended.status}): nothing was decided`,
+      {
+        details: {
+          message: ended.message,
+          status: ended.status,
+          ...(ended.endedAt ? { endedAt: ended.endedAt } : {}),
+        },
+      },
+    );
+  }
   if (!existing && input.now.toISOString() > request.expiresAt) {
     throw new ApprovalExpiredError(
       `approval request ${approvalIdOf(request.meta.id)} expired at ${request.expiresAt}`,

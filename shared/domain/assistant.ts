@@ -34,6 +34,7 @@ import {
 } from './common.js';
 import { keepAnswered } from './outcome.js';
 import { parseVerdictPayload, SUBMIT_VERDICT, SUBMIT_VERDICT_SPEC } from './payloads.js';
+import { budgetClock } from './turn.js';
 
 /**
  * The assistant step (seed roadmap-v2 "Task Execution"):
@@ -179,7 +180,8 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
     );
   }
 
-  const overBudget = budgetExceeded(budget, deps.limits, deps.now());
+  const clock = await budgetClock(deps.resources, actor, task.meta.id, deps.now());
+  const overBudget = budgetExceeded(budget, deps.limits, clock);
   if (overBudget) return fail(task, overBudget, deps);
 
   const assistant = assistantOf(deps, task.assistant);
@@ -215,7 +217,7 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
     );
   }
   const overTools = toolCalls.length
-    ? budgetExceeded(budget, deps.limits, deps.now(), { toolCalls: toolCalls.length })
+    ? budgetExceeded(budget, deps.limits, { ...clock, now: deps.now() }, { toolCalls: toolCalls.length })
     : undefined;
   if (overTools) return fail(task, overTools, deps);
   const turn: Message = {
@@ -353,7 +355,7 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   const overBudget = budgetExceeded(
     await readBudget(deps.projections, rootOf(task.meta.id)),
     deps.limits,
-    deps.now(),
+    await budgetClock(deps.resources, actor, task.meta.id, deps.now()),
   );
   if (overBudget) return fail(task, overBudget, deps);
   const response = await deps.model.converse({

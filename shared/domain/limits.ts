@@ -3,8 +3,9 @@ import * as z from 'zod';
 /**
  * Per-conversation limits (DESIGN.md principle 6, "bounded by construction"). When a shape limit
  * (depth, breadth, turns, rounds, task tokens) is hit the task fails with a `LIMIT_EXCEEDED`
- * reason; when a conversation budget (`conversation*`, counted in the projection store, see
- * shared/projections/budget.ts) is used up it fails with `BUDGET_EXCEEDED` naming the budget.
+ * reason; when a budget (`conversation*`, counted in the projection store, or the per-message
+ * `messageWallTimeMs`; shared/projections/budget.ts) is used up it fails with `BUDGET_EXCEEDED`
+ * naming the budget.
  * Either way its parent is told and the final answer says what did not complete.
  */
 export const LimitsSchema = z.strictObject({
@@ -32,8 +33,12 @@ export const LimitsSchema = z.strictObject({
   conversationModelCalls: z.number().int().min(1).max(1_000_000).default(2_000),
   /** Budget: tool calls of one conversation (at most 1,000,000, as model calls). */
   conversationToolCalls: z.number().int().min(0).max(1_000_000).default(1_000),
-  /** Budget: wall time of one conversation, in milliseconds from its first model call (default 30 min). */
-  conversationWallTimeMs: z
+  /**
+   * Budget: wall time of one user Message, in milliseconds from when it was stored (its
+   * `createdAt`; default 30 min). Per message, not per conversation: a follow-up in a thread
+   * hours later has its own 30 min. The other `conversation*` budgets add up over the conversation.
+   */
+  messageWallTimeMs: z
     .number()
     .int()
     .min(1)
@@ -57,7 +62,7 @@ export const LimitsSchema = z.strictObject({
   /**
    * How long a request for the user's approval of a tool call waits for a decision (ms) before it
    * expires and the call is answered `DENIED` (`APPROVAL_EXPIRED`; shared/domain/approval.ts).
-   * Default 20 min: below the default wall-time budget (`conversationWallTimeMs`, which counts the
+   * Default 20 min: below the default wall-time budget (`messageWallTimeMs`, which counts the
    * wait), so an approval given in time never finds the budget used up. Raise both together.
    */
   approvalTtlMs: z

@@ -61,11 +61,10 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
   // Channels that do not check the length themselves (Slack, Teams) are told the limit here.
   if (message.content.length > MAX_MESSAGE_CHARS)
     return failPlanning(messageUrn, messageTooLong(message.content.length), deps);
-  const over = budgetExceeded(
-    await readBudget(deps.projections, rootOf(messageUrn)),
-    deps.limits,
-    deps.now(),
-  );
+  const over = budgetExceeded(await readBudget(deps.projections, rootOf(messageUrn)), deps.limits, {
+    now: deps.now(),
+    messageStartedAt: message.meta.createdAt,
+  });
   if (over) return failPlanning(messageUrn, over, deps);
 
   const assistants = deps.catalog.assistants.map((a) => `- ${a.meta.name}: ${a.meta.purpose}`).join('\n');

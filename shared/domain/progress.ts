@@ -9,7 +9,7 @@ import type {
 import { childUrn, parentOf, rootOf } from '../urn.js';
 import { approvalIdOf, approvalStatus, approvalUrnOf, decisionUrnOf } from './approval.js';
 import { NAMES, outputUrn } from './common.js';
-import { outcomeOf } from './outcome.js';
+import { answerStatus, answerUrnOf } from './turn.js';
 
 /**
  * Progress of a conversation, derived from its stored resources alone (the resource tree is the
@@ -26,11 +26,16 @@ import { outcomeOf } from './outcome.js';
  * |---|---|---|
  * | no `plan.Plan` | the plan | the user Message (plan), and the Tasks already stored under it as below |
  * | a leaf Task without output, with a `tool.Call` without its result | the tool result | the `tool.Call` (tool) |
- * | … whose `tool.Approval` has no decision and has not expired | the user's approval (never a stall) | nothing |
+ * | … whose `tool.Approval` has no decision and has not expired | the user's approval | nothing |
  * | a leaf Task without output, every call answered | the next model turn | the Task (assistant: charges the last turn, persists its calls, or calls the model) |
  * | a Task with an output, under a Task without output | its parent's count (and verdict) | the output (assistant: counts it; a complete round is supervised) |
  * | a root Task with an output, no answer | the plan step's count | the output (plan) |
  * | every root Task has an output (or the Plan failed), no answer | the answer | the user Message (plan: completes the answer from the counters) |
+ *
+ * Waiting for a person is never a stall: a turn with an approval request that has no decision and
+ * has not expired is not `stalled` however long it waits and whatever its other tasks did (finished
+ * ones included, whose outputs stay in `redrive` for resume). The sweeper leaves it alone until the
+ * decision or the expiry (shared/domain/approval.ts), then judges it as any other turn.
  *
  * Tasks with subtasks are never re-emitted themselves (the assistant step ignores them); their
  * children are walked instead, corrective subtasks included (also those stored before their
@@ -39,14 +44,10 @@ import { outcomeOf } from './outcome.js';
 
 /**
  * Status of one turn (a user Message): `done`, `partial` (answered, some parts not: the answer's
- * `unanswered`, shared/domain/outcome.ts) and `failed` are closed; the others are open.
+ * `unanswered`, shared/domain/outcome.ts) and `failed` are ended (shared/domain/turn.ts
+ * `isEnded`); the others are open.
  */
 export type TurnStatus = 'pending' | 'running' | 'stalled' | 'done' | 'partial' | 'failed';
-
-/** Whether a turn status is closed: the message is answered (`done`, `partial` or `failed`). */
-export function isClosed(status: TurnStatus): boolean {
-  return status === 'done' || status === 'partial' || status === 'failed';
-}
 
 /**
  * Severity of statuses, least severe first: a conversation's status is the most severe of its
@@ -150,14 +151,12 @@ export function indexTree(resources: readonly AnyResource[]): ResourceTree {
  */
 export function turnProgress(message: Message, tree: ResourceTree, options: ProgressOptions): TurnProgress {
   const urn = message.meta.id;
-  const answer = tree.byUrn.get(childUrn(rootOf(urn), 'common.Message', NAMES.answer(urn))) as
-    | Message
-    | undefined;
+  const answer = tree.byUrn.get(answerUrnOf(urn)) as Message | undefined;
   const lastProgress = newest([message, ...subtree(urn, tree), ...(answer ? [answer] : [])]);
   if (answer)
     return {
       message: urn,
-      status: outcomeOf(answer),
+      status: answerStatus(answer),
       waitingFor: [],
       redrive: [],
       lastProgress,
@@ -197,10 +196,12 @@ export function turnProgress(message: Message, tree: ResourceTree, options: Prog
       pending.redrive.push(urn);
     }
   }
-  // A turn that only waits for people (pending approvals) is never stalled.
-  const onlyPeople = pending.approvals > 0 && pending.redrive.length === 0;
+  // A turn that waits for a person (an approval request not decided and not expired) is never
+  // stalled, whatever its other tasks did: a finished sibling's output is re-emitted for its count
+  // (in `redrive`, for resume), but the turn cannot end before the decision (or the expiry) anyway.
+  const waitsForPerson = pending.approvals > 0;
   const stalled =
-    !onlyPeople &&
+    !waitsForPerson &&
     options.stallAfterMs !== undefined &&
     lastProgress !== undefined &&
     options.now.getTime() - Date.parse(lastProgress) > options.stallAfterMs;

@@ -11,7 +11,8 @@ import type { ResourceIndex } from '../resources/resource-index.js';
 import type { AnyResource } from '../resources/schemas.js';
 import { answerMessage } from './common.js';
 import type { Limits } from './limits.js';
-import { type ConversationProgress, conversationProgress, isClosed, type TurnProgress } from './progress.js';
+import { type ConversationProgress, conversationProgress, type TurnProgress } from './progress.js';
+import { isEnded } from './turn.js';
 
 /**
  * Resume and redrive (issue 12: nothing stays pending, even when the process dies). Both walk
@@ -30,8 +31,11 @@ import { type ConversationProgress, conversationProgress, isClosed, type TurnPro
  * conversation at once. `sweep` (the scheduled sweeper in AWS; every minute inside `serve`) looks
  * only at conversations whose last progress is older than `limits.stallAfterMs`, and counts its
  * redrives: the count starts again whenever a resource was created since the last redrive, and a
- * conversation re-driven `limits.maxRedrives` times without progress has its open messages
- * answered with a `STALLED` error naming what did not complete.
+ * conversation re-driven `limits.maxRedrives` times without progress has its stalled messages
+ * answered with a `STALLED` error naming what did not complete. A message that waits for a
+ * person (an approval request not decided and not expired) is never stalled (progress.ts), so a
+ * sweep neither re-drives nor answers it `STALLED` while it waits, whatever its other tasks or
+ * the conversation's other messages did.
  */
 
 /** What {@link sweep} uses. */
@@ -151,13 +155,16 @@ export async function sweepConversation(
   const resources: AnyResource[] = [root, ...(await deps.resources.list(actor, conversation))];
   const repaired = await repairProjections(deps.projections, conversation, resources);
   const progress = conversationProgress(conversation, resources, { now: deps.now(), stallAfterMs });
-  const open = progress.turns.filter((turn) => !isClosed(turn.status));
+  const open = progress.turns.filter((turn) => !isEnded(turn.status));
   const waitingFor = open.flatMap((turn) => turn.waitingFor);
   if (open.length === 0) {
     await deps.open.close(conversation, item.progress);
     return { ...base, repaired, action: 'closed' };
   }
-  if (mode === 'sweep' && !open.some((turn) => turn.status === 'stalled')) {
+  // A sweep acts on the stalled messages only: one that progresses or waits for a person (never
+  // stalled, progress.ts) is neither re-driven nor failed, even beside a stalled one.
+  const acted = mode === 'sweep' ? open.filter((turn) => turn.status === 'stalled') : open;
+  if (acted.length === 0) {
     // Storage moved after the item's last touch: not stalled; the item catches up.
     if (progress.lastProgress) await deps.open.touch(conversation, new Date(progress.lastProgress));
     return { ...base, repaired, waitingFor, action: 'waiting' };
@@ -165,11 +172,12 @@ export async function sweepConversation(
   const redrives =
     mode === 'resume' ? item.redrives : item.seen === progress.lastProgress ? item.redrives + 1 : 1;
   if (mode === 'sweep' && redrives > deps.limits.maxRedrives) {
-    await failStalled(deps, progress, open, item.redrives);
-    await deps.open.close(conversation, item.progress);
+    await failStalled(deps, progress, acted, item.redrives);
+    // The item stays open for the messages not failed (their answers are progress: the count restarts).
+    if (acted.length === open.length) await deps.open.close(conversation, item.progress);
     return { ...base, repaired, redrives: item.redrives, waitingFor, action: 'failed' };
   }
-  const urns = [...new Set(open.flatMap((turn) => turn.redrive))];
+  const urns = [...new Set(acted.flatMap((turn) => turn.redrive))];
   await deps.publisher.publish(urns, mode === 'sweep' ? 'redrive' : 'resume');
   if (mode === 'sweep') await deps.open.recordRedrive(conversation, redrives, progress.lastProgress);
   deps.logger.info(mode === 'sweep' ? 'conversation re-driven' : 'conversation resumed', {
@@ -214,14 +222,14 @@ export async function repairProjections(
   return applied;
 }
 
-/** Answers each open turn with a `STALLED` error naming what it waits for (create-only). */
+/** Answers each given (stalled) turn with a `STALLED` error naming what it waits for (create-only). */
 async function failStalled(
   deps: SweepDeps,
   progress: ConversationProgress,
-  open: readonly TurnProgress[],
+  stalled: readonly TurnProgress[],
   redrives: number,
 ): Promise<void> {
-  for (const turn of open) {
+  for (const turn of stalled) {
     const error = new StalledError(
       `no progress since ${turn.lastProgress ?? 'it was stored'} after ${redrives} redrive(s); still waiting for: ${turn.waitingFor.join('; ') || 'nothing known'}`,
       { details: { redrives, waitingFor: turn.waitingFor } },

@@ -32,6 +32,7 @@ import {
   decisionUrnOf,
 } from './approval.js';
 import { assistantActor, assistantOf, NAMES, type StepOutcome, toolActor } from './common.js';
+import { endedTurn, turnMessageOf } from './turn.js';
 
 /**
  * The tool step (seed roadmap-v2 step 11; result statuses from seeds/tool-protocol.md): executes
@@ -161,6 +162,10 @@ async function approvalGate(call: ToolCallResource, task: Task, deps: Deps): Pro
     const late = (decision.meta.createdAt ?? '') > request.expiresAt;
     return denied('DENIED', late ? 'APPROVAL_EXPIRED' : 'POLICY_DENIED', verdict.reason);
   }
+  // The channels refuse a decision once the message ended; one stored just before (or delivered
+  // after) the end still runs nothing: the call can reach no answer.
+  if (await endedTurn(deps.resources, reader, turnMessageOf(call.meta.id)))
+    return { kind: 'wait', action: 'ignored', urn: decisionUrn, detail: 'its message already ended' };
   return claimRun(request, decisionUrn, tool.timeoutMs, actor, deps);
 }
 

@@ -5,12 +5,17 @@ import { rootOf } from '../urn.js';
 import type { ProjectionKey, ProjectionStore, ProjectionValues } from './port.js';
 
 /**
- * Conversation budgets (DESIGN.md principle 6; issue 5): tokens, model calls, tool calls and wall
- * time per conversation, counted in the projection store. Each stored resource that records a
+ * Budgets (DESIGN.md principle 6; issue 5): tokens, model calls and tool calls per conversation,
+ * counted in the projection store, and wall time per user Message. Each stored resource that records a
  * model call (the `plan.Plan`, a `turn-k` Message, a `plan.Verdict`) is charged its
  * `usage.totalTokens` and one model call; each `tool.Call` one tool call. The charge's member is
  * the resource's `meta.hash`, so a resource is charged once however often its step runs, and
  * replay (shared/projections/replay.ts) recomputes the same totals from the resources alone.
+ *
+ * The wall-time budget counts per message, from the user Message's `createdAt` (its turn's
+ * start), not per conversation: a follow-up in a thread hours after the first message starts with
+ * its whole wall time, while the three counts go on adding up over the conversation. It needs no
+ * projection: the time is the stored message's own.
  *
  * Budgets are checked before each model call and before tool calls are stored. Steps run
  * concurrently, so a budget can be overshot by what is in flight when it is reached (at most one
@@ -26,7 +31,10 @@ export interface BudgetUsage {
   tokens: number;
   modelCalls: number;
   toolCalls: number;
-  /** When the first charge happened (ISO 8601); wall time counts from here. */
+  /**
+   * When the conversation's first charge happened (ISO 8601). Informational: the wall-time budget
+   * counts per message, from the user Message's `createdAt` ({@link BudgetClock}).
+   */
   since?: string;
 }
 
@@ -82,20 +90,33 @@ export async function readBudget(store: ProjectionStore, conversation: string): 
   return budgetOf(await store.get(budgetKey(conversation)));
 }
 
+/** The times the wall-time budget of one user Message is checked with. */
+export interface BudgetClock {
+  /** The time of the check. */
+  now: Date;
+  /**
+   * `createdAt` of the user Message whose work is checked (ISO 8601): its wall time counts from
+   * here. Undefined (a message stored without a time): the wall time is not checked.
+   */
+  messageStartedAt: string | undefined;
+}
+
 /**
- * The first budget that `usage` has used up, as the error a task fails with; undefined when
- * there is room for `next` more model calls and tool calls.
+ * The first budget that is used up, as the error a task fails with: a conversation budget that
+ * `usage` has used up, or the wall time of the message the work is for; undefined when there is
+ * room for `next` more model calls and tool calls.
+ * @param clock now, and when the user Message was stored ({@link BudgetClock})
  * @param next what the caller is about to spend (default: one model call, no tool call)
  */
 export function budgetExceeded(
   usage: BudgetUsage,
   limits: Limits,
-  now: Date,
+  clock: BudgetClock,
   next: { modelCalls?: number; toolCalls?: number } = { modelCalls: 1 },
 ): BudgetExceededError | undefined {
-  const exceeded = (budget: string, used: number, limit: number, unit: string) =>
+  const exceeded = (budget: string, used: number, limit: number, unit: string, scope = 'conversation') =>
     new BudgetExceededError(
-      `conversation budget exceeded: ${unit} ${used.toLocaleString('en-US')} of ${limit.toLocaleString('en-US')} (limit ${budget})`,
+      `${scope} budget exceeded: ${unit} ${used.toLocaleString('en-US')} of ${limit.toLocaleString('en-US')} (limit ${budget})`,
       { details: { budget, used, limit } },
     );
   if (usage.tokens >= limits.conversationTokens)
@@ -106,10 +127,10 @@ export function budgetExceeded(
   const toolCalls = next.toolCalls ?? 0;
   if (toolCalls > 0 && usage.toolCalls + toolCalls > limits.conversationToolCalls)
     return exceeded('conversationToolCalls', usage.toolCalls, limits.conversationToolCalls, 'tool calls');
-  if (usage.since) {
-    const elapsed = now.getTime() - Date.parse(usage.since);
-    if (elapsed > limits.conversationWallTimeMs)
-      return exceeded('conversationWallTimeMs', elapsed, limits.conversationWallTimeMs, 'wall time ms');
+  if (clock.messageStartedAt) {
+    const elapsed = clock.now.getTime() - Date.parse(clock.messageStartedAt);
+    if (elapsed > limits.messageWallTimeMs)
+      return exceeded('messageWallTimeMs', elapsed, limits.messageWallTimeMs, 'wall time ms', 'message');
   }
   return undefined;
 }

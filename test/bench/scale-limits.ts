@@ -14,5 +14,5 @@ export const SCALE_LIMITS: Partial<Limits> = {
   conversationTokens: 2_000_000_000,
   conversationModelCalls: 100_000,
   conversationToolCalls: 100_000,
-  conversationWallTimeMs: 24 * 3_600_000,
+  messageWallTimeMs: 24 * 3_600_000,
 };

@@ -5,8 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Served, startServe } from '../../cli/serve.js';
 import type { ConversationView } from '../../shared/channels/conversations.js';
 import type { ApprovalView } from '../../shared/domain/approval.js';
+import { answerMessage } from '../../shared/domain/common.js';
+import { sweeperActor } from '../../shared/domain/sweep.js';
+import { StalledError, toErrorInfo } from '../../shared/errors.js';
 import type { Message } from '../../shared/resources/schemas.js';
 import { parseEnv } from '../../shared/runtime/compose.js';
+import { rootOf } from '../../shared/urn.js';
 import { DOCS, until } from './helpers.js';
 
 /**
@@ -14,7 +18,8 @@ import { DOCS, until } from './helpers.js';
  * is marked as needing approval (`CLD_TOOL_APPROVAL`), so a question waits for the user; the wait
  * survives a restart of `serve` on the same data directory; an approval completes the answer, a
  * denial reaches it as a DENIED tool result; other callers, second decisions and late decisions
- * are refused.
+ * are refused. A 2-part question keeps waiting for its second approval through the sweeper's
+ * runs; a decision on a request whose message ended is refused (409) and runs nothing.
  */
 
 const ALICE = 'alice-token-0123456789abcdef';
@@ -181,6 +186,112 @@ describe('approval of tool calls over HTTP', () => {
     expect(conflict.json.code).toBe('APPROVAL_DECIDED');
     const v = await view(served.url, id);
     expect(v.approvals.find((a) => a.id === pending.id)?.decision?.decision).toBe('deny');
+  });
+});
+
+const TWO_PARTS =
+  '1. How do I send S3 object events to EventBridge? 2. How do I grant read access to a bucket?';
+
+/** Posts a decision on a request of conversation `id` as Alice. */
+async function decide(url: string, id: string, approvalId: string, decision: 'approve' | 'deny') {
+  return call(url, 'POST', `/conversations/${id}/approvals/${approvalId}`, ALICE, { decision });
+}
+
+describe('approvals that wait (issue 21)', () => {
+  it("keeps a 2-part question waiting for its second approval through the sweeper's runs, and ends it done when approved", async () => {
+    const posted = await call(served.url, 'POST', '/conversations', ALICE, { message: TWO_PARTS });
+    expect(posted.status).toBe(202);
+    const id = posted.json.id as string;
+    const both = await until(async () => {
+      const pending = (await view(served.url, id)).approvals.filter((a) => a.status === 'pending');
+      return pending.length === 2 ? pending : undefined;
+    });
+    const [first, second] = both as [ApprovalView, ApprovalView];
+    expect((await decide(served.url, id, first.id, 'approve')).status).toBe(200);
+    await served.runtime.bus.idle();
+
+    // serve's sweeper with nothing in flight: every open message is past its stall time (0), and
+    // maxRedrives + 1 runs answer a stalled one STALLED. A message waiting for a person is not one.
+    const { maxRedrives } = served.runtime.deps.limits;
+    const { urn } = await view(served.url, id);
+    for (let run = 0; run <= maxRedrives; run++) {
+      const outcomes = await served.sweeper.sweepNow();
+      expect(outcomes.find((o) => o.conversation === urn)?.action).toBe('waiting');
+      await served.runtime.bus.idle();
+    }
+    const waiting = await view(served.url, id);
+    expect(waiting.status).toBe('running');
+    expect(waiting.answer).toBeUndefined();
+    expect(waiting.approvals.find((a) => a.id === second.id)?.status).toBe('pending');
+    expect(waiting.messages[0]?.waitingFor).toEqual([expect.stringContaining(`request ${second.id}`)]);
+
+    expect((await decide(served.url, id, second.id, 'approve')).status).toBe(200);
+    const done = await until(async () => {
+      const v = await view(served.url, id);
+      return v.answer ? v : undefined;
+    }, 30_000);
+    expect(done.status).toBe('done');
+    expect(done.answer?.content.length).toBeGreaterThan(0);
+  });
+
+  it('refuses a decision on a request whose message ended (409 MESSAGE_ENDED, its state in the body) and runs nothing', async () => {
+    const id = await ask(served.url);
+    const pending = await pendingApproval(served.url, id);
+    await served.runtime.bus.idle();
+    // The message ends while the request is open, as the sweeper ended it STALLED before this fix.
+    const message = (await view(served.url, id)).messages[0]?.urn as string;
+    const stalled = new StalledError('no progress since it was stored after 3 redrive(s)');
+    await served.runtime.deps.resources.put(
+      sweeperActor(rootOf(message), message),
+      answerMessage(
+        message,
+        { content: `I could not complete this request: ${stalled.message}`, error: toErrorInfo(stalled) },
+        new Date(),
+      ),
+    );
+    const tools = served.runtime.bus.stats.byTarget.tool ?? 0;
+
+    const refused = await decide(served.url, id, pending.id, 'approve');
+
+    expect(refused.status).toBe(409);
+    expect(refused.json).toMatchObject({
+      code: 'MESSAGE_ENDED',
+      details: { message, status: 'failed', endedAt: expect.any(String) },
+    });
+    expect(refused.json.message).toContain('already ended (failed)');
+    await served.runtime.bus.idle();
+    expect(served.runtime.bus.stats.byTarget.tool ?? 0).toBe(tools); // no decision event, no run
+    const after = await view(served.url, id);
+    expect(after.status).toBe('failed');
+    expect(after.approvals.find((a) => a.id === pending.id)?.decision).toBeUndefined();
+    const task = pending.call.slice(0, pending.call.lastIndexOf('/'));
+    const stored = await served.runtime.deps.resources.list({ kind: 'system', id: 'operator' }, task);
+    expect(stored.filter((r) => r.meta.type === 'tool.Decision' || r.meta.type === 'tool.Execution')).toEqual(
+      [],
+    );
+    expect(stored.filter((r) => r.meta.type === 'common.Message' && (r as Message).role === 'tool')).toEqual(
+      [],
+    );
+    // A denial is refused the same way: whatever the decision, the message is over.
+    expect((await decide(served.url, id, pending.id, 'deny')).json.code).toBe('MESSAGE_ENDED');
+  });
+
+  it('keeps a decision made before the end: the same one again is a 200 (idempotent), another a 409', async () => {
+    const id = await ask(served.url);
+    const done = await answered(served.url, id);
+    expect(done.status).toBe('done');
+    const approved = done.approvals.find((a) => a.status === 'approved') as ApprovalView;
+    const tools = served.runtime.bus.stats.byTarget.tool ?? 0;
+
+    const again = await decide(served.url, id, approved.id, 'approve');
+    const other = await decide(served.url, id, approved.id, 'deny');
+
+    expect(again.status).toBe(200);
+    expect((again.json.approval as ApprovalView).decision?.decidedAt).toBe(approved.decision?.decidedAt);
+    expect(other.status).toBe(409);
+    expect(other.json.code).toBe('APPROVAL_DECIDED');
+    await served.runtime.bus.idle();
+    expect(served.runtime.bus.stats.byTarget.tool ?? 0).toBe(tools);
   });
 });
 

@@ -44,7 +44,29 @@ describe('resolveConfig', () => {
       logLevel: 'INFO',
       mcpServers: [],
       operatorSubjects: [],
+      destroyData: false,
     });
+  });
+
+  it('takes the data-destroying opt-in and the alarm topic and e-mail from the command line', () => {
+    const config = fromContext({
+      ...cdkJsonContext(),
+      'cld:destroyData': 'true',
+      'cld:alarmEmail': 'ops@example.com',
+      'cld:alarmTopicArn': 'arn:aws:sns:eu-west-1:123456789012:alarms',
+    });
+    expect(config.destroyData).toBe(true);
+    expect(config.alarmEmail).toBe('ops@example.com');
+    expect(config.alarmTopicArn).toBe('arn:aws:sns:eu-west-1:123456789012:alarms');
+  });
+
+  it.each([
+    ['cld:destroyData', 'yes', /cld:destroyData is not valid JSON/],
+    ['cld:destroyData', '1', /cld:destroyData: .*boolean/],
+    ['cld:alarmEmail', 'ops', /cld:alarmEmail: an e-mail address/],
+    ['cld:alarmTopicArn', 'arn:aws:sqs:eu-west-1:123456789012:q', /cld:alarmTopicArn: an SNS topic ARN/],
+  ])('refuses %s=%s with the key named', (key, value, message) => {
+    expect(() => fromContext({ ...cdkJsonContext(), [key]: value })).toThrow(message);
   });
 
   it('parses values given as strings on the command line (-c key=value)', () => {

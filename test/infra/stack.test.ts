@@ -9,10 +9,13 @@ import {
   LIST_PREFIXES,
   SWEEP_RATE_MINUTES,
 } from '../../infra/lib/functions.js';
+import { MAX_RULE_COMPLEXITY, patternComplexity } from '../../infra/lib/rule-complexity.js';
 import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from '../../infra/lib/secrets.js';
-import { POLICY_BUNDLE_WARNING } from '../../infra/lib/step-function.js';
+import { rulesOfRoute } from '../../infra/lib/stack.js';
+import { ASYNC_EVENT_AGE_ALARM_SECONDS, POLICY_BUNDLE_WARNING } from '../../infra/lib/step-function.js';
 import { catalogObjects } from '../../shared/catalog/catalog.js';
 import { ConfigError } from '../../shared/errors.js';
+import type { EventPattern } from '../../shared/events/pattern.js';
 import { routingTable } from '../../shared/events/routing.js';
 import { IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
 import { OPEN_PARTITION } from '../../shared/projections/open-conversations.js';
@@ -83,29 +86,38 @@ function objectArn(key: string): string {
   return `<${bucketId}.Arn>/${key}`;
 }
 
+/**
+ * A synth takes about 10 s of CPU (cdk-nag's two packs included); on a 2-core machine at load 20
+ * it took 57 s of wall time, so the hooks that synthesize get 3 minutes.
+ */
+const SYNTH_TIMEOUT_MS = 180_000;
+
 beforeAll(() => {
   dev = synthesize({ context: API_CONTEXT });
   bucketId = logicalId(dev.json, 'AWS::S3::Bucket', 'ResourcesBucket');
   tableId = logicalId(dev.json, 'AWS::DynamoDB::GlobalTable', 'ProjectionsTable');
-});
+}, SYNTH_TIMEOUT_MS);
 
 describe('EventBridge rules from the routing table', () => {
   const routes = routingTable(BUCKET_TOKEN);
 
-  it('has exactly one rule per route and one per scheduled function, on the default bus', () => {
+  const parts = routes.flatMap((route) => rulesOfRoute(route).map((part) => [part.id, route, part] as const));
+
+  it('has the rules of each route (one, or one per shape above the complexity limit) and one per scheduled function, on the default bus', () => {
     const rules = resourcesOfType(dev.json, 'AWS::Events::Rule');
     const scheduled = NAMES.filter((name) => (FUNCTIONS[name] as FunctionSpec).schedule);
     expect(scheduled).toEqual(['sweeper']);
-    expect(rules).toHaveLength(routes.length + scheduled.length);
+    expect(parts.length).toBeGreaterThan(routes.length);
+    expect(rules).toHaveLength(parts.length + scheduled.length);
     for (const id of rules) expect(dev.json.Resources[id]?.Properties?.EventBusName).toBeUndefined();
   });
 
   it.each(
-    routes.map((route) => [route.id, route] as const),
-  )('rule %s has the route pattern and targets its function with retries, event age and the DLQ', (id, route) => {
+    parts,
+  )('rule %s has its part of the route pattern and targets its function with retries, event age and the DLQ', (id, route, part) => {
     const ruleId = logicalId(dev.json, 'AWS::Events::Rule', `${id}Rule`);
     const rule = dev.json.Resources[ruleId]?.Properties as Record<string, unknown>;
-    const expected = replaceDeep(route.pattern, BUCKET_TOKEN, { Ref: bucketId });
+    const expected = replaceDeep(part.pattern, BUCKET_TOKEN, { Ref: bucketId });
     expect(rule.EventPattern).toEqual(expected);
     expect(rule.State).toBe('ENABLED');
     const target = ids(route.target);
@@ -239,9 +251,13 @@ describe('resources bucket', () => {
     });
   });
 
-  it('is destroyed with its objects outside prod', () => {
-    expect(dev.json.Resources[bucketId]?.DeletionPolicy).toBe('Delete');
-    dev.template.hasResourceProperties('Custom::S3AutoDeleteObjects', { BucketName: { Ref: bucketId } });
+  it('is retained with its objects in every stage by default (destroying data is an opt-in)', () => {
+    expect(dev.config.stage).toBe('dev');
+    expect(dev.json.Resources[bucketId]?.DeletionPolicy).toBe('Retain');
+    expect(dev.json.Resources[tableId]?.DeletionPolicy).toBe('Retain');
+    const logsBucket = logicalId(dev.json, 'AWS::S3::Bucket', 'AccessLogsBucket');
+    expect(dev.json.Resources[logsBucket]?.DeletionPolicy).toBe('Retain');
+    expect(resourcesOfType(dev.json, 'Custom::S3AutoDeleteObjects')).toEqual([]);
   });
 });
 
@@ -791,8 +807,10 @@ describe('stack', () => {
     }
   });
 
-  it('passes cdk-nag AwsSolutions with no unacknowledged error or warning', () => {
-    const nag = dev.report.pluginReports.filter((report) => report.pluginName === 'AwsSolutions');
+  it('passes cdk-nag AwsSolutions and Serverless with no unacknowledged error or warning', () => {
+    const nag = dev.report.pluginReports.filter((report) =>
+      ['AwsSolutions', 'Serverless'].includes(report.pluginName),
+    );
     const findings = nag.flatMap((report) =>
       report.violations.map(
         (v) => `${v.severity} ${v.ruleName} at ${v.violatingConstructs?.[0]?.constructPath}`,
@@ -825,7 +843,7 @@ describe('prod stage with a custom config', () => {
         'cld:maxEventAgeSeconds': '600',
       },
     });
-  });
+  }, SYNTH_TIMEOUT_MS);
 
   function fnId(name: string): string {
     return logicalId(
@@ -887,5 +905,131 @@ describe('prod stage with a custom config', () => {
       const actions = roleStatements(prod.json, role).flatMap((s) => [s.Action].flat());
       expect(actions.filter((a) => a.startsWith('bedrock:'))).toEqual([]);
     }
+  });
+});
+
+describe('alarms and the dashboard (issue 24)', () => {
+  const alarms = () => resourcesOfType(dev.json, 'AWS::CloudWatch::Alarm');
+  const topicId = () => logicalId(dev.json, 'AWS::SNS::Topic', 'MonitoringAlarmTopic');
+
+  it('sends every alarm, on ALARM and on OK, to the alarm topic, which only takes TLS publishers', () => {
+    expect(alarms().length).toBeGreaterThan(20);
+    for (const id of alarms()) {
+      const props = dev.json.Resources[id]?.Properties as Record<string, unknown>;
+      expect(props.AlarmActions, id).toEqual([{ Ref: topicId() }]);
+      expect(props.OKActions, id).toEqual([{ Ref: topicId() }]);
+    }
+    dev.template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      PolicyDocument: Match.objectLike({
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      }),
+    });
+    expect(resourcesOfType(dev.json, 'AWS::SNS::Subscription')).toEqual([]);
+    expect(dev.json.Outputs?.AlarmTopicArn?.Value).toEqual({ Ref: topicId() });
+  });
+
+  it.each(NAMES)('alarms on Throttles of %s', (name) => {
+    dev.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'Throttles',
+      Namespace: 'AWS/Lambda',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: ids(name).fn } }],
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+    });
+  });
+
+  it.each(
+    EVENT_NAMES.flatMap((name) =>
+      [
+        ['AsyncEventAge', ASYNC_EVENT_AGE_ALARM_SECONDS * 1000, 'Maximum'],
+        ['AsyncEventsDropped', 0, 'Sum'],
+        ['DestinationDeliveryFailures', 0, 'Sum'],
+      ].map(([metric, threshold, statistic]) => [name, metric, threshold, statistic] as const),
+    ),
+  )('alarms on the asynchronous invocations of %s: %s above %s (%s)', (name, metric, threshold, statistic) => {
+    dev.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: metric,
+      Namespace: 'AWS/Lambda',
+      Statistic: statistic,
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: ids(name).fn } }],
+      Threshold: threshold,
+      ComparisonOperator: 'GreaterThanThreshold',
+    });
+  });
+
+  it("alarms on the HTTP API's 5xx responses", () => {
+    const [api] = resourcesOfType(dev.json, 'AWS::ApiGatewayV2::Api');
+    expect(api).toBeDefined();
+    dev.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: '5xx',
+      Namespace: 'AWS/ApiGateway',
+      Dimensions: [{ Name: 'ApiId', Value: { Ref: api } }],
+      Threshold: 0,
+    });
+  });
+
+  it('has a dashboard of steps, errors, throttles, event age, dead letters, the API and model tokens', () => {
+    const [id] = resourcesOfType(dev.json, 'AWS::CloudWatch::Dashboard');
+    expect(id).toBeDefined();
+    const body = JSON.stringify(dev.json.Resources[id as string]?.Properties?.DashboardBody);
+    for (const text of [
+      'Steps per minute',
+      'Step duration p95',
+      'Throttles',
+      'AsyncEventAge',
+      'ApproximateNumberOfMessagesVisible',
+      '5xx',
+      'InputTokenCount',
+      'OutputTokenCount',
+      'InvocationThrottles',
+    ])
+      expect(body, text).toContain(text);
+    expect(dev.json.Outputs?.DashboardName).toBeDefined();
+  });
+
+  it('keeps every synthesized rule within the event-pattern complexity EventBridge accepts with margin', () => {
+    const rules = resourcesOfType(dev.json, 'AWS::Events::Rule')
+      .map((id) => [id, dev.json.Resources[id]?.Properties?.EventPattern] as const)
+      .filter(([, pattern]) => pattern !== undefined);
+    expect(rules.length).toBeGreaterThan(0);
+    for (const [id, pattern] of rules) {
+      expect(patternComplexity(pattern as EventPattern), id).toBeLessThanOrEqual(MAX_RULE_COMPLEXITY);
+    }
+  });
+});
+
+describe('a scratch stack with an existing alarm topic (cld:destroyData, cld:alarmTopicArn, cld:alarmEmail)', () => {
+  let scratch: Synthesized;
+  const topicArn = 'arn:aws:sns:eu-west-1:123456789012:platform-alarms';
+  beforeAll(() => {
+    scratch = synthesize({
+      context: {
+        'cld:stage': 'scratch',
+        'cld:destroyData': 'true',
+        'cld:alarmTopicArn': topicArn,
+        'cld:alarmEmail': 'ops@example.com',
+      },
+    });
+  }, SYNTH_TIMEOUT_MS);
+
+  it('deletes the buckets (with their objects) and the table with the stack', () => {
+    const bucket = logicalId(scratch.json, 'AWS::S3::Bucket', 'ResourcesBucket');
+    const table = logicalId(scratch.json, 'AWS::DynamoDB::GlobalTable', 'ProjectionsTable');
+    expect(scratch.json.Resources[bucket]?.DeletionPolicy).toBe('Delete');
+    expect(scratch.json.Resources[table]?.DeletionPolicy).toBe('Delete');
+    scratch.template.hasResourceProperties('Custom::S3AutoDeleteObjects', { BucketName: { Ref: bucket } });
+  });
+
+  it('sends every alarm to the existing topic, subscribes the e-mail there and creates no topic', () => {
+    expect(resourcesOfType(scratch.json, 'AWS::SNS::Topic')).toEqual([]);
+    for (const id of resourcesOfType(scratch.json, 'AWS::CloudWatch::Alarm'))
+      expect(scratch.json.Resources[id]?.Properties?.AlarmActions, id).toEqual([topicArn]);
+    scratch.template.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'ops@example.com',
+      TopicArn: topicArn,
+    });
   });
 });

@@ -1,9 +1,10 @@
 /**
- * Conversation budgets (tokens, model calls, tool calls, wall time) counted in the projection
- * store: the check that picks the used-up budget, and whole runs on the embedded default (the
- * scripted model, two root tasks that each call `search` once and then answer) where a budget
- * runs out — the task fails with BUDGET_EXCEEDED, nothing stays pending, the user's answer
- * names the budget, and the budget projection equals a replay from storage.
+ * Budgets: tokens, model calls and tool calls per conversation, counted in the projection store,
+ * and wall time per user Message: the check that picks the used-up budget, and whole runs on the
+ * embedded default (the scripted model, two root tasks that each call `search` once and then
+ * answer) where a budget runs out — the task fails with BUDGET_EXCEEDED, nothing stays pending,
+ * the user's answer names the budget, and the budget projection equals a replay from storage —
+ * or where a follow-up comes long after the first message's wall time and is answered.
  */
 
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -28,10 +29,12 @@ describe('budgetExceeded', () => {
     conversationTokens: 1_000,
     conversationModelCalls: 5,
     conversationToolCalls: 3,
-    conversationWallTimeMs: 60_000,
+    messageWallTimeMs: 60_000,
   };
   const now = new Date('2025-01-01T00:10:00.000Z');
   const since = '2025-01-01T00:09:30.000Z';
+  /** A message stored 30 s ago: half its wall time left. */
+  const clock = { now, messageStartedAt: since };
 
   it.each([
     [
@@ -55,15 +58,8 @@ describe('budgetExceeded', () => {
       'conversationToolCalls',
       'tool calls 2 of 3',
     ],
-    [
-      'wall time',
-      { tokens: 10, modelCalls: 1, toolCalls: 0, since: '2025-01-01T00:08:00.000Z' },
-      {},
-      'conversationWallTimeMs',
-      'wall time ms 120,000 of 60,000',
-    ],
   ])('names the %s budget when it is used up', (_label, usage, next, budget, text) => {
-    const error = budgetExceeded(usage, limits, now, Object.keys(next).length ? next : undefined);
+    const error = budgetExceeded(usage, limits, clock, Object.keys(next).length ? next : undefined);
 
     expect(error).toBeInstanceOf(BudgetExceededError);
     expect(error?.code).toBe('BUDGET_EXCEEDED');
@@ -72,17 +68,37 @@ describe('budgetExceeded', () => {
   });
 
   it('lets a call through while every budget has room', () => {
-    expect(budgetExceeded({ tokens: 999, modelCalls: 4, toolCalls: 1, since }, limits, now)).toBeUndefined();
     expect(
-      budgetExceeded({ tokens: 0, modelCalls: 0, toolCalls: 1 }, limits, now, { toolCalls: 2 }),
+      budgetExceeded({ tokens: 999, modelCalls: 4, toolCalls: 1, since }, limits, clock),
+    ).toBeUndefined();
+    expect(
+      budgetExceeded({ tokens: 0, modelCalls: 0, toolCalls: 1 }, limits, clock, { toolCalls: 2 }),
     ).toBeUndefined();
   });
 
+  it("counts wall time from the user Message's creation, on both sides of the limit", () => {
+    const usage = { tokens: 10, modelCalls: 1, toolCalls: 0, since: '2024-12-31T00:00:00.000Z' };
+    const startedAt = (msAgo: number) => ({
+      now,
+      messageStartedAt: new Date(now.getTime() - msAgo).toISOString(),
+    });
+
+    // The conversation's first charge a day ago does not count: only the message's own time.
+    expect(budgetExceeded(usage, limits, startedAt(60_000))).toBeUndefined();
+    const error = budgetExceeded(usage, limits, startedAt(60_001));
+    expect(error).toBeInstanceOf(BudgetExceededError);
+    expect(error?.details).toEqual({ budget: 'messageWallTimeMs', used: 60_001, limit: 60_000 });
+    expect(error?.message).toBe(
+      'message budget exceeded: wall time ms 60,001 of 60,000 (limit messageWallTimeMs)',
+    );
+    expect(budgetExceeded(usage, limits, { now, messageStartedAt: undefined })).toBeUndefined();
+  });
+
   it('takes the budgets from CLD_LIMITS over the defaults', () => {
-    const parsed = parseLimits('{"conversationModelCalls": 7, "conversationWallTimeMs": 5000}');
+    const parsed = parseLimits('{"conversationModelCalls": 7, "messageWallTimeMs": 5000}');
 
     expect(parsed.conversationModelCalls).toBe(7);
-    expect(parsed.conversationWallTimeMs).toBe(5_000);
+    expect(parsed.messageWallTimeMs).toBe(5_000);
     expect(parsed.conversationTokens).toBe(DEFAULT_LIMITS.conversationTokens);
     expect(() => parseLimits('{"conversationToolCalls": -1}')).toThrow(/conversationToolCalls/);
   });
@@ -113,7 +129,10 @@ describe('a conversation that runs out of budget', () => {
   });
 
   /** Two root tasks (each: one `search` call, then an answer), one invocation at a time. */
-  async function run(limits: Partial<Limits>, options: { now?: () => Date; messages?: number } = {}) {
+  async function run(
+    limits: Partial<Limits>,
+    options: { now?: () => Date; messages?: number; beforeMessage?: (i: number) => void } = {},
+  ) {
     const dataDir = await mkdtemp(join(tmpdir(), 'cld-budget-'));
     dirs.push(dataDir);
     const runtime = await createLocalRuntime({
@@ -127,12 +146,14 @@ describe('a conversation that runs out of budget', () => {
     const answers: (Message | undefined)[] = [];
     let conversation = '';
     for (let i = 1; i <= (options.messages ?? 1); i++) {
+      options.beforeMessage?.(i);
       const started = await startConversation(runtime.deps.resources, {
         user: 'cli:budget',
         channel: { kind: 'cli' },
         content: `Run the synthetic plan (message ${i}).`,
         conversationName: 'budget-conversation',
         messageName: `message-${i}`,
+        now: runtime.deps.now(),
       });
       await runtime.bus.idle();
       conversation = started.conversation;
@@ -201,18 +222,43 @@ describe('a conversation that runs out of budget', () => {
     expect(outcome.replay).toEqual([]);
   });
 
-  it('fails on wall time counted from the first model call', async () => {
+  it("fails on wall time counted from the message's creation", async () => {
     let clock = Date.parse('2025-01-01T00:00:00.000Z');
     const now = () => {
       clock += 2_000; // every reading of the clock is 2 s later
       return new Date(clock);
     };
 
-    const outcome = await run({ conversationWallTimeMs: 1_000 }, { now });
+    const outcome = await run({ messageWallTimeMs: 1_000 }, { now });
 
-    expect(outcome.budget.modelCalls).toBe(1);
     expect(outcome.answers[0]?.error?.code).toBe('BUDGET_EXCEEDED');
-    expect(outcome.answers[0]?.content).toContain('(limit conversationWallTimeMs)');
+    expect(outcome.answers[0]?.content).toContain('message budget exceeded: wall time ms');
+    expect(outcome.answers[0]?.content).toContain('(limit messageWallTimeMs)');
+  });
+
+  it('answers a follow-up that comes hours after the first message used up its wall time', async () => {
+    const start = Date.parse('2025-01-01T00:00:00.000Z');
+    let clock = start;
+    const hours = 3 * 3_600_000; // six times the default 30 min of wall time
+    expect(hours).toBeGreaterThan(DEFAULT_LIMITS.messageWallTimeMs);
+
+    const outcome = await run(
+      {},
+      {
+        now: () => new Date(clock),
+        messages: 2,
+        beforeMessage: (i) => {
+          clock = start + (i - 1) * hours;
+        },
+      },
+    );
+
+    expect(outcome.answers[0]?.error).toBeUndefined();
+    expect(outcome.answers[1]?.error).toBeUndefined();
+    expect(outcome.answers[1]?.content.length).toBeGreaterThan(0);
+    // The counts stay per conversation: both messages' plan and turns (1 + 2 × 2 each).
+    expect(outcome.budget).toMatchObject({ modelCalls: 10, toolCalls: 4 });
+    expect(outcome.replay).toEqual([]);
   });
 
   it('refuses to plan a later message of a conversation whose budget is used up', async () => {

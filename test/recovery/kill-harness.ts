@@ -226,7 +226,9 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
       acknowledged.slice(firstOfStart).map((id) => status(served.url, id).catch(() => 'not-found' as const)),
     );
     unfinishedAtKills += views.filter(
-      (view) => view === 'not-found' || (view.status !== 'done' && view.status !== 'failed'),
+      (view) =>
+        view === 'not-found' ||
+        (view.status !== 'done' && view.status !== 'partial' && view.status !== 'failed'),
     ).length;
     served.child.kill('SIGKILL');
     await served.exited;
@@ -394,7 +396,7 @@ export async function runAskInterrupts(options: {
     const root = await runtime.deps.resources.find(actor, 'common.Conversation', conversation);
     const below = await runtime.deps.resources.list(actor, conversation);
     const progress = conversationProgress(conversation, root ? [root, ...below] : below, { now: new Date() });
-    if (progress.status !== 'done' && progress.status !== 'failed')
+    if (progress.status !== 'done' && progress.status !== 'partial' && progress.status !== 'failed')
       result.lost.push(`${conversation}: ${progress.status} after the second run`);
   }
   return result;

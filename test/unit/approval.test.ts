@@ -3,11 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideApproval, decisionUrnOf } from '../../shared/domain/approval.js';
-import { assistantActor, toolActor } from '../../shared/domain/common.js';
+import { answerMessage, assistantActor, toolActor } from '../../shared/domain/common.js';
+import { sweeperActor } from '../../shared/domain/sweep.js';
 import { toolStep } from '../../shared/domain/tool.js';
+import { turnMessageOf } from '../../shared/domain/turn.js';
 import { NotFoundError, PolicyDeniedError } from '../../shared/errors.js';
 import type { ResourcePutEvent } from '../../shared/events/envelope.js';
+import { builtinPolicy } from '../../shared/policy/select.js';
 import { withMeta } from '../../shared/resources/meta.js';
+import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { ApprovalDecision, ApprovalRequest, Message } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
@@ -89,6 +93,45 @@ describe('approval bypasses on the real handlers', () => {
       type: 'common.Message',
     })) as Message[];
     expect(results.filter((m) => m.role === 'tool' && m.status === 'OK')).toHaveLength(1);
+  });
+
+  it('runs nothing for an approval stored just before its message ended (the channels refuse later ones)', async () => {
+    const { conversation, requests } = await start('u-carol', 'approval-ended');
+    const request = requests[0] as ApprovalRequest;
+    const before = runs;
+    // The decision is stored (the channel's check saw the message open), then the message ends
+    // before the decision's event is handled.
+    const silent = new ResourceIndex(runtime.storage, builtinPolicy());
+    await decideApproval(silent, {
+      user: 'u-carol',
+      channel: 'cli',
+      conversation,
+      request: request.meta.id,
+      decision: 'approve',
+      now: new Date(),
+    });
+    const message = turnMessageOf(request.meta.id);
+    await runtime.deps.resources.put(
+      sweeperActor(rootOf(message), message),
+      answerMessage(
+        message,
+        { content: 'stalled', error: { code: 'STALLED', message: 'stalled' } },
+        new Date(),
+      ),
+    );
+
+    const outcome = await toolStep(eventFor(decisionUrnOf(request.meta.id), 'after-end'), runtime.deps);
+    await runtime.bus.idle();
+
+    expect(outcome).toMatchObject({ action: 'ignored', detail: 'its message already ended' });
+    expect(runs).toBe(before);
+    const below = await runtime.deps.resources.list(SYSTEM_ACTOR, parentOf(request.meta.id) as string);
+    expect(below.map((r) => r.meta.type).sort()).toEqual(['tool.Approval', 'tool.Decision']); // no claim
+    const task = parentOf(parentOf(request.meta.id) as string) as string;
+    const messages = (await runtime.deps.resources.list(SYSTEM_ACTOR, task, {
+      type: 'common.Message',
+    })) as Message[];
+    expect(messages.filter((m) => m.role === 'tool')).toEqual([]);
   });
 
   it('lets no step function write a decision, even on its own conversation', async () => {

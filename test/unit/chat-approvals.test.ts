@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   APPROVE_ACTION,
   DENY_ACTION,
+  decideFromChat,
   decideSlackInteraction,
   parseTypedDecision,
   type SlackBlockActions,
@@ -15,13 +16,16 @@ import type { Channels } from '../../shared/channels/context.js';
 import { replyStep } from '../../shared/channels/reply.js';
 import { typedDecisionText } from '../../shared/channels/teams.js';
 import { approvalIdOf, approvalRequest, decisionUrnOf } from '../../shared/domain/approval.js';
-import { toolActor } from '../../shared/domain/common.js';
+import { answerMessage, toolActor } from '../../shared/domain/common.js';
+import { sweeperActor } from '../../shared/domain/sweep.js';
+import { turnMessageOf } from '../../shared/domain/turn.js';
+import { StalledError, toErrorInfo } from '../../shared/errors.js';
 import { type ResourcePutEvent, s3ObjectCreatedEvent, toResourcePut } from '../../shared/events/envelope.js';
 import { withMeta } from '../../shared/resources/meta.js';
 import type { ApprovalRequest, Conversation, ToolCallResource } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
-import { childUrn, keyOf } from '../../shared/urn.js';
+import { childUrn, keyOf, rootOf } from '../../shared/urn.js';
 import { startWaitingForApproval } from '../helpers/approvals.js';
 
 /**
@@ -173,12 +177,70 @@ describe('Slack button presses (decideSlackInteraction)', () => {
   });
 });
 
+describe('a decision from chat on a request whose message ended', () => {
+  /** Ends the request's message with a STALLED answer, as the sweeper did before issue 21. */
+  async function endMessage(request: ApprovalRequest): Promise<string> {
+    const message = turnMessageOf(request.meta.id);
+    const error = new StalledError('no progress after 3 redrive(s)');
+    await runtime.deps.resources.put(
+      sweeperActor(rootOf(message), message),
+      answerMessage(message, { content: error.message, error: toErrorInfo(error) }, new Date()),
+    );
+    return message;
+  }
+
+  it('replaces the Slack buttons with the end and decides nothing, whichever button', async () => {
+    const { request } = await waitingRequest('slack-ended');
+    await endMessage(request);
+
+    for (const action of [APPROVE_ACTION, DENY_ACTION]) {
+      const pressedAfter = await decideSlackInteraction(
+        runtime.deps.resources,
+        pressed(request, action),
+        new Date(),
+      );
+
+      expect(pressedAfter).toMatchObject({
+        action: 'respond',
+        decision: { outcome: 'ended', status: 'failed' },
+        payload: { replace_original: true },
+      });
+      if (pressedAfter.action !== 'respond') throw new Error('unreachable');
+      expect(pressedAfter.payload.text).toContain("This request's message already ended (failed)");
+      expect(pressedAfter.payload.blocks).toBeUndefined();
+    }
+    expect(await decisionOf(request)).toBeUndefined();
+  });
+
+  it('answers a Teams reply that the message ended and decides nothing', async () => {
+    const { conversation, request } = await waitingRequest('teams-ended');
+    await endMessage(request);
+    const typed = { decision: 'approve' as const, id: approvalIdOf(request.meta.id) };
+
+    const decided = await decideFromChat(runtime.deps.resources, {
+      user: ALICE,
+      channel: 'teams',
+      conversation,
+      request: typed.id,
+      decision: typed.decision,
+      now: new Date(),
+    });
+
+    expect(decided).toMatchObject({ outcome: 'ended', status: 'failed' });
+    expect(typedDecisionText(typed, decided)).toBe(
+      `Request ${typed.id} belongs to a message that already ended (failed): nothing was decided and the tool does not run.`,
+    );
+    expect(await decisionOf(request)).toBeUndefined();
+  });
+});
+
 describe('typedDecisionText (the synchronous Teams answer)', () => {
   const typed = { decision: 'approve' as const, id: '0123456789abcdef' };
   it.each<[Parameters<typeof typedDecisionText>[1], RegExp]>([
     [{ outcome: 'not-found', message: '' }, /No approval request 0123456789abcdef of yours/],
     [{ outcome: 'expired', message: 'x' }, /expired before a decision: nothing was decided/],
     [{ outcome: 'decided-otherwise', message: 'already decided: deny' }, /already decided otherwise/],
+    [{ outcome: 'ended', message: 'x', status: 'done' }, /already ended \(done\): nothing was decided/],
   ])('%j', (decided, expected) => {
     expect(typedDecisionText(typed, decided)).toMatch(expected);
   });

@@ -4,13 +4,11 @@
  * conversation's status as the most severe of its messages'.
  */
 import { describe, expect, it } from 'vitest';
+import { approvalIdOf, approvalRequest } from '../../shared/domain/approval.js';
 import { answerMessage, NAMES } from '../../shared/domain/common.js';
-import {
-  conversationProgress,
-  isClosed,
-  type TurnStatus,
-  worstStatus,
-} from '../../shared/domain/progress.js';
+import { conversationProgress, type TurnStatus, worstStatus } from '../../shared/domain/progress.js';
+import { isEnded, turnMessageOf } from '../../shared/domain/turn.js';
+import { InvalidUrnError } from '../../shared/errors.js';
 import { toResourcePut } from '../../shared/events/envelope.js';
 import { matchesPattern } from '../../shared/events/pattern.js';
 import { routingTable } from '../../shared/events/routing.js';
@@ -160,7 +158,7 @@ describe('conversationProgress', () => {
     expect(a1.unanswered).toEqual(unanswered);
     expect(progress.turns.map((t) => t.status)).toEqual(['partial', 'done']);
     expect(progress.status).toBe('partial');
-    expect(progress.turns.every((t) => isClosed(t.status) && t.redrive.length === 0)).toBe(true);
+    expect(progress.turns.every((t) => isEnded(t.status) && t.redrive.length === 0)).toBe(true);
   });
 
   it('is failed when every message is answered and one answer carries an error', () => {
@@ -172,6 +170,46 @@ describe('conversationProgress', () => {
     expect(progress.turns.every((t) => t.redrive.length === 0)).toBe(true);
   });
 
+  it.each([
+    ['two root tasks', false],
+    ['two subtasks of a supervised root task', true],
+  ])('is never stalled while a person decides, whatever a sibling did (%s); stalled once the request expired', (_label, nested) => {
+    const root: Task = task(m1.meta.id, 'task-1');
+    const parent = nested ? root.meta.id : m1.meta.id;
+    const first = task(parent, 'task-1', nested ? 2 : 1);
+    const second = task(parent, 'task-2', nested ? 2 : 1);
+    if (nested) root.subtasks = [first.meta.id, second.meta.id];
+    const finished = output(first.meta.id);
+    const call = toolCall(second.meta.id, `${second.meta.id}/common.Message.0000000000000000`, 'call-1-x');
+    const hour = 60 * 60_000;
+    const request = approvalRequest(call, 'task-2', 'U123', hour, NOW);
+    const roots = nested ? [root.meta.id] : [first.meta.id, second.meta.id];
+    const resources: AnyResource[] = [
+      c,
+      m1,
+      ...(nested ? [root] : []),
+      first,
+      second,
+      finished,
+      call,
+      request,
+      plan(m1.meta.id, roots),
+    ];
+
+    // Long past the stall time (10 min), one minute before the request expires.
+    const [waiting] = conversationProgress(c.meta.id, resources, at(59)).turns;
+    expect(waiting?.status).toBe('running');
+    expect(waiting?.waitingFor).toEqual([
+      `the user's approval of tool search for "task-2" (request ${approvalIdOf(request.meta.id)}, expires ${request.expiresAt})`,
+    ]);
+    expect(waiting?.redrive).toEqual([finished.meta.id]); // the sibling's count, for resume
+
+    // Expired undecided: the call is re-driven (the tool step answers it DENIED), as any stalled work.
+    const [expired] = conversationProgress(c.meta.id, resources, at(61)).turns;
+    expect(expired?.status).toBe('stalled');
+    expect(expired?.redrive).toEqual([finished.meta.id, call.meta.id]);
+  });
+
   it('counts the output of a failed root task as done work', () => {
     const t1 = task(m1.meta.id, 'task-1');
     const failed = output(t1.meta.id, { code: 'LIMIT_EXCEEDED', message: 'too deep' });
@@ -181,6 +219,27 @@ describe('conversationProgress', () => {
       at(1),
     ).turns;
     expect(turn?.waitingFor).toEqual(['the answer']);
+  });
+});
+
+describe('whether a turn ended (shared/domain/turn.ts)', () => {
+  it('is ended for every status but pending, running and stalled, a status added later included', () => {
+    expect(
+      ['pending', 'running', 'stalled', 'done', 'failed'].filter((s) => isEnded(s as TurnStatus)),
+    ).toEqual(['done', 'failed']);
+    expect(isEnded('partial' as TurnStatus)).toBe(true);
+  });
+
+  it('finds the user Message of a URN at any depth under it, and refuses one that is not under a message', () => {
+    const parent = task(m1.meta.id, 'task-1');
+    const child = task(parent.meta.id, 'task-1', 2);
+    const call = toolCall(child.meta.id, `${child.meta.id}/common.Message.0000000000000000`, 'call-1-x');
+    expect(turnMessageOf(approvalRequest(call, 'task-1', 'U123', 60_000, NOW).meta.id)).toBe(m1.meta.id);
+    expect(turnMessageOf(m1.meta.id)).toBe(m1.meta.id);
+    expect(() => turnMessageOf(c.meta.id)).toThrow(InvalidUrnError);
+    expect(() =>
+      turnMessageOf('cld:common.Conversation.0000000000000000/plan.Task.0000000000000000'),
+    ).toThrow(/not under a user Message/);
   });
 });
 
