@@ -22,7 +22,8 @@ export type ErrorCode =
   | 'IDEMPOTENCY_CONFLICT'
   | 'APPROVAL_DECIDED'
   | 'APPROVAL_EXPIRED'
-  | 'MESSAGE_ENDED';
+  | 'MESSAGE_ENDED'
+  | 'DECISION_CONFLICT';
 
 /** Base class: every error the domain throws on purpose is a `CldError`. */
 export class CldError extends Error {
@@ -96,6 +97,17 @@ export class IdempotencyConflictError extends CldError {
 export class ApprovalDecidedError extends CldError {
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('APPROVAL_DECIDED', message, options);
+  }
+}
+
+/**
+ * A concurrent operator decision on the same tool was stored instead of this one (a conditional
+ * create lost the race): nothing of this request was stored. `details.status` is the tool's
+ * status now and `details.decision` the decision that won. The HTTP edge answers 409.
+ */
+export class DecisionConflictError extends CldError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super('DECISION_CONFLICT', message, options);
   }
 }
 

@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { getChannels } from '../../shared/channels/context.js';
+import { normalizeRequestEvent } from '../../shared/channels/gateway.js';
 import { createSlackRouter } from '../../shared/channels/slack-router.js';
 import { getDeps } from '../../shared/runtime/compose.js';
 
@@ -15,4 +16,4 @@ const app = createSlackRouter({ deps: getDeps, channels: getChannels });
 export const handler = (
   event: APIGatewayProxyEventV2,
   context: Context,
-): Promise<APIGatewayProxyStructuredResultV2> => app.resolve(event, context);
+): Promise<APIGatewayProxyStructuredResultV2> => app.resolve(normalizeRequestEvent(event), context);

@@ -7,7 +7,7 @@ import type { ApprovalRequest, Conversation } from '../resources/schemas.js';
 import { parseUrn, rootOf } from '../urn.js';
 import { ownConversation } from './conversations.js';
 import type { SlackResponsePayload } from './delivery.js';
-import { slackUser } from './slack.js';
+import { escapeSlackText, slackUser } from './slack.js';
 
 /**
  * Human approval of tool calls on the chat channels (issue 14, part 3; shared/domain/approval.ts):
@@ -36,7 +36,7 @@ export function inputPreview(input: unknown): string {
 
 /** The plain-text fallback of a notice (Slack notifications, screen readers). */
 export function noticeText(request: ApprovalRequest): string {
-  return `Approval needed: ${request.tool} for "${request.task}" (request ${approvalIdOf(request.meta.id)}, expires ${request.expiresAt})`;
+  return `Approval needed: ${request.tool} for "${escapeMrkdwn(request.task)}" (request ${approvalIdOf(request.meta.id)}, expires ${request.expiresAt})`;
 }
 
 /**
@@ -55,7 +55,10 @@ export function slackApprovalBlocks(request: ApprovalRequest): KnownBlock[] {
     },
     {
       type: 'section',
-      text: { type: 'mrkdwn', text: `\`\`\`${inputPreview(request.input).replace(/```/g, "'''")}\`\`\`` },
+      text: {
+        type: 'mrkdwn',
+        text: `\`\`\`${escapeMrkdwn(inputPreview(request.input).replace(/```/g, "'''"))}\`\`\``,
+      },
     },
     {
       type: 'context',
@@ -105,7 +108,7 @@ export function outcomeText(view: ApprovalView): string {
     case 'approved':
       return `:white_check_mark: Approved by ${who(view.decision?.by)} (${id})`;
     case 'denied':
-      return `:no_entry: Denied by ${who(view.decision?.by)}${view.decision?.reason ? `: ${view.decision.reason}` : ''} (${id})`;
+      return `:no_entry: Denied by ${who(view.decision?.by)}${view.decision?.reason ? `: ${escapeMrkdwn(view.decision.reason)}` : ''} (${id})`;
     case 'expired':
       return `:hourglass: Expired undecided at ${view.expiresAt} (${id})`;
     default:
@@ -326,6 +329,4 @@ function who(user: string | undefined): string {
   return slack ? `<@${slack[1]}>` : (user ?? 'the user');
 }
 
-function escapeMrkdwn(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
+const escapeMrkdwn = escapeSlackText;

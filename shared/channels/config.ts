@@ -42,6 +42,13 @@ export const ChannelEnvSchema = z.object({
    * The URL comes from a signed request, this is defence in depth against posting elsewhere.
    */
   CLD_SLACK_RESPONSE_URL_ORIGIN: Url.default('https://hooks.slack.com'),
+  /**
+   * Who may continue a thread's conversation (issue 22 finding 7): `owner` (default) — only the
+   * conversation's user; another member's reply is not stored (a mention of the bot gets a short
+   * ephemeral notice); `members` — another member's replies form their own conversation in the
+   * thread (their author, their context, their approvals), never the owner's.
+   */
+  CLD_SLACK_THREAD_REPLIES: z.enum(['owner', 'members']).default('owner'),
   /** Teams outgoing-webhook security token, base64 as Teams shows it (local). */
   CLD_TEAMS_SECRET: z.string().min(1).optional(),
   /** Secrets Manager ARN (or name) of the Teams security token. */

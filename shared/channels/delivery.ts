@@ -1,5 +1,6 @@
 import { type KnownBlock, LogLevel, WebClient } from '@slack/web-api';
 import { ChannelError } from '../errors.js';
+import { escapeSlackText } from './slack.js';
 
 /**
  * Delivery adapters: what leaves the system when an answer is ready. Slack through its
@@ -25,8 +26,10 @@ export const SLACK_CLIENT_RETRIES = 2;
 /** Slack delivery. */
 export interface SlackDelivery {
   /**
-   * `chat.postMessage` (in a thread when `threadTs` is given). Markdown goes as `markdown_text`;
-   * with `blocks` (Block Kit), `text` is the notification's fallback.
+   * `chat.postMessage` (in a thread when `threadTs` is given). Markdown goes as `markdown_text`,
+   * escaped here (`&`, `<`, `>`: slack.ts `escapeSlackText`), so an answer never mentions or links
+   * on its own; `text` and `blocks` are mrkdwn the caller composed and escaped. With `blocks`
+   * (Block Kit), `text` is the notification's fallback.
    */
   postMessage(
     token: string,
@@ -38,9 +41,17 @@ export interface SlackDelivery {
       blocks?: KnownBlock[];
     },
   ): Promise<{ ts: string }>;
+  /**
+   * `chat.postEphemeral`: mrkdwn `text` (composed and escaped by the caller) only `user` sees, in
+   * the thread when `threadTs` is given.
+   */
+  postEphemeral(
+    token: string,
+    message: { channel: string; user: string; threadTs?: string | undefined; text: string },
+  ): Promise<void>;
   /** `chat.update` of a message the bot posted (replaces its text; idempotent by nature). */
   update(token: string, message: { channel: string; ts: string; text: string }): Promise<void>;
-  /** POSTs to a slash command's `response_url` (visible to the channel). */
+  /** POSTs Markdown (escaped, then as mrkdwn) to a slash command's `response_url` (visible to the channel). */
   respond(responseUrl: string, text: string): Promise<void>;
   /**
    * POSTs a message payload to a `response_url` (a slash command's or an interaction's,
@@ -99,7 +110,7 @@ export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number
             : message.markdown !== undefined
               ? {
                   channel: message.channel,
-                  markdown_text: truncate(message.markdown, SLACK_MARKDOWN_LIMIT),
+                  markdown_text: truncate(escapeSlackText(message.markdown), SLACK_MARKDOWN_LIMIT),
                   ...thread,
                 }
               : { channel: message.channel, text: message.text ?? '', unfurl_links: false, ...thread },
@@ -108,13 +119,27 @@ export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number
       if (!result.ts) throw new ChannelError('chat.postMessage answered without a ts');
       return { ts: result.ts };
     },
+    async postEphemeral(token, message) {
+      await slackCall('chat.postEphemeral', () =>
+        client(token).chat.postEphemeral({
+          channel: message.channel,
+          user: message.user,
+          text: message.text,
+          ...(message.threadTs ? { thread_ts: message.threadTs } : {}),
+        }),
+      );
+    },
     async update(token, message) {
       await slackCall('chat.update', () =>
         client(token).chat.update({ channel: message.channel, ts: message.ts, text: message.text }),
       );
     },
     async respond(responseUrl, text) {
-      await postJson(responseUrl, { response_type: 'in_channel', text: toMrkdwn(text) }, options.timeoutMs);
+      await postJson(
+        responseUrl,
+        { response_type: 'in_channel', text: toMrkdwn(escapeSlackText(text)) },
+        options.timeoutMs,
+      );
     },
     async respondWith(responseUrl, payload, timeoutMs) {
       await postJson(responseUrl, payload, Math.min(timeoutMs ?? options.timeoutMs, options.timeoutMs));

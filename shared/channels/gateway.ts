@@ -1,3 +1,4 @@
+import { MIMEType } from 'node:util';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
 
@@ -39,4 +40,47 @@ const JwtContextSchema = z.looseObject({
 export function callerSubject(event: unknown): string | undefined {
   const parsed = JwtContextSchema.safeParse(event);
   return parsed.success ? parsed.data.requestContext.authorizer.jwt.claims.sub : undefined;
+}
+
+/**
+ * A media type's essence (`type/subtype`, lowercased) by the WHATWG MIME Sniffing parser
+ * (`node:util` `MIMEType`): `APPLICATION/JSON; charset=UTF-8` → `application/json`. Undefined for
+ * a missing or malformed header. Media types are case-insensitive (RFC 9110 §8.3.1).
+ */
+export function mediaTypeOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return new MIMEType(value).essence;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The event as the functions' routers should see it (issue 22 finding 6):
+ * - a `GET` or `HEAD` request's body is dropped: API Gateway passes it on, but it has no meaning
+ *   (RFC 9110 §9.3.1) and a Web `Request` cannot carry one (Powertools' Router would throw, a 500);
+ * - `Content-Type` is rewritten in its canonical form (type, subtype and parameter names
+ *   lowercased by `MIMEType`), so `APPLICATION/JSON; charset=UTF-8` is parsed as JSON, as
+ *   `application/json` is (Powertools compares it case-sensitively). A malformed one is kept.
+ * Pure: returns a new event, the argument is not changed.
+ */
+export function normalizeRequestEvent<E extends APIGatewayProxyEventV2>(event: E): E {
+  const method = event.requestContext?.http?.method?.toUpperCase();
+  const bodiless = method === 'GET' || method === 'HEAD';
+  const headers = { ...(event.headers ?? {}) };
+  for (const name of Object.keys(headers)) {
+    if (name.toLowerCase() !== 'content-type') continue;
+    try {
+      headers[name] = String(new MIMEType(headers[name] ?? ''));
+    } catch {
+      // Malformed: left for the route's media-type check to refuse.
+    }
+  }
+  const { body: _body, ...rest } = event;
+  return {
+    ...(bodiless ? rest : event),
+    headers,
+    ...(bodiless ? { isBase64Encoded: false } : {}),
+  } as E;
 }

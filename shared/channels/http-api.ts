@@ -18,9 +18,9 @@ import {
   ownConversation,
   readCallerResource,
 } from './conversations.js';
-import { callerSubject, header } from './gateway.js';
+import { callerSubject, header, mediaTypeOf } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
-import { assertSameRequest, requestFingerprint } from './idempotency.js';
+import { assertSameRequest, checkPriorRequest, requestFingerprint } from './idempotency.js';
 import { isOperatorPath, operatorActor, registerOperatorRoutes } from './operator-routes.js';
 import { bodyLimit, sameRoute } from './request-guards.js';
 
@@ -128,8 +128,7 @@ export function createHttpApi(options: {
     if (isOperatorPath(path)) operatorActor(subject, options.channels().config.CLD_OPERATOR_SUBJECTS);
     const event = reqCtx.event as APIGatewayProxyEventV2;
     if (reqCtx.req.method === 'POST') {
-      const type = header(event, 'content-type') ?? '';
-      if (!/^application\/json\s*(;|$)/i.test(type))
+      if (mediaTypeOf(header(event, 'content-type')) !== 'application/json')
         return Response.json(
           { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'send the body as application/json' },
           { status: 415 },
@@ -148,6 +147,14 @@ export function createHttpApi(options: {
       const key = idempotencyKey(reqCtx.event as APIGatewayProxyEventV2);
       const id = key ? uuidFor(user, key) : randomUUID();
       const fingerprint = key ? requestFingerprint(body) : undefined;
+      if (key && fingerprint)
+        await checkPriorRequest(deps.resources, {
+          user,
+          conversation: httpConversationUrn(user, id),
+          messageName: `message-${key}`,
+          fingerprint,
+          content: body.message,
+        });
       const started = await startConversation(
         deps.resources,
         {
@@ -188,6 +195,14 @@ export function createHttpApi(options: {
       const conversation = await ownConversation(deps.resources, user, httpConversationUrn(user, id));
       const key = idempotencyKey(reqCtx.event as APIGatewayProxyEventV2);
       const fingerprint = key ? requestFingerprint(body) : undefined;
+      if (key && fingerprint)
+        await checkPriorRequest(deps.resources, {
+          user,
+          conversation: conversation.meta.id,
+          messageName: `message-${key}`,
+          fingerprint,
+          content: body.message,
+        });
       const started = await startConversation(
         deps.resources,
         {

@@ -23,6 +23,8 @@ export interface ErrorBody {
    * ({@link PUBLIC_DETAILS}): for `MESSAGE_ENDED`, the message's `message` URN, `status` and `endedAt`.
    */
   details?: Record<string, unknown>;
+  /** For a 409 `DECISION_CONFLICT`: the state that won (`{status, decision}`), so the caller need not read again. */
+  current?: Record<string, unknown>;
 }
 
 /** Status code per domain error code. */
@@ -33,6 +35,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   POLICY_DENIED: 404,
   IDEMPOTENCY_CONFLICT: 422,
   APPROVAL_DECIDED: 409,
+  DECISION_CONFLICT: 409,
   APPROVAL_EXPIRED: 410,
   MESSAGE_ENDED: 409,
   LIMIT_EXCEEDED: 429,
@@ -67,6 +70,8 @@ export function errorResponse(error: unknown): { status: number; body: ErrorBody
     const status = STATUS[error.code];
     if (status === undefined) return internal();
     if (error.code === 'POLICY_DENIED') return { status, body: { code: 'NOT_FOUND', message: 'not found' } };
+    if (error.code === 'DECISION_CONFLICT' && error.details)
+      return { status, body: { code: error.code, message: error.message, current: error.details } };
     const details = PUBLIC_DETAILS.has(error.code) && error.details ? { details: error.details } : {};
     return { status, body: { code: error.code, message: error.message, ...details } };
   }

@@ -9,7 +9,10 @@ import {
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import type { Context } from 'aws-lambda';
 import { IdempotencyConflictError } from '../errors.js';
+import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Message } from '../resources/schemas.js';
+import { userActor } from '../runtime/conversation.js';
+import { childUrn } from '../urn.js';
 
 /**
  * Exactly-once side effects that leave the system (STYLE.md "idempotency is designed in"): a
@@ -124,4 +127,25 @@ export function assertSameRequest(stored: Message, fingerprint: string, content:
     throw new IdempotencyConflictError(
       'this Idempotency-Key was already used with another request body; use a new key for a new message',
     );
+}
+
+/**
+ * Checks an `Idempotency-Key` request against the user Message its key names *before* anything is
+ * stored (issue 22 finding 9): a key reused with another body is refused with nothing written —
+ * no resource, and no touch of the open-conversations projection (`projections/open.jsonl`
+ * locally), which storing the message would make. Two requests racing with one key and different
+ * bodies still meet {@link assertSameRequest} after the conditional create; the loser's touch then
+ * records the winner's new message, which is open.
+ * @param conversation URN of the conversation the message belongs to; `messageName` its name
+ * @returns the stored Message (a retry of the same request), or undefined when the key is new
+ * @throws IdempotencyConflictError (HTTP 422) when the key came with another body; PolicyDeniedError
+ */
+export async function checkPriorRequest(
+  resources: ResourceIndex,
+  request: { user: string; conversation: string; messageName: string; fingerprint: string; content: string },
+): Promise<Message | undefined> {
+  const urn = childUrn(request.conversation, 'common.Message', request.messageName);
+  const stored = await resources.find(userActor(request.user, request.conversation), 'common.Message', urn);
+  if (stored) assertSameRequest(stored, request.fingerprint, request.content);
+  return stored;
 }

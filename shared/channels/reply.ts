@@ -13,7 +13,7 @@ import { noticeText, slackApprovalBlocks, teamsApprovalText } from './approvals.
 import type { Channels } from './context.js';
 import type { TaskSummary } from './conversations.js';
 import { deliveryGuard, type Once } from './idempotency.js';
-import { type SlackAddress, SlackAddressSchema } from './slack.js';
+import { escapeSlackText, type SlackAddress, SlackAddressSchema } from './slack.js';
 
 /**
  * The reply step (DESIGN.md "Flow": channel ◄─ final Message). It reacts to:
@@ -304,7 +304,8 @@ async function showProgress(
 
 /**
  * The progress text of a user message: counts over every task, and one line per task of depth
- * ≤ {@link PROGRESS_DEPTH} (status, title, assistant). Derived from stored state only, so any
+ * ≤ {@link PROGRESS_DEPTH} (status, title, assistant; titles and names Slack-escaped, as they come
+ * from what the user typed). Derived from stored state only, so any
  * update order converges on the final text.
  */
 export function progressText(progress: ProgressView): string {
@@ -315,7 +316,7 @@ export function progressText(progress: ProgressView): string {
   const lines: string[] = [head];
   const walk = (tasks: readonly TaskSummary[], indent: string) => {
     for (const task of tasks) {
-      lines.push(`${indent}${ICON[task.status]} ${task.title} (${task.assistant})`);
+      lines.push(`${indent}${ICON[task.status]} ${escapeSlackText(`${task.title} (${task.assistant})`)}`);
       walk(task.subtasks, `${indent}    `);
     }
   };

@@ -25,7 +25,9 @@ import { verifySlackSignature } from './verification.js';
  * timestamp more than 5 minutes away is refused the same way, so a captured request cannot be
  * replayed later). Within Slack's 3 seconds the handler only stores the Conversation and user
  * Message (or the user's decision on an approval request) and answers 200; the work continues
- * through events and the reply step posts the answer.
+ * through events and the reply step posts the answer. A member who mentions the bot in a thread
+ * whose conversation is another user's gets a short ephemeral notice instead
+ * (`CLD_SLACK_THREAD_REPLIES`, slack.ts `decideSlackEvent`).
  */
 export function createSlackRouter(options: {
   deps: () => Promise<ChannelDeps>;
@@ -67,9 +69,32 @@ export function createSlackRouter(options: {
     const callback = SlackEventCallbackSchema.safeParse(body);
     if (!callback.success) return ack();
     const retry = header(event, 'x-slack-retry-num');
-    const decision = await decideSlackEvent(deps.resources, callback.data.team_id, callback.data.event);
+    const channels = options.channels();
+    const decision = await decideSlackEvent(deps.resources, callback.data.team_id, callback.data.event, {
+      threadReplies: channels.config.CLD_SLACK_THREAD_REPLIES,
+    });
     if (decision.action === 'ignore') {
       deps.logger.debug('slack event ignored', { eventId: callback.data.event_id, reason: decision.reason });
+      return ack();
+    }
+    if (decision.action === 'notice') {
+      deps.logger.info('slack event refused', { eventId: callback.data.event_id, reason: decision.reason });
+      // Once per Slack message: a retried delivery gets no second notice. Bounded and best effort,
+      // so the 200 still comes within Slack's 3 seconds; nothing is stored either way.
+      if (retry === undefined) {
+        const { channel, user, threadTs, text } = decision.notice;
+        try {
+          const token = await channels.secrets.slackBotToken();
+          await Promise.race([
+            channels.slack.postEphemeral(token, { channel, user, threadTs, text }),
+            new Promise((_, reject) =>
+              setTimeout(() => reject(new Error('timed out')), INTERACTION_UPDATE_TIMEOUT_MS).unref(),
+            ),
+          ]);
+        } catch (error) {
+          deps.logger.warn('slack notice failed', { error: (error as Error).message });
+        }
+      }
       return ack();
     }
     const started = await startConversation(

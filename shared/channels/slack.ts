@@ -90,6 +90,17 @@ export function slackThreadName(team: string, channel: string, threadTs: string)
   return `slack:${team}:${channel}:${threadTs}`;
 }
 
+/**
+ * Escapes text for any Slack text field (Slack "Formatting message text", section "Escaping
+ * text"): `&` → `&amp;`, `<` → `&lt;`, `>` → `&gt;`, and nothing else. Slack parses `<…>` as a
+ * mention, special mention (`<!channel>`) or link (`<https://…|label>`), so any text that did not
+ * come from our own code (what a user typed, task titles, model output) is escaped before it is
+ * posted, or the bot would ping or link on its author's behalf.
+ */
+export function escapeSlackText(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
 /** Removes user/channel mentions (`<@U123>`, `<#C1|name>`) and decodes Slack's three escapes. */
 export function slackText(text: string): string {
   return text
@@ -104,19 +115,47 @@ export function slackText(text: string): string {
 /** What to do with one Events API callback. */
 export type SlackEventDecision =
   | { action: 'start'; input: StartConversationInput; continues: boolean }
-  | { action: 'ignore'; reason: string };
+  | { action: 'ignore'; reason: string }
+  | {
+      /** Another member mentioned the bot in a thread they do not own: tell them, store nothing. */
+      action: 'notice';
+      reason: string;
+      notice: { channel: string; threadTs: string; user: string; text: string };
+    };
+
+/** Who may continue a thread's conversation (`CLD_SLACK_THREAD_REPLIES`). */
+export type SlackThreadReplies = 'owner' | 'members';
+
+/** Name of a member's own conversation in a thread another user's conversation started. */
+export function slackMemberThreadName(team: string, channel: string, threadTs: string, user: string): string {
+  return `${slackThreadName(team, channel, threadTs)}:member:${user}`;
+}
+
+/** The notice a member gets who mentions the bot in a thread whose conversation is another user's. */
+export function memberNoticeText(owner: string): string {
+  const id = /^slack:[^:]+:(.+)$/.exec(owner)?.[1];
+  return `Only ${id ? `<@${id}>` : 'the person who started it'} can continue this conversation with me. Mention me in a new message to start your own.`;
+}
 
 /**
  * Decides what an event means. `app_mention` starts (or continues) the thread's conversation; a
  * `message` in a DM does too; a `message` in a thread continues the thread's conversation only
  * when one exists (the bot was mentioned in it before). Bot messages (our own replies included),
  * edits and other subtypes, and empty texts are ignored.
+ *
+ * A thread's conversation belongs to the user who started it (its `actor`). Another member's
+ * message in that thread is decided by `threadReplies`: `owner` (default) stores nothing — a
+ * mention of the bot gets a `notice`, a plain reply is ignored; `members` starts or continues the
+ * member's own conversation in the thread ({@link slackMemberThreadName}), so what they ask is
+ * theirs: recorded as theirs, answered in the thread, and any approval it needs is asked of them,
+ * never of the owner.
  * @throws ValidationError when the event is malformed
  */
 export async function decideSlackEvent(
   resources: ResourceIndex,
   teamId: string,
   rawEvent: unknown,
+  options: { threadReplies?: SlackThreadReplies } = {},
 ): Promise<SlackEventDecision> {
   const type = (rawEvent as { type?: unknown } | null)?.type;
   if (type !== 'app_mention' && type !== 'message')
@@ -130,16 +169,33 @@ export async function decideSlackEvent(
   const content = slackText(event.text);
   if (!content) return { action: 'ignore', reason: 'empty text' };
   const threadTs = event.thread_ts ?? event.ts;
-  const conversationName = slackThreadName(teamId, event.channel, threadTs);
+  let conversationName = slackThreadName(teamId, event.channel, threadTs);
   const user = slackUser(teamId, event.user);
   const inThread = event.thread_ts !== undefined && event.thread_ts !== event.ts;
+  const mention = event.type === 'app_mention';
   let continues = false;
-  if (event.type === 'message' && event.channel_type !== 'im') {
-    if (!inThread) return { action: 'ignore', reason: 'channel message without a mention' };
+  if (!mention && event.channel_type !== 'im' && !inThread)
+    return { action: 'ignore', reason: 'channel message without a mention' };
+  if (inThread && event.channel_type !== 'im') {
     const urn = childUrn(undefined, 'common.Conversation', conversationName);
     const existing = await resources.find(userActor(user, urn), 'common.Conversation', urn);
-    if (!existing) return { action: 'ignore', reason: 'thread without a conversation' };
-    continues = true;
+    if (existing && existing.actor !== user) {
+      if ((options.threadReplies ?? 'owner') === 'owner')
+        return mention
+          ? {
+              action: 'notice',
+              reason: 'a mention in a thread whose conversation is another user’s',
+              notice: {
+                channel: event.channel,
+                threadTs,
+                user: event.user,
+                text: memberNoticeText(existing.actor),
+              },
+            }
+          : { action: 'ignore', reason: 'a reply in a thread whose conversation is another user’s' };
+      conversationName = slackMemberThreadName(teamId, event.channel, threadTs, event.user);
+    } else if (!existing && !mention) return { action: 'ignore', reason: 'thread without a conversation' };
+    continues = existing?.actor === user;
   }
   return {
     action: 'start',

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { NotFoundError, ValidationError } from '../errors.js';
+import { DecisionConflictError, NotFoundError, ValidationError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
@@ -370,10 +370,15 @@ export async function discoverServer(
 
 /**
  * Records an operator's decision on a current discovered tool: the next `tool.ToolApproval`
- * under its Tool, for its schema hash.
+ * under its Tool, for its schema hash. The decision's name is its number (`approval-<n>`, n one
+ * more than the decisions read) and it is created conditionally (`If-None-Match: *` on S3, an
+ * exclusive create locally), so of concurrent decisions — by anyone, the same operator included —
+ * exactly one takes number n. A loser whose request equals the stored decision (same decision,
+ * operator, definition and reason: a retry) gets that decision back; any other loser gets
+ * DecisionConflictError with the status now, never a success for what was not stored.
  * @param by the operator's identity (`cli:<user>`, `http:<sub>`)
- * @throws NotFoundError when no current tool has this name; ValidationError when a concurrent
- *   decision took the same number (try again); PolicyDeniedError when the actor may not decide
+ * @throws NotFoundError when no current tool has this name; DecisionConflictError (409) when a
+ *   concurrent decision took the same number; PolicyDeniedError when the actor may not decide
  */
 export async function decideTool(
   resources: ResourceIndex,
@@ -403,12 +408,29 @@ export async function decideTool(
     ...(decision.reason ? { reason: decision.reason } : {}),
   };
   const outcome = await resources.put(actor, approval);
-  if (!outcome.created && outcome.resource.by !== approval.by)
-    throw new ValidationError(
-      `another decision on ${decision.name} was recorded at the same time; look and try again`,
+  const stored = outcome.resource;
+  const approvals = [...entry.approvals, stored];
+  const status = statusOf(entry.tool, approvals);
+  if (!outcome.created && !sameDecision(stored, approval))
+    throw new DecisionConflictError(
+      `another decision on ${decision.name} was recorded at the same time (${stored.decision} by ${stored.by}); nothing of this request was stored`,
+      {
+        details: {
+          name: entry.name,
+          status,
+          decision: {
+            decision: stored.decision,
+            by: stored.by,
+            at: stored.at,
+            ...(stored.reason ? { reason: stored.reason } : {}),
+          },
+        },
+      },
     );
-  return {
-    entry: { ...entry, status: decision.decision, approvals: [...entry.approvals, outcome.resource] },
-    approval: outcome.resource,
-  };
+  return { entry: { ...entry, status, approvals }, approval: stored };
+}
+
+/** True when two decisions say the same thing (all but the time): a retried request. */
+function sameDecision(a: ToolApproval, b: ToolApproval): boolean {
+  return a.decision === b.decision && a.by === b.by && a.schemaHash === b.schemaHash && a.reason === b.reason;
 }

@@ -9,7 +9,7 @@ import { parseChannelConfig } from '../../shared/channels/config.js';
 import { createChannels, provideChannels } from '../../shared/channels/context.js';
 import { createOnce, DELIVERY_RECORD_SECONDS } from '../../shared/channels/idempotency.js';
 import { replyStep } from '../../shared/channels/reply.js';
-import { slackThreadName } from '../../shared/channels/slack.js';
+import { escapeSlackText, slackThreadName } from '../../shared/channels/slack.js';
 import { NAMES } from '../../shared/domain/common.js';
 import { s3ObjectCreatedEvent, toResourcePut } from '../../shared/events/envelope.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
@@ -223,7 +223,7 @@ describe('the reply step on deps.idempotency (projections table)', () => {
       (r) => r.path === '/api/chat.postMessage' && r.fields.thread_ts === '1700000300.000001',
     );
     expect(posts).toHaveLength(1);
-    expect(posts[0]?.fields.markdown_text).toBe(answer.content);
+    expect(posts[0]?.fields.markdown_text).toBe(escapeSlackText(answer.content));
     const ts = (posts[0]?.answered as { ts: string }).ts;
     for (const outcome of [...outcomes, later])
       expect(outcome).toEqual({ action: 'delivered', urn: answer.meta.id, detail: `slack ts ${ts}` });
@@ -292,7 +292,7 @@ describe('the reply step under duplicated, shuffled delivery (local runtime, jou
     const answer = (await runtime.deps.resources.get(SYSTEM_ACTOR, started.answer)) as Message;
     expect(runtime.bus.stats.routed).toBeGreaterThan(0);
     expect(answers).toHaveLength(1);
-    expect(answers[0]?.fields.markdown_text).toBe(answer.content);
+    expect(answers[0]?.fields.markdown_text).toBe(escapeSlackText(answer.content));
     expect(progress).toHaveLength(1);
     expect(runtime.bus.deadLetters).toEqual([]);
     // The guard ran on the runtime's deps.idempotency: its journal holds the two delivery records.

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { slackThreadName } from '../../shared/channels/slack.js';
+import { escapeSlackText, slackThreadName } from '../../shared/channels/slack.js';
 import type { Message } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { childUrn, keyOf } from '../../shared/urn.js';
@@ -118,7 +118,7 @@ describe('Slack Events API over real HTTP against serve', () => {
     expect(reply?.path).toBe('/api/chat.postMessage');
     expect(reply?.headers.authorization).toBe(`Bearer ${BOT_TOKEN}`);
     expect(reply?.fields.channel).toBe(CHANNEL);
-    expect(reply?.fields.markdown_text).toBe(answer?.content);
+    expect(reply?.fields.markdown_text).toBe(escapeSlackText(answer?.content ?? ''));
     expect(String(reply?.fields.markdown_text)).toMatch(/EventBridge/);
     expect(answer?.citations?.length).toBeGreaterThanOrEqual(1);
   });

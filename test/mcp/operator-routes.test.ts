@@ -118,4 +118,56 @@ describe('operator routes of the HTTP API', () => {
     );
     expect((await call('POST', '/tools/forecast/approve', OPERATOR_TOKEN, {})).status).toBe(400);
   });
+
+  it('concurrent approve and revoke by the same operator over HTTP: every 200 is what GET /tools shows; a loser is 409 with the status now', async () => {
+    for (let round = 0; round < 8; round += 1) {
+      const before = (await tools()).find((t) => t.name === 'demo__send')?.decisions.length ?? 0;
+      const answers = await Promise.all(
+        (['approve', 'revoke'] as const).map((verb) =>
+          call('POST', `/tools/demo__send/${verb}`, OPERATOR_TOKEN, {}),
+        ),
+      );
+      const after = (await tools()).find((t) => t.name === 'demo__send');
+      const ok = answers.filter((a) => a.status === 200);
+      expect(ok.length).toBeGreaterThan(0);
+      expect(after?.decisions.length).toBe(before + ok.length);
+      for (const answer of ok)
+        expect(answer.json.status).toBe((answer.json.decision as { decision: string }).decision);
+      for (const answer of answers.filter((a) => a.status !== 200)) {
+        expect([answer.status, answer.json.code]).toEqual([409, 'DECISION_CONFLICT']);
+        expect(answer.json.current).toMatchObject({ status: after?.status });
+      }
+      // With one 200 it is the status now; with two, they were in sequence and the later one stands.
+      if (ok.length === 1) expect(ok[0]?.json.status).toBe(after?.status);
+    }
+  });
+
+  it('pages GET /tools with limit and cursor: every tool once, in order, nextCursor until the last page', async () => {
+    const all = (await tools()).map((t) => t.name);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await call('GET', `/tools?limit=2${cursor ? `&cursor=${cursor}` : ''}`, OPERATOR_TOKEN);
+      expect(page.status).toBe(200);
+      const names = (page.json.servers as { tools: ToolView[] }[]).flatMap((s) => s.tools.map((t) => t.name));
+      expect(names.length).toBeLessThanOrEqual(2);
+      seen.push(...names);
+      cursor = page.json.nextCursor as string | undefined;
+      pages += 1;
+    } while (cursor && pages < 10);
+    expect(seen).toEqual(all);
+    expect(pages).toBe(Math.ceil(all.length / 2));
+  });
+
+  it.each([
+    ['limit=0'],
+    ['limit=501'],
+    ['limit=two'],
+    ['cursor=not%20a%20cursor'],
+    [`cursor=${Buffer.from('no-separator').toString('base64url')}`],
+  ])('refuses GET /tools?%s with 400', async (query) => {
+    const answer = await call('GET', `/tools?${query}`, OPERATOR_TOKEN);
+    expect([answer.status, answer.json.code]).toEqual([400, 'VALIDATION']);
+  });
 });

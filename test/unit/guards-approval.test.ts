@@ -120,7 +120,7 @@ describe('decideApproval', () => {
 describe('the approval TTL', () => {
   it('defaults to 20 minutes, below the default wall-time budget', () => {
     expect(DEFAULT_LIMITS.approvalTtlMs).toBe(20 * MINUTE);
-    expect(DEFAULT_LIMITS.approvalTtlMs).toBeLessThan(DEFAULT_LIMITS.conversationWallTimeMs);
+    expect(DEFAULT_LIMITS.approvalTtlMs).toBeLessThan(DEFAULT_LIMITS.messageWallTimeMs);
   });
 
   it.each([

@@ -1,5 +1,6 @@
 import { ConfigError, ToolUnavailableError } from '../../errors.js';
 import { type HeaderValue, isHttpServer, type McpServerConfig } from './config.js';
+import { BlockedAddressError, guardedFetch, ResponseTooLargeError } from './guarded-fetch.js';
 import type { Client } from './sdk.js';
 
 /**
@@ -8,6 +9,11 @@ import type { Client } from './sdk.js';
  * or `StdioClientTransport` for a local stdio server), lists its tools (`tools/list`, every page)
  * and calls one (`tools/call`). The SDK is loaded at the first connection, so functions that run
  * no MCP tool never evaluate it.
+ *
+ * HTTP goes through {@link guardedFetch}: the host's addresses are checked at connect time
+ * (loopback, private, link-local and metadata addresses refused unless `allowPrivateAddresses`
+ * opts in) and the response is cut off past `maxResponseBytes` while it streams; either is an
+ * {@link McpCallError} (not retried).
  *
  * Failures are split in two: a server that cannot be reached (connection refused or reset, DNS,
  * a timeout while connecting, HTTP 429 or 5xx) throws {@link ToolUnavailableError}, which the tool
@@ -133,7 +139,13 @@ export function sdkConnector(
       let transport: Parameters<Client['connect']>[0];
       if (isHttpServer(server)) {
         const headers = await resolveValues(server.headers, env, readSecret, server.name);
-        transport = new sdk.StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } });
+        transport = new sdk.StreamableHTTPClientTransport(new URL(server.url), {
+          requestInit: { headers },
+          fetch: guardedFetch({
+            maxBytes: server.maxResponseBytes,
+            allowPrivateAddresses: server.allowPrivateAddresses,
+          }),
+        });
       } else transport = await stdioTransport(server, env, readSecret);
       try {
         await client.connect(transport, { signal, timeout: server.timeoutMs });
@@ -220,6 +232,13 @@ const NETWORK_CODES = new Set([
   'EPIPE',
 ]);
 
+/** The address guard's or the size limit's error among an error's causes (not retried: the answer would be the same). */
+function guardError(error: unknown): Error | undefined {
+  for (let e: unknown = error, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++)
+    if (e instanceof BlockedAddressError || e instanceof ResponseTooLargeError) return e;
+  return undefined;
+}
+
 /** True when an error (or one of its causes) is a network failure or an HTTP 429/5xx. */
 function unreachable(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
@@ -238,6 +257,9 @@ function unreachable(error: unknown): boolean {
  */
 function classify(error: unknown, server: string, what: string, connecting: boolean): Error {
   if (error instanceof ConfigError) return error;
+  const guarded = guardError(error);
+  if (guarded)
+    return new McpCallError(`MCP server "${server}" ${what} refused: ${guarded.message}`, { cause: error });
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown }).code;
   const lost = code === 'REQUEST_TIMEOUT' || code === 'CONNECTION_CLOSED' || code === 'SEND_FAILED';

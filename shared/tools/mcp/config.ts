@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import * as z from 'zod';
 import { ConfigError } from '../../errors.js';
 import { McpServerNameSchema } from '../../resources/schemas.js';
@@ -53,6 +54,34 @@ export const HttpServerConfigSchema = z.strictObject({
   headers: z
     .record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'an HTTP header name'), HeaderValueSchema)
     .default({}),
+  /**
+   * Largest HTTP response body read from the server, in bytes (default 4 MiB): counted while it
+   * streams, the connection is closed past it (guarded-fetch.ts).
+   */
+  maxResponseBytes: z
+    .number()
+    .int()
+    .positive()
+    .max(64 * 1024 * 1024)
+    .default(4 * 1024 * 1024),
+  /**
+   * Addresses or CIDR blocks of loopback, private, link-local or reserved ranges this server may
+   * resolve to (opt-in for a server in a VPC, e.g. `["10.0.12.0/24"]`); none by default, so such
+   * an address is refused for `https:` as for `http:` (guarded-fetch.ts).
+   */
+  allowPrivateAddresses: z
+    .array(
+      z.string().refine((entry) => {
+        const [address = '', prefix] = entry.split('/');
+        const family = isIP(address);
+        if (family === 0) return false;
+        return (
+          prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
+        );
+      }, 'an IP address or CIDR block'),
+    )
+    .max(50)
+    .default([]),
 });
 
 /** A stdio server (a local child process; never in AWS). */
