@@ -4,15 +4,16 @@ import logUpdate from 'log-update';
 import { outcomeOf } from '../shared/domain/outcome.js';
 import { ValidationError } from '../shared/errors.js';
 import type { AnyResource, Message } from '../shared/resources/schemas.js';
-import { type Env, embedderFor, mcpFor, modelFor } from '../shared/runtime/compose.js';
+import { embedderFor, mcpFor, modelFor } from '../shared/runtime/compose.js';
 import { addUserMessage, type StartedConversation } from '../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
 import { resumeLocal, settleLocal } from '../shared/runtime/local-recovery.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { isWithin } from '../shared/urn.js';
-import { CliFailure } from './errors.js';
+import { CliFailure, EXIT } from './errors.js';
 import { readMessage } from './message.js';
 import { runIngest, subtree } from './resources.js';
+import type { CliSettings } from './settings.js';
 import { causalOrder, describeNew, renderTree } from './tree.js';
 
 /** Exit code of a run stopped by SIGINT (128 + signal 2), as shells report it. */
@@ -20,9 +21,9 @@ export const INTERRUPTED_EXIT_CODE = 130;
 
 /**
  * Exit code of an answer that is partial (shared/domain/outcome.ts): printed in full, some parts
- * answered and the others named under "Not answered:" with why.
+ * answered and the others named under "Not answered:" with why (cli/errors.ts `EXIT.PARTIAL`).
  */
-export const PARTIAL_EXIT_CODE = 3;
+export const PARTIAL_EXIT_CODE = EXIT.PARTIAL;
 
 /**
  * `cld ask [--docs <dir>]... [--conversation <name>] [--file <path> | - | "<message>"]`: ingests
@@ -34,10 +35,11 @@ export const PARTIAL_EXIT_CODE = 3;
  * sources once (those the answer text does not list already), the conversation URN and counts.
  * Ctrl-C (SIGINT) stops the run at once with exit code {@link INTERRUPTED_EXIT_CODE}; what was
  * stored stays. Exit 1 when no answer came or the answer carries an error;
- * {@link PARTIAL_EXIT_CODE} (3) when the answer is partial (some parts not answered).
+ * {@link PARTIAL_EXIT_CODE} (4) when the answer is partial (some parts not answered).
  * @throws UsageError, ValidationError, LimitExceededError (see readMessage), CliFailure
  */
-export async function askCommand(args: string[], dataDir: string, env: Env): Promise<number> {
+export async function askCommand(args: string[], dataDir: string, settings: CliSettings): Promise<number> {
+  const { env } = settings;
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
@@ -55,6 +57,9 @@ export async function askCommand(args: string[], dataDir: string, env: Env): Pro
     dataDir,
     model,
     embedder: await embedderFor(env),
+    // CLD_LIMITS and CLD_TOOL_APPROVAL, as serve and the functions apply them (issue 23).
+    limits: settings.limits,
+    toolApproval: settings.toolApproval,
     ...(mcp ? { mcp } : {}),
   });
   console.log(`model: ${model.name}   data: ${dataDir}`);

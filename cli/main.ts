@@ -1,25 +1,18 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CldError } from '../shared/errors.js';
-import { composeFromEnv, embedderFor, modelFor, parseEnv } from '../shared/runtime/compose.js';
-import { createLocalRuntime } from '../shared/runtime/local.js';
-import { askCommand } from './ask.js';
-import { CliFailure, UsageError } from './errors.js';
-import { replayCommand } from './replay.js';
-import { runIngest } from './resources.js';
-import { resumeCommand } from './resume.js';
-import { serveCommand } from './serve.js';
-import { showCommand } from './show.js';
-import { toolsCommand } from './tools.js';
+import { CliFailure, EXIT, exitCodeOf, UsageError } from './errors.js';
+import { loadCliSettings } from './settings.js';
 
 /**
  * `cld` — the local CLI (`npm start -- <command>`): `ingest`, `ask`, `show`. Runs the embedded
  * default: data in `.cld/` under the working directory unless `CLD_DATA_DIR` names another
  * place; the model is offline unless configured (`CLD_MODEL_ID` alone: Bedrock;
  * `CLD_MODEL_PROVIDER=openai` with `CLD_OPENAI_BASE_URL`: an OpenAI-compatible server; see
- * shared/llm/config.ts). Exit code 0 on success; 1 with one clear line on failure; 2 for bad
- * usage (unknown options included); 3 when `ask`'s answer is partial (some parts not answered);
- * 130 when interrupted (Ctrl-C) during `ask`.
+ * shared/llm/config.ts). Every command but `help` first parses the whole environment
+ * (cli/settings.ts): a bad setting stops it with exit code 2 naming the variable. Exit codes, the
+ * same for every command: cli/errors.ts {@link EXIT} (0 done, 1 failed, 2 usage or bad input,
+ * 3 not found, 4 a partial answer of `ask`, 130 interrupted).
  */
 
 const USAGE = `usage:
@@ -40,16 +33,28 @@ const USAGE = `usage:
   cld tools discover [<server>]...        tools/list the configured MCP servers (CLD_MCP_SERVERS
                                           or CLD_MCP_CONFIG); a changed tool is pending again
   cld tools approve|revoke <server>__<tool> [--reason <text>]
-                                          record an operator's decision on a discovered tool`;
+                                          record an operator's decision on a discovered tool
+exit codes: 0 done, 1 failed, 2 bad usage, input or setting (CLD_*), 3 not found, 130 interrupted`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  const env = parseEnv(process.env);
+  if (command === undefined || command === 'help' || command === '--help') {
+    console.log(USAGE);
+    return command === undefined ? EXIT.USAGE : EXIT.OK;
+  }
+  const settings = loadCliSettings(process.env);
+  const { env } = settings;
   const dataDir = resolve(env.CLD_DATA_DIR);
   switch (command) {
     case 'ingest': {
       const { positionals } = parseArgs({ args: rest, allowPositionals: true, options: {} });
       if (positionals.length === 0) throw new UsageError('ingest needs at least one folder or file');
+      const [{ composeFromEnv, embedderFor, modelFor }, { createLocalRuntime }, { runIngest }] =
+        await Promise.all([
+          import('../shared/runtime/compose.js'),
+          import('../shared/runtime/local.js'),
+          import('./resources.js'),
+        ]);
       if (env.CLD_BUCKET) {
         // The deployed bucket: documents and the chunk index go to S3, where the deployed
         // assistant and tool functions read them (EventBridge rules match only conversation keys).
@@ -66,28 +71,25 @@ async function main(argv: string[]): Promise<number> {
         dataDir,
         model: modelFor(env),
         embedder: await embedderFor(env),
+        limits: settings.limits,
       });
       await runIngest(runtime.deps, positionals);
       await runtime.bus.idle();
       return 0;
     }
+    // Each command's modules are loaded when it runs: a bad setting or usage fails before.
     case 'ask':
-      return askCommand(rest, dataDir, env);
+      return (await import('./ask.js')).askCommand(rest, dataDir, settings);
     case 'show':
-      return showCommand(rest, dataDir, env);
+      return (await import('./show.js')).showCommand(rest, dataDir, settings);
     case 'serve':
-      return serveCommand(rest, env, (message) => new UsageError(message));
+      return (await import('./serve.js')).serveCommand(rest, settings, (message) => new UsageError(message));
     case 'replay':
-      return replayCommand(rest, dataDir, env);
+      return (await import('./replay.js')).replayCommand(rest, dataDir, settings);
     case 'resume':
-      return resumeCommand(rest, dataDir, env);
+      return (await import('./resume.js')).resumeCommand(rest, dataDir, settings);
     case 'tools':
-      return toolsCommand(rest, dataDir, env);
-    case undefined:
-    case 'help':
-    case '--help':
-      console.log(USAGE);
-      return command === undefined ? 2 : 0;
+      return (await import('./tools.js')).toolsCommand(rest, dataDir, settings);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
@@ -113,6 +115,6 @@ main(process.argv.slice(2)).then(
             ? error.message
             : String(error);
     console.error(`cld: ${message}`);
-    process.exitCode = error instanceof UsageError ? 2 : 1;
+    process.exitCode = exitCodeOf(error);
   },
 );

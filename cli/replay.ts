@@ -1,23 +1,21 @@
 import { parseArgs } from 'node:util';
 import { InvalidUrnError, ValidationError } from '../shared/errors.js';
 import { describe, replayConversation } from '../shared/projections/replay.js';
-import { modelFor, type parseEnv, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
+import { modelFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
+import { EXIT } from './errors.js';
 import { conversationUrnProblem } from './resources.js';
+import type { CliSettings } from './settings.js';
 
 /**
  * `cld replay <conversation-urn> [--rebuild]` (issue 5): recomputes the conversation's projections
  * (round counters, budget) from the stored resources alone and prints each one with its
- * difference from the projection store. Exit code 0 when they are equal (after `--rebuild`:
- * when the rebuilt store equals the replay), 1 when they differ, 2 on bad input (usage, a
- * malformed URN, a URN that is not a stored conversation). Runs on the embedded default's data
- * directory, like the other commands.
+ * difference from the projection store. Exit code (cli/errors.ts EXIT) 0 when they are equal
+ * (after `--rebuild`: when the rebuilt store equals the replay), 1 when they differ, 2 on bad
+ * input (usage, a malformed URN or one that is not a conversation's), 3 when no conversation is
+ * stored at the URN. Runs on the embedded default's data directory, like the other commands.
  */
-export async function replayCommand(
-  args: string[],
-  dataDir: string,
-  env: ReturnType<typeof parseEnv>,
-): Promise<number> {
+export async function replayCommand(args: string[], dataDir: string, settings: CliSettings): Promise<number> {
   let positionals: string[];
   let rebuild: boolean;
   try {
@@ -31,7 +29,15 @@ export async function replayCommand(
   const conversation = positionals[0] as string;
   const problem = conversationUrnProblem(conversation);
   if (problem) return badInput(problem);
-  const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
+  const runtime = await createLocalRuntime({
+    dataDir,
+    model: modelFor(settings.env),
+    limits: settings.limits,
+  });
+  if (!(await runtime.deps.resources.find(SYSTEM_ACTOR, 'common.Conversation', conversation))) {
+    console.error(`cld: no conversation stored at ${conversation}`);
+    return EXIT.NOT_FOUND;
+  }
   let report: Awaited<ReturnType<typeof replayConversation>>;
   try {
     report = await replayConversation(
@@ -80,5 +86,5 @@ export async function replayCommand(
 
 function badInput(message: string): number {
   console.error(`cld: ${message}\nusage: cld replay <conversation-urn> [--rebuild]`);
-  return 2;
+  return EXIT.USAGE;
 }

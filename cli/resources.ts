@@ -1,12 +1,12 @@
-import { stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { readdir, stat } from 'node:fs/promises';
+import { resolve, sep } from 'node:path';
 import { InvalidUrnError, ValidationError } from '../shared/errors.js';
 import { ingestGraph, isGraphFile } from '../shared/graph/ingest.js';
 import type { AnyResource } from '../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import type { Deps } from '../shared/runtime/deps.js';
 import type { LocalRuntime } from '../shared/runtime/local.js';
-import { ingest } from '../shared/search/ingest.js';
+import { INGEST_EXTENSIONS, ingest } from '../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { parseUrn } from '../shared/urn.js';
 
@@ -14,8 +14,12 @@ import { parseUrn } from '../shared/urn.js';
  * Ingests documents through `deps` (the embedded default's, or the deployed bucket's): Markdown
  * and text into chunks and the chunk index, then linked data (`.jsii` assemblies, Turtle,
  * N-Triples, N-Quads, TriG, JSON-LD, HTML) into `doc.Graph` resources and the graph index; prints
- * one summary line for each.
- * @throws ValidationError for a path that does not exist
+ * one summary line for each, and one `left out <path>: <reason>` line per file whose content is
+ * not UTF-8 text (shared/search/ingest.ts `contentProblem`: a binary renamed `.md`, random bytes
+ * as `.txt`).
+ * @throws ValidationError for a path that does not exist, and — after ingesting the other paths —
+ *   for a path that yielded nothing ingestible (no text file passing the checks, no linked-data
+ *   file), naming it: exit code 2 (cli/errors.ts)
  */
 export async function runIngest(deps: Deps, paths: string[]): Promise<void> {
   for (const path of paths) {
@@ -24,6 +28,7 @@ export async function runIngest(deps: Deps, paths: string[]): Promise<void> {
   }
   const documentPaths = paths.filter((path) => !isGraphFile(path));
   const index = deps.search as MiniSearchIndex;
+  const empty: string[] = [];
   if (documentPaths.length > 0) {
     const report = await ingest(documentPaths, {
       resources: deps.resources,
@@ -40,8 +45,28 @@ export async function runIngest(deps: Deps, paths: string[]): Promise<void> {
       console.log(
         `left out ${excluded} file(s): ${report.excluded.map((entry) => `${entry.files} ${entry.pattern}`).join(', ')}`,
       );
+    for (const file of report.leftOut) console.log(`left out ${file.path}: ${file.reason}`);
     if (report.embedded > 0) console.log(`embedded ${report.embedded} chunks with ${deps.embedder.name}`);
+    // A folder of linked data only yields nothing here but is ingested below.
+    for (const path of report.empty) if (!(await hasGraphFile(path))) empty.push(path);
   }
+  await ingestGraphOf(deps, index, paths);
+  if (empty.length > 0)
+    throw new ValidationError(
+      `nothing ingestible in ${empty.join(', ')}: no ${INGEST_EXTENSIONS.join(', ')} file of UTF-8 text there (see "left out" above) and no linked-data file`,
+    );
+}
+
+/** True when `path` is a folder with a linked-data file below it (bundled `node_modules` aside). */
+async function hasGraphFile(path: string): Promise<boolean> {
+  const found = await stat(resolve(path)).catch(() => undefined);
+  if (!found?.isDirectory()) return false;
+  const entries = await readdir(resolve(path), { recursive: true });
+  return entries.some((entry) => !entry.split(sep).includes('node_modules') && isGraphFile(entry));
+}
+
+/** The linked-data half of {@link runIngest}. */
+async function ingestGraphOf(deps: Deps, index: MiniSearchIndex, paths: string[]): Promise<void> {
   const indexStorage = index.location?.storage;
   if (!indexStorage) return;
   const graph = await ingestGraph(paths, {

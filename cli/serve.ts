@@ -28,6 +28,7 @@ import {
 } from '../shared/runtime/local-recovery.js';
 import { ingest } from '../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
+import type { CliSettings } from './settings.js';
 
 /**
  * `cld serve [--port 8787] [--data-dir .cld] [--docs <dir>]...`: the HTTP API, Slack and Teams
@@ -128,6 +129,7 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     print(
       `ingested ${report.files} files: ${report.documents} new (${report.chunks} chunks), ${report.skipped} unchanged`,
     );
+    for (const file of report.leftOut) print(`left out ${file.path}: ${file.reason}`);
   }
   // Work an earlier run left unfinished (a crash, a kill) is re-driven before new work comes in.
   const resumed = await resumeLocal(runtime, { dataDir: options.dataDir, print });
@@ -171,15 +173,17 @@ const Port = z.coerce.number().int().min(0).max(65_535);
 /**
  * The `serve` command: starts the server, prints its URL, routes and (when generated) the token,
  * and runs until SIGINT or SIGTERM.
+ * @param settings the environment as every command parses it (cli/settings.ts)
  * @param usage builds the CLI's usage error (exit code 2) for a bad flag
  * @returns the exit code
  * @throws the `usage` error for a bad `--port`; ConfigError, ValidationError from {@link startServe}
  */
 export async function serveCommand(
   args: string[],
-  core: Env,
+  settings: CliSettings,
   usage: (message: string) => Error,
 ): Promise<number> {
+  const core = settings.env;
   const { values } = parseArgs({
     args,
     allowPositionals: false,

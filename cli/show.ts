@@ -1,34 +1,40 @@
 import { parseArgs } from 'node:util';
-import { ValidationError } from '../shared/errors.js';
+import { NotFoundError } from '../shared/errors.js';
 import type { Chunk, Document, Message } from '../shared/resources/schemas.js';
-import { type Env, modelFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
+import { modelFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
 import { parentOf, parseUrn } from '../shared/urn.js';
 import { UsageError } from './errors.js';
 import { subtree } from './resources.js';
+import type { CliSettings } from './settings.js';
 import { causalOrder, renderTree, statusLines } from './tree.js';
 
 /**
  * `cld show <urn>`: a chunk (`doc.Chunk`) as its source file, position and heading, then its
  * text; anything else as the tree of what is stored under it (a document lists its chunks), then,
  * for a conversation or message, the answers in it, oldest first.
- * @throws UsageError without exactly one URN; InvalidUrnError; ValidationError when nothing is stored there
+ * @throws UsageError without exactly one URN; InvalidUrnError (exit code 2); NotFoundError when
+ *   nothing is stored there (exit code 3, cli/errors.ts)
  */
-export async function showCommand(args: string[], dataDir: string, env: Env): Promise<number> {
+export async function showCommand(args: string[], dataDir: string, settings: CliSettings): Promise<number> {
   const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
   if (positionals.length !== 1) throw new UsageError('show needs exactly one URN');
   const urn = positionals[0] as string;
   const type = parseUrn(urn).elements.at(-1)?.type;
-  const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
+  const runtime = await createLocalRuntime({
+    dataDir,
+    model: modelFor(settings.env),
+    limits: settings.limits,
+  });
   if (type === 'doc.Chunk') {
     const chunk = await runtime.deps.resources.find(SYSTEM_ACTOR, 'doc.Chunk', urn);
-    if (!chunk) throw new ValidationError(`nothing stored at ${urn}`);
+    if (!chunk) throw new NotFoundError(`nothing stored at ${urn}`);
     const document = await runtime.deps.resources.find(SYSTEM_ACTOR, 'doc.Document', parentOf(urn) as string);
     console.log(chunkView(chunk, document));
     return 0;
   }
   const resources = await subtree(runtime, urn);
-  if (resources.length === 0) throw new ValidationError(`nothing stored at ${urn}`);
+  if (resources.length === 0) throw new NotFoundError(`nothing stored at ${urn}`);
   console.log(renderTree(resources, urn).join('\n'));
   if (parseUrn(urn).elements.length === 1 && resources[0]?.meta.type === 'common.Conversation')
     console.log(statusLines(resources, urn, runtime.deps.limits.stallAfterMs).join('\n'));

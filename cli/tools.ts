@@ -5,9 +5,9 @@ import type { Actor } from '../shared/policy/port.js';
 import type { ResourceIndex } from '../shared/resources/resource-index.js';
 import { composeFromEnv, type Env, mcpFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
-import { parseMcpServers } from '../shared/tools/mcp/config.js';
 import { decideTool, discoverServer, type RegistryView, readRegistry } from '../shared/tools/registry.js';
 import { UsageError } from './errors.js';
+import type { CliSettings } from './settings.js';
 
 /**
  * `cld tools list | discover [<server>...] | approve <name> | revoke <name>` (issue 14 part 2):
@@ -16,9 +16,11 @@ import { UsageError } from './errors.js';
  * as the system actor (rule `system-discover-tools`); decisions are the operator person's
  * (`{kind: operator, id: cli:<CLD_OPERATOR or the OS user>}`, rule `operator-decide-tools`).
  * @returns the exit code: 0, or 1 when a server could not be discovered
- * @throws UsageError for bad arguments; NotFoundError for an unknown tool; ConfigError for a bad server list
+ * @throws UsageError for bad arguments; NotFoundError for an unknown tool (exit code 3);
+ *   ConfigError when no server is configured for `discover` (exit code 2)
  */
-export async function toolsCommand(args: string[], dataDir: string, env: Env): Promise<number> {
+export async function toolsCommand(args: string[], dataDir: string, settings: CliSettings): Promise<number> {
+  const { env } = settings;
   const { positionals, values } = parseArgs({
     args,
     allowPositionals: true,
@@ -26,8 +28,8 @@ export async function toolsCommand(args: string[], dataDir: string, env: Env): P
   });
   const [sub, ...names] = positionals;
   const operator: Actor = { kind: 'operator', id: `cli:${process.env.CLD_OPERATOR ?? userInfo().username}` };
-  // A bad server list is a configuration error for every subcommand, not only `discover`.
-  parseMcpServers(env, { stdio: !env.CLD_BUCKET });
+  // A bad server list is a configuration error for every subcommand, not only `discover`: parsed
+  // with every other setting before any command runs (cli/settings.ts).
   const resources = await registryResources(dataDir, env);
   const now = new Date();
   switch (sub) {

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,12 +28,16 @@ import { compileRules, parseRulesDocument } from '../shared/policy/rules.js';
  * either fails. The compile is limited to the builtins `@open-policy-agent/opa-wasm` provides (its
  * capabilities.json intersected with `opa capabilities --current`).
  *
- * Needs OPA >= 0.61 on PATH to build. Without it, the committed bundles are checked instead:
+ * Needs OPA >= 0.61 on PATH to build. The build is reproducible: the same sources and OPA version
+ * give the same bytes in any checkout path (opa is given repository-relative file names).
+ * Without opa, the committed bundles are checked by their manifest instead:
  * - plain: one line saying whether they are fresh (built from the current sources), exit 0;
  * - `--require` (what `npm run deploy` passes): exit 0 when they are fresh, else exit 1 naming
  *   what changed.
- * With `--require` and fresh bundles nothing is rebuilt, even with opa on PATH (deploy ships what
- * was committed and tested). Any failure of opa itself exits 1.
+ * With opa, `--require` rebuilds into a temporary directory and compares it with the committed
+ * bundles byte for byte, writing nothing: exit 0 when equal, else exit 1 naming each file that
+ * differs. (When the manifest names another OPA version, it says that a byte comparison is
+ * impossible and falls back to the manifest check.) Any failure of opa itself exits 1.
  */
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -53,53 +57,127 @@ async function main(argv: string[]): Promise<number> {
   const functions = Object.keys(rules.functions);
   const shown = relative(ROOT, out) || out;
   const opa = findOpa();
-  if (!opa.ok || values.require) {
-    const check = checkBundles(POLICIES, out, functions);
+  const check = checkBundles(POLICIES, out, functions);
+  if (!opa.ok) {
     if (check.fresh) {
-      const line = `build-policies: ${opa.ok ? '' : `${opa.why}; `}the bundles in ${shown} are fresh (built with opa ${check.manifest.opa} from the current sources); nothing to build`;
-      process.stdout.write(`${line}\n`);
-      return 0;
-    }
-    if (!opa.ok) {
-      const install = `install OPA >= ${MIN_VERSION.join('.')} and run npm run build:policies`;
-      const problems = check.problems.map((p) => `  - ${p}\n`).join('');
-      if (values.require) {
-        process.stderr.write(
-          `build-policies: ${opa.why}, and the bundles in ${shown} are stale; not deploying policies they were not built from (${install}, then commit ${shown}):\n${problems}`,
-        );
-        return 1;
-      }
-      process.stderr.write(
-        `build-policies: ${opa.why}, and the bundles in ${shown} are stale (${install}):\n${problems}`,
+      process.stdout.write(
+        `build-policies: ${opa.why}; the bundles in ${shown} are fresh (built with opa ${check.manifest.opa} from the current sources); nothing to build\n`,
       );
       return 0;
     }
+    const install = `install OPA >= ${MIN_VERSION.join('.')} and run npm run build:policies`;
+    const problems = check.problems.map((p) => `  - ${p}\n`).join('');
+    if (values.require) {
+      process.stderr.write(
+        `build-policies: ${opa.why}, and the bundles in ${shown} are stale; not deploying policies they were not built from (${install}, then commit ${shown}):\n${problems}`,
+      );
+      return 1;
+    }
+    process.stderr.write(
+      `build-policies: ${opa.why}, and the bundles in ${shown} are stale (${install}):\n${problems}`,
+    );
+    return 0;
   }
-  if (!opa.ok) throw new BuildError('unreachable: opa missing');
+  if (values.require) return verify(opa.version, out, shown, functions, rules, check);
+  await build(opa.version, out, functions, rules);
+  process.stdout.write(`build-policies: ${functions.length} bundles built with opa ${opa.version}\n`);
+  return 0;
+}
+
+/**
+ * `--require` with opa on PATH: rebuilds into a temporary directory and compares every file
+ * (bundles and manifest) with `out` byte for byte, writing nothing to `out`. 0 when they are equal;
+ * 1 naming what differs. When the manifest records another OPA version than the one on PATH, a
+ * rebuild cannot be equal: it says so and falls back to the manifest check (fresh: 0, else 1).
+ */
+async function verify(
+  version: string,
+  out: string,
+  shown: string,
+  functions: string[],
+  rules: ReturnType<typeof parseRulesDocument>,
+  check: ReturnType<typeof checkBundles>,
+): Promise<number> {
+  const problems = check.fresh ? [] : check.problems;
+  if (check.manifest && check.manifest.opa !== version) {
+    if (problems.length === 0) {
+      process.stderr.write(
+        `build-policies: the bundles in ${shown} were built with opa ${check.manifest.opa}, this is opa ${version}: a rebuild cannot be compared byte for byte; they are fresh by the manifest (sources unchanged)\n`,
+      );
+      return 0;
+    }
+    process.stderr.write(
+      `build-policies: the bundles in ${shown} are stale; not deploying policies they were not built from (run npm run build:policies and commit ${shown}):\n${problems.map((p) => `  - ${p}\n`).join('')}`,
+    );
+    return 1;
+  }
+  const rebuilt = await mkdtemp(join(tmpdir(), 'cld-policies-verify-'));
+  try {
+    await build(version, rebuilt, functions, rules);
+    const differences: string[] = [];
+    const names = [...new Set([...(await readdir(rebuilt)), ...(existsSync(out) ? await readdir(out) : [])])]
+      .filter((name) => name.endsWith('.wasm') || name === MANIFEST_FILE)
+      .sort();
+    for (const name of names) {
+      const committed = existsSync(join(out, name)) ? await readFile(join(out, name)) : undefined;
+      const fresh = existsSync(join(rebuilt, name)) ? await readFile(join(rebuilt, name)) : undefined;
+      if (!committed) differences.push(`${name} is missing (a rebuild writes it)`);
+      else if (!fresh) differences.push(`${name} is not written by a rebuild`);
+      else if (!committed.equals(fresh))
+        differences.push(`${name} differs from a rebuild with opa ${version}`);
+    }
+    if (differences.length > 0) {
+      process.stderr.write(
+        `build-policies: the bundles in ${shown} are not what the current sources build; not deploying them (run npm run build:policies and commit ${shown}):\n${differences.map((d) => `  - ${d}\n`).join('')}`,
+      );
+      return 1;
+    }
+    process.stdout.write(
+      `build-policies: the bundles in ${shown} equal a rebuild with opa ${version}, byte for byte (${names.length} files)\n`,
+    );
+    return 0;
+  } finally {
+    await rm(rebuilt, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Runs the Rego tests and the index check, then builds every bundle and the manifest into `out`.
+ * opa runs in the repository root and is given the sources by their paths relative to it
+ * (`policies/lib/cld.rego`): OPA writes the file names it was given into the wasm (for error
+ * locations), so absolute paths would make every bundle depend on where the checkout is.
+ * @throws BuildError when opa fails or a bundle has no /policy.wasm
+ */
+async function build(
+  version: string,
+  out: string,
+  functions: string[],
+  rules: ReturnType<typeof parseRulesDocument>,
+): Promise<void> {
   for (const fn of functions) {
     if (!existsSync(join(POLICIES, `${fn}.rego`))) throw new BuildError(`policies/${fn}.rego is missing`);
   }
-
-  run(['test', POLICIES], 'opa test policies/');
+  run(['test', 'policies'], 'opa test policies/');
   checkIndexCompilers(rules);
   const work = await mkdtemp(join(tmpdir(), 'cld-policies-'));
   try {
     const capabilities = await writeCapabilities(work);
     await mkdir(out, { recursive: true });
-    const lib = join(POLICIES, 'lib', 'cld.rego');
+    const lib = 'policies/lib/cld.rego';
     const targets = [
       ...functions.map((fn) => ({
         name: fn,
         entrypoints: [`cld/${fn}/decision`],
-        files: [lib, join(POLICIES, `${fn}.rego`)],
+        files: [lib, `policies/${fn}.rego`],
       })),
       {
         name: PROBE_BUNDLE,
         entrypoints: ['cld/probe/glob_row', 'cld/probe/urn_row'],
-        files: [lib, join(POLICIES, 'lib', 'probe.rego')],
+        files: [lib, 'policies/lib/probe.rego'],
       },
     ];
     const bundles: PolicyManifest['bundles'] = {};
+    const shown = relative(ROOT, out) || out;
     for (const target of targets) {
       const bundle = join(work, `${target.name}.tar.gz`);
       run(
@@ -122,13 +200,11 @@ async function main(argv: string[]): Promise<number> {
       bundles[target.name] = { file, sha256: sha256(wasm), entrypoints: target.entrypoints };
       process.stdout.write(`build-policies: ${join(shown, file)} (${(wasm.length / 1024).toFixed(0)} KiB)\n`);
     }
-    const manifest: PolicyManifest = { opa: opa.version, sources: policySources(POLICIES), bundles };
+    const manifest: PolicyManifest = { opa: version, sources: policySources(POLICIES), bundles };
     await writeFile(join(out, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
-  process.stdout.write(`build-policies: ${functions.length} bundles built with opa ${opa.version}\n`);
-  return 0;
 }
 
 /**
@@ -139,16 +215,7 @@ async function main(argv: string[]): Promise<number> {
 function checkIndexCompilers(rules: ReturnType<typeof parseRulesDocument>): void {
   const query = 'x := {fn: index | index := data.cld.lib.index_rules(data.rules, data.functions[fn])}';
   const output = run(
-    [
-      'eval',
-      '--format',
-      'json',
-      '-d',
-      join(POLICIES, 'lib', 'cld.rego'),
-      '-d',
-      join(POLICIES, 'rules.json'),
-      query,
-    ],
+    ['eval', '--format', 'json', '-d', 'policies/lib/cld.rego', '-d', 'policies/rules.json', query],
     'opa eval lib.index_rules',
   );
   const rego = (JSON.parse(output) as { result?: { bindings?: { x?: Record<string, unknown> } }[] })

@@ -2,8 +2,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Annotations,
+  Aws,
   CfnOutput,
+  CfnRule,
   Duration,
+  Fn,
   RemovalPolicy,
   Stack,
   type StackProps,
@@ -27,6 +30,7 @@ import { API_ROUTES, type ApiRoute } from '../../shared/channels/routes.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { EventPattern as RoutePattern } from '../../shared/events/pattern.js';
 import { keyWildcard, type Route, routingTable } from '../../shared/events/routing.js';
+import { PROFILE_SOURCE_REGIONS, profileGeography } from '../../shared/llm/profiles.js';
 import { checkBundles } from '../../shared/policy/manifest.js';
 import { parseRulesDocument } from '../../shared/policy/rules.js';
 import { PROJECT_ROOT } from './bundling.js';
@@ -107,6 +111,34 @@ export function toCdkEventPattern(pattern: RoutePattern): Record<string, unknown
     result[name] = value;
   }
   return result;
+}
+
+/** Logical id of the CloudFormation rule that refuses a geography profile outside its Regions. */
+export const MODEL_REGION_RULE = 'ModelProfileRegion';
+
+/**
+ * A CloudFormation `Rules` assertion (checked by CloudFormation before it creates anything) that
+ * the stack's Region may call the configured model: a system-defined inference profile of a
+ * geography (`us.`, `eu.`, …) only from that geography's source Regions
+ * (shared/llm/profiles.ts). Without it the stack deploys and every question fails at run time
+ * with Bedrock's "The provided model identifier is invalid". No rule for `global.` profiles,
+ * foundation models, ARNs or `offline`. `cld doctor` reports the same before deploy.
+ */
+export function addModelRegionRule(stack: Stack, modelId: string): CfnRule | undefined {
+  const geo = profileGeography(modelId);
+  const regions = geo && geo !== 'global' ? PROFILE_SOURCE_REGIONS[geo] : undefined;
+  if (!regions) return undefined;
+  const model = modelId.slice((geo as string).length + 1);
+  return new CfnRule(stack, MODEL_REGION_RULE, {
+    assertions: [
+      {
+        assert: Fn.conditionContains([...regions], Aws.REGION),
+        assertDescription:
+          `cld:modelId ${modelId} is a ${geo}. inference profile, callable only from ${regions.join(', ')}: ` +
+          `deploy with -c cld:modelId=global.${model} (or this Region's geography profile)`,
+      },
+    ],
+  });
 }
 
 /** One EventBridge rule of a route: its construct id (without the `Rule` suffix), description and pattern. */
@@ -312,6 +344,7 @@ export class CldStack extends Stack {
       ),
       removalPolicy,
     });
+    addModelRegionRule(this, config.modelId);
     this.monitoring = new Monitoring(this, 'Monitoring', {
       config,
       functions,

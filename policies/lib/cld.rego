@@ -4,8 +4,9 @@
 #
 # input (shared/policy/port.ts):
 #   {"actor": {"kind", "id", "conversation"?, "message"?, "task"?, "tool"?},
-#    "action": "get" | "put" | "list" | "delete",
-#    "resources": [URN, ...]}
+#    "action": "get" | "put" | "list" | "delete" | "execute",
+#    "resources": [URN, ...], "tool"?: {"name", "approval"?}, "decision"?: {...}}
+#   Any other shape is denied first, with a reason naming what is wrong (decision below).
 # index: one function's rules by "<actor kind>:<action>", each list in policies/rules.json order:
 #   {"<kind>:<action>": [{"id": rule id, "patterns": [{"base": "conversation" | "message" | "task" | null, "glob": glob, "matcher": matcher}]}]}
 #   where matcher is the glob compiled to string tests (compile_glob below, compileGlob in rules.ts):
@@ -52,40 +53,161 @@ max_urn_length := 1019
 blank := "\t\n\u000b\u000c\r \u0085\u00a0\u1680\u180e\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u200b\u200c\u200d\u2028\u2029\u202f\u205f\u2060\u3000\ufeff"
 
 # decision(inp, index) is the decision for input `inp` under one function's rule index.
-decision(inp, index) := deny("actor is empty") if {
+#
+# The input's types are checked first, so that no later test meets a value of a type it cannot
+# handle: in Rego a builtin given the wrong type is an error, an error makes its expression
+# undefined, and `not undefined` is true, so an unchecked type could turn a denial into "no
+# objection" (issue 22, finding 1). The checks, in order (same reasons as RulesPolicy.evaluate):
+# a string that is not well-formed Unicode anywhere in the input (OPA decodes a lone UTF-16
+# surrogate as U+FFFD, so both count); an input that is not an object; no actor or a blank id;
+# an actor field that is not a string; an action that is not a string; a `tool` that is not an
+# object; no resources.
+decision(inp, index) := deny("malformed input: a string is not well-formed Unicode") if {
+	unicode_damaged(inp)
+} else := deny("malformed input: not an object") if {
+	not is_object(inp)
+} else := deny("actor is empty") if {
 	not actor_present(inp)
+} else := deny(concat("", ["malformed input: actor.", bad[0], " is not a string"])) if {
+	bad := [f | some f in actor_fields; not string_field(inp.actor, f)]
+	count(bad) > 0
+} else := deny("malformed input: action is not a string") if {
+	not string_action(inp)
+} else := deny("malformed input: tool is not an object") if {
+	not tool_absent_or_object(inp)
 } else := deny("request names no resources") if {
 	not has_resources(inp)
 } else := deny("no actor may delete resources") if {
 	inp.action == "delete"
 } else := approved(inp, verdict(inp, candidates(inp, index), placeholders(inp.actor)))
 
+# Type tests of possibly missing fields live in their own rules: in `not is_string(inp.action)`
+# OPA evaluates the reference `inp.action` outside the `not`, so a missing action would make the
+# whole condition undefined (the check skipped) instead of true.
+string_action(inp) if is_string(inp.action)
+
+tool_absent_or_object(inp) if not has_key(inp, "tool")
+
+tool_absent_or_object(inp) if is_object(inp.tool)
+
+# The actor's fields that must be strings: `kind` always, the others when present (null counts
+# as present, as JSON has it).
+actor_fields := ["kind", "conversation", "message", "task", "tool"]
+
+string_field(actor, "kind") if is_string(actor.kind)
+
+string_field(actor, f) if {
+	f != "kind"
+	not has_key(actor, f)
+}
+
+string_field(actor, f) if {
+	f != "kind"
+	is_string(actor[f])
+}
+
+# True when object o has key k, whatever its value (false and null included).
+has_key(o, k) if {
+	_ = o[k]
+}
+
+# A string (value or object key) anywhere in x holds U+FFFD: the mark OPA's JSON decoding leaves
+# for a lone UTF-16 surrogate (and for bytes that are not UTF-8). OpaWasmPolicy hands the wasm
+# runtime the input with lone surrogates replaced the same way; RulesPolicy rejects both.
+unicode_damaged(x) if {
+	walk(x, [_, value])
+	damaged_string(value)
+}
+
+unicode_damaged(x) if {
+	walk(x, [_, value])
+	is_object(value)
+	some k, _ in value
+	damaged_string(k)
+}
+
+damaged_string(s) if {
+	is_string(s)
+	contains(s, "�")
+}
+
 # An `execute` the rules allow is still denied for the reason approval_denial gives, if any
-# (approvalDenial in shared/policy/rules.ts); other actions keep the rules' verdict.
+# (approvalDenial in shared/policy/rules.ts); other actions keep the rules' verdict. The allow
+# needs execute_cleared to hold as well: should approval_denial ever be undefined where it
+# should have given a reason, the result is the last denial below, never the rules' allow.
 approved(inp, v) := v if {
 	not v.allow
 } else := v if {
 	inp.action != "execute"
 } else := deny(reason) if {
 	reason := approval_denial(inp)
-} else := v
+} else := v if {
+	execute_cleared(inp)
+} else := deny("execute is not cleared by the approval checks")
+
+# An execute that passes every approval check, each tested positively (no `not` over a test that
+# could be undefined for a reason other than being false).
+execute_cleared(inp) if {
+	execute_runs_own_tool(inp)
+	approval_exempt(inp.tool)
+}
+
+execute_cleared(inp) if {
+	execute_runs_own_tool(inp)
+	approved_in_time(inp)
+}
+
+execute_runs_own_tool(inp) if {
+	count(inp.resources) <= 2
+	is_object(inp.tool)
+	is_string(inp.tool.name)
+	inp.actor.tool == inp.tool.name
+}
+
+# The tool needs no approval: its entry says "never", or says nothing and no glob of
+# approval_always matches its name.
+approval_exempt(tool) if tool.approval == "never"
+
+approval_exempt(tool) if {
+	not has_key(tool, "approval")
+	not contains(tool.name, "/")
+	count([g | some g in approval_always; glob.match(g, ["/"], tool.name)]) == 0
+}
+
+approved_in_time(inp) if {
+	count(inp.resources) == 2
+	startswith(inp.resources[1], concat("", [inp.resources[0], "/"]))
+	is_object(inp.decision)
+	inp.decision.outcome == "approve"
+	same_user(inp.decision)
+	in_time(inp.decision)
+}
 
 # The policy's default for tools whose catalog entry sets no `approval` (rules.json approval.always).
 default approval_always := []
 
 approval_always := data.cld.approval.always
 
-# A call of `tool` needs the user's approval: its entry says anything but "never", or says nothing
-# and its name matches a glob of approval_always.
+# A call of `tool` needs the user's approval: its entry has an `approval` other than "never" (any
+# value, null included: fail safe), or has none and its name matches a glob of approval_always.
+# The globs are matched with "/" as the only delimiter, as glob.ts does: `glob.match(g, [], x)`
+# would default to ".", so a `*` would not cross a "." in a tool name.
 approval_required(tool) if {
-	object.get(tool, "approval", null) != null
+	has_key(tool, "approval")
 	tool.approval != "never"
 }
 
 approval_required(tool) if {
-	object.get(tool, "approval", null) == null
+	not has_key(tool, "approval")
 	some g in approval_always
-	glob.match(g, [], tool.name)
+	glob.match(g, ["/"], tool.name)
+}
+
+# A name with the delimiter in it, which a `*` would not cross, needs approval whatever the globs
+# say (catalog and registry names never have one: [A-Za-z0-9_-]).
+approval_required(tool) if {
+	not has_key(tool, "approval")
+	contains(tool.name, "/")
 }
 
 # Same checks, order and reasons as approvalDenial (shared/policy/rules.ts); undefined = allowed.
@@ -109,6 +231,8 @@ approval_needed(inp) := concat("", ["tool ", inp.tool.name, " needs the approval
 	object.get(inp.decision, "outcome", null) != "approve"
 } else := concat("", ["decision by ", text(object.get(inp.decision, "by", null)), ", not by the conversation's user ", text(object.get(inp.decision, "user", null))]) if {
 	not same_user(inp.decision)
+} else := concat("", ["decision at ", text(object.get(inp.decision, "decidedAt", null)), " or expiry ", text(object.get(inp.decision, "expiresAt", null)), " is not an RFC 3339 UTC time"]) if {
+	not utc_times(inp.decision)
 } else := concat("", ["decision at ", text(object.get(inp.decision, "decidedAt", null)), ", after the request expired at ", text(object.get(inp.decision, "expiresAt", null))]) if {
 	not in_time(inp.decision)
 }
@@ -119,10 +243,89 @@ same_user(d) if {
 	d.by == d.user
 }
 
+utc_times(d) if {
+	utc_time(d.decidedAt)
+	utc_time(d.expiresAt)
+}
+
+# Compared as instants: both times are RFC 3339 in UTC (utc_time), and instant() writes each as
+# 28 ASCII digits and separators whose string order is their time order.
 in_time(d) if {
-	is_string(d.decidedAt)
-	is_string(d.expiresAt)
-	d.decidedAt <= d.expiresAt
+	utc_times(d)
+	instant(d.decidedAt) <= instant(d.expiresAt)
+}
+
+# RFC 3339 date-time in UTC as Date.toISOString() writes it, the fraction optional and 1-9 digits:
+# `YYYY-MM-DDTHH:MM:SS[.fffffffff]Z`, upper-case `T` and `Z`, a real calendar day, hours 00-23,
+# minutes and seconds 00-59 (no leap second). Same as isUtcTime in shared/policy/rules.ts. No
+# regex.match (the wasm runtime recompiles it at each evaluation) and no to_number.
+utc_time(s) if {
+	is_string(s)
+	count(s) == 20
+	date_time(s)
+	substring(s, 19, 1) == "Z"
+}
+
+utc_time(s) if {
+	is_string(s)
+	count(s) >= 22
+	count(s) <= 30
+	date_time(s)
+	substring(s, 19, 1) == "."
+	endswith(s, "Z")
+	digits(substring(s, 20, count(s) - 21))
+}
+
+date_time(s) if {
+	substring(s, 4, 1) == "-"
+	substring(s, 7, 1) == "-"
+	substring(s, 10, 1) == "T"
+	substring(s, 13, 1) == ":"
+	substring(s, 16, 1) == ":"
+	digits(substring(s, 0, 4))
+	digits(substring(s, 5, 2))
+	digits(substring(s, 8, 2))
+	digits(substring(s, 11, 2))
+	digits(substring(s, 14, 2))
+	digits(substring(s, 17, 2))
+	calendar_day(substring(s, 0, 4), substring(s, 5, 2), substring(s, 8, 2))
+	substring(s, 11, 2) <= "23"
+	substring(s, 14, 2) <= "59"
+	substring(s, 17, 2) <= "59"
+}
+
+# Two-digit strings compare as their numbers.
+month_days := {"01": "31", "02": "28", "03": "31", "04": "30", "05": "31", "06": "30", "07": "31", "08": "31", "09": "30", "10": "31", "11": "30", "12": "31"}
+
+calendar_day(_, month, day) if {
+	day >= "01"
+	day <= month_days[month]
+}
+
+calendar_day(year, "02", "29") if leap_year(year)
+
+multiples_of_4 := {"00", "04", "08", "12", "16", "20", "24", "28", "32", "36", "40", "44", "48", "52", "56", "60", "64", "68", "72", "76", "80", "84", "88", "92", "96"}
+
+leap_year(year) if {
+	substring(year, 2, 2) != "00"
+	multiples_of_4[substring(year, 2, 2)]
+}
+
+leap_year(year) if {
+	substring(year, 2, 2) == "00"
+	multiples_of_4[substring(year, 0, 2)]
+}
+
+digits(x) if {
+	count(x) > 0
+	trim(x, "0123456789") == ""
+}
+
+# A utc_time as `YYYY-MM-DDTHH:MM:SS` and its fraction padded to 9 digits.
+instant(s) := concat("", [substring(s, 0, 19), "000000000"]) if {
+	count(s) == 20
+} else := concat("", [substring(s, 0, 19), fraction, substring("000000000", 0, 9 - count(fraction))]) if {
+	fraction := substring(s, 20, count(s) - 21)
 }
 
 # A string as it is; anything else as JavaScript's template literal prints undefined.
@@ -134,14 +337,19 @@ deny(reason) := {"allow": false, "reason": reason}
 
 # Each resource's outcome in order: the first denial is the decision, else the rule that allowed
 # the last resource.
-verdict(inp, rules, bases) := conclusion([outcome(inp, rules, bases, r) | some r in inp.resources])
+verdict(inp, rules, bases) := conclusion(inp, [outcome(inp, rules, bases, r) | some r in inp.resources])
 
-conclusion(outcomes) := deny(denials[0]) if {
+# An allow needs an outcome for every resource (an outcome that were undefined would otherwise
+# drop out of the list and leave the others to allow).
+conclusion(inp, outcomes) := deny(denials[0]) if {
 	denials := [o.deny | some o in outcomes; o.deny]
 	count(denials) > 0
-} else := {"allow": true, "reason": concat("", ["allowed by ", outcomes[count(outcomes) - 1].allow])}
+} else := {"allow": true, "reason": concat("", ["allowed by ", outcomes[count(outcomes) - 1].allow])} if {
+	count(outcomes) == count(inp.resources)
+} else := deny("a resource got no outcome")
 
 actor_present(inp) if {
+	is_object(inp.actor)
 	is_string(inp.actor.id)
 	trim(inp.actor.id, blank) != ""
 }
@@ -307,29 +515,26 @@ hash(h) if {
 	trim(h, hex) == ""
 }
 
-# The first 120 characters of a string, or of a non-string's JSON (for reasons).
+# The first 120 characters of a string; for anything else, its type (JSON renderings of numbers
+# and key orders differ between engines, a type name does not).
 preview(x) := x if {
 	is_string(x)
 	count(x) <= 120
 } else := substring(x, 0, 120) if {
 	is_string(x)
-} else := s if {
-	s := json.marshal(x)
-	count(s) <= 120
-} else := substring(json.marshal(x), 0, 120)
+} else := concat("", ["not a string (", type_name(x), ")"])
 
 # index_rules(rules, granted) is the index of the rules (policies/rules.json "rules") whose id is
 # in `granted` (its "functions" entry for one function): indexRules() of shared/policy/rules.ts.
-index_rules(rules, granted) := {key: entries |
-	some rule in rules
-	rule.id in granted
-	some action in rule.actions
-	key := concat(":", [rule.actor, action])
-	entries := [compile_rule(other) |
-		some other in rules
-		other.id in granted
-		other.actor == rule.actor
-		action in other.actions
+# Each granted rule is compiled once (compiling it again for every key it lands under made the
+# Rego tests' index the slowest part of `opa test`).
+index_rules(rules, granted) := {key: [e.rule | some e in entries; key in e.keys] |
+	some e in entries
+	some key in e.keys
+} if {
+	entries := [{"keys": {concat(":", [rule.actor, a]) | some a in rule.actions}, "rule": compile_rule(rule)} |
+		some rule in rules
+		rule.id in granted
 	]
 }
 
@@ -372,4 +577,13 @@ simple_segment(s) if {
 }
 
 # No glob metacharacter (nor `,`, which glob.ts reads as one inside braces).
-literal(s) if count([c | some c in ["*", "?", "[", "]", "{", "}", "\\", ","]; contains(s, c)]) == 0
+literal(s) if {
+	not contains(s, "*")
+	not contains(s, "?")
+	not contains(s, "[")
+	not contains(s, "]")
+	not contains(s, "{")
+	not contains(s, "}")
+	not contains(s, "\\")
+	not contains(s, ",")
+}

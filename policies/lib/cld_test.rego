@@ -83,7 +83,7 @@ test_an_id_of_unicode_blanks_is_empty if {
 }
 
 test_an_id_with_a_visible_character_is_present if {
-	every id in ["a", "\u00a0a\u2003", "\u00e9"] {
+	every id in ["a", "\u00a0a\u2003", "é"] {
 		lib.actor_present({"actor": {"kind": "user", "id": id}})
 	}
 }
@@ -127,5 +127,30 @@ test_preview_cuts_at_120_characters if {
 	count(long) > 120
 	count(lib.preview(long)) == 120
 	lib.preview("short") == "short"
-	lib.preview(42) == "42"
+	lib.preview(42) == "not a string (number)"
+}
+
+test_a_missing_action_is_denied if {
+	d := lib.decision({"actor": {"kind": "assistant", "id": "a", "task": t}, "resources": [t]}, index)
+	d == {"allow": false, "reason": "malformed input: action is not a string"}
+}
+
+test_type_confused_fields_are_denied_first if {
+	actor := {"kind": "tool", "id": "tool:x", "tool": "x"}
+	lib.decision({"actor": actor, "action": "execute", "resources": [t], "tool": "x"}, index).reason == "malformed input: tool is not an object"
+	lib.decision({"actor": actor, "action": ["execute"], "resources": [t]}, index).reason == "malformed input: action is not a string"
+	lib.decision({"actor": object.union(actor, {"kind": ["tool"]}), "action": "get", "resources": [t]}, index).reason == "malformed input: actor.kind is not a string"
+	lib.decision([], index).reason == "malformed input: not an object"
+	lib.decision({"actor": object.union(actor, {"id": "\ufffd"}), "action": "get", "resources": [t]}, index).reason == "malformed input: a string is not well-formed Unicode"
+}
+
+test_utc_times_compare_as_instants if {
+	lib.utc_time("2026-01-01T00:00:00Z")
+	lib.utc_time("2028-02-29T23:59:59.123456789Z")
+	not lib.utc_time("2026-02-29T00:00:00Z")
+	not lib.utc_time("2026-01-01T00:00:00+01:00")
+	not lib.utc_time("2026-01-01T00:00:00.1234567890Z")
+	not lib.utc_time("２026-01-01T00:00:00Z")
+	lib.instant("2026-01-01T00:00:00Z") == lib.instant("2026-01-01T00:00:00.000Z")
+	lib.instant("2026-01-01T00:00:00.5Z") > lib.instant("2026-01-01T00:00:00Z")
 }

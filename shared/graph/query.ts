@@ -2,6 +2,7 @@ import { DataFactory, type Quad, type Term } from 'n3';
 import { NotFoundError, ValidationError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import type { GraphIndex } from './graph-index.js';
+import { type Hop, type MemberFilter, matchesFilter } from './structure.js';
 import { compactIri, namespaceOf, PREFIXES, V } from './vocabulary.js';
 
 /**
@@ -187,6 +188,31 @@ export interface DescribeResult {
    * or reading it would pass {@link MAX_SHARDS_PER_QUERY}. Describe one to see its members.
    */
   basesNotRead?: string[];
+  /**
+   * The hops followed to reach `entity` (options `follow`), in order: each step's entity, the
+   * predicate followed, where it led, and the sources that hold that step's triple (its
+   * `doc.Graph` shard first, then chunks naming the entity), so each hop can be cited.
+   */
+  path?: PathStep[];
+  /** The member filter applied (option `where`): members matched of those described. */
+  filter?: { where: MemberFilter; matched: number; of: number };
+  /** The entity is only named by triples (as an object), never described: it is in another assembly. */
+  notInGraph?: true;
+  sources: string[];
+}
+
+/** One hop of a {@link DescribeResult.path}. */
+export interface PathStep {
+  /** The entity the hop starts from. */
+  entity: string;
+  /** `jsii:extends`, or `jsii:property` for a property hop (the property is `member`). */
+  via: string;
+  /** For a property hop: the property followed (`type:…/encryption`) and its value type as written. */
+  member?: string;
+  valueType?: string;
+  /** The entity it leads to. */
+  to: string;
+  /** The `doc.Graph` resources holding the hop's triple, then chunks naming `entity` (at most 3). */
   sources: string[];
 }
 
@@ -200,15 +226,22 @@ export const INHERIT_SHARD_BYTES = 2 * 1024 * 1024;
 export interface DescribeOptions {
   /** Largest shard loaded only for a base's inherited members (default {@link INHERIT_SHARD_BYTES}). */
   inheritShardBytes?: number;
+  /** Hops from the entity named to the entity described (shared/graph/structure.ts). */
+  follow?: readonly Hop[] | undefined;
+  /** Keep only the members that meet this filter (shared/graph/structure.ts). */
+  where?: MemberFilter | undefined;
 }
 
 /**
  * Describes one entity: its triples in both directions (bounded), and for a jsii type its
  * members — declared and inherited — with their label, value type, optionality, default and
  * summary. `entity` is an IRI, a prefixed name, a fully qualified name or a simple name
- * (`BucketProps`).
- * @throws NotFoundError for an unknown entity; ValidationError when a simple name is ambiguous
- *   (the candidates are listed)
+ * (`BucketProps`). With `follow`, the hops are taken first (the base class; the type of a
+ * property) and the entity they lead to is described, each hop recorded in `path` with the
+ * sources that hold it; with `where`, only the members that meet the filter are listed.
+ * @throws NotFoundError for an unknown entity, a hop that leads nowhere (no base; no such
+ *   property); ValidationError when a simple name is ambiguous (the candidates are listed) or a
+ *   hop is (several bases; a property whose type names several types or none)
  */
 export async function describeEntity(
   graph: GraphIndex,
@@ -218,6 +251,39 @@ export async function describeEntity(
 ): Promise<DescribeResult> {
   const session = new QuerySession(graph, actor);
   for (const key of graph.unshardedKeys()) await session.ensure(key);
+  let subject = await resolveEntity(session, graph, entity);
+  const maxShardBytes = options.inheritShardBytes ?? INHERIT_SHARD_BYTES;
+  const path: PathStep[] = [];
+  for (const hop of options.follow ?? []) {
+    const step = await followHop(session, subject, hop, maxShardBytes);
+    path.push(step.record);
+    subject = step.next;
+  }
+  const pathSources = path.flatMap((step) => step.sources);
+  let result: DescribeResult;
+  try {
+    result = await describeTerm(session, subject, maxShardBytes);
+  } catch (error) {
+    if (!(error instanceof NotFoundError) || path.length === 0) throw error;
+    result = {
+      entity: formatTerm(subject),
+      outgoing: [],
+      incoming: [],
+      totals: { outgoing: 0, incoming: 0 },
+      notInGraph: true,
+      sources: [],
+    };
+  }
+  if (path.length > 0) {
+    result.path = path;
+    result.sources = [...new Set([...pathSources, ...result.sources])];
+  }
+  if (options.where) applyFilter(result, options.where);
+  return result;
+}
+
+/** Resolves what `describe` names to a term: a simple or qualified name through the directory, else a pattern term. */
+async function resolveEntity(session: QuerySession, graph: GraphIndex, entity: string): Promise<Term> {
   let subject: Term;
   if (/^[A-Za-z_$][\w$]*(\.[\w$-]+)*$/.test(entity) && !entity.includes(':')) {
     const matches = await graph.resolveName(entity);
@@ -240,6 +306,100 @@ export async function describeEntity(
   }
   if (subject.termType !== 'NamedNode' && subject.termType !== 'BlankNode')
     throw new ValidationError(`describe needs an entity, not ${subject.termType}`);
+  return subject;
+}
+
+/** Keeps the members of `result` that meet `where`, and records how many did. */
+function applyFilter(result: DescribeResult, where: MemberFilter): void {
+  const all = Object.entries(result.members ?? {});
+  const kept = all.filter(([, facts]) => matchesFilter(facts, where));
+  result.members = Object.fromEntries(kept);
+  result.filter = { where, matched: kept.length, of: all.length };
+}
+
+/**
+ * Takes one hop from `subject`: to its single base (`jsii:extends`), or to the type a property
+ * (declared or inherited) names (`jsii:references`).
+ */
+async function followHop(
+  session: QuerySession,
+  subject: Term,
+  hop: Hop,
+  maxShardBytes: number,
+): Promise<{ next: Term; record: PathStep }> {
+  await session.ensureFor(subject);
+  const from = formatTerm(subject);
+  const chunks = (term: Term) => session.mentions(term).slice(0, 3);
+  if (hop.kind === 'base') {
+    const bases = session.match(subject, V.extends, null).map((q) => q.object);
+    if (bases.length === 0) throw new NotFoundError(`${from} has no base in the graph`);
+    if (bases.length > 1)
+      throw new ValidationError(
+        `${from} has ${bases.length} bases (${bases.map(formatTerm).join(', ')}): describe one of them`,
+      );
+    const base = bases[0] as Term;
+    return {
+      next: base,
+      record: {
+        entity: from,
+        via: 'jsii:extends',
+        to: formatTerm(base),
+        sources: [...session.sourcesOf(subject, V.extends, base), ...chunks(subject)],
+      },
+    };
+  }
+  const member = await findProperty(session, subject, hop.name, maxShardBytes);
+  if (!member) throw new NotFoundError(`${from} has no property "${hop.name}" in the graph`);
+  const valueType = session.match(member, V.valueType, null)[0]?.object.value ?? '';
+  const targets = session.match(member, V.references, null).map((q) => q.object);
+  if (targets.length !== 1)
+    throw new ValidationError(
+      `property "${hop.name}" of ${from} is of type ${valueType || 'unknown'}, which names ${targets.length === 0 ? 'no type of the graph' : `${targets.length} types (${targets.map(formatTerm).join(', ')})`}: describe ${from} instead`,
+    );
+  const target = targets[0] as Term;
+  return {
+    next: target,
+    record: {
+      entity: from,
+      via: 'jsii:property',
+      member: formatTerm(member),
+      valueType,
+      to: formatTerm(target),
+      sources: [...session.sourcesOf(member, V.references, target), ...chunks(subject)],
+    },
+  };
+}
+
+/**
+ * The property labelled `name` of `subject`, declared or inherited (breadth-first along
+ * `jsii:extends`, a base read only when its shard is small enough), or undefined.
+ */
+async function findProperty(
+  session: QuerySession,
+  subject: Term,
+  name: string,
+  maxShardBytes: number,
+): Promise<Term | undefined> {
+  const seen = new Set<string>();
+  const queue: Term[] = [subject];
+  while (queue.length > 0 && seen.size <= MAX_BASES) {
+    const type = queue.shift() as Term;
+    if (type.termType !== 'NamedNode' || seen.has(type.value)) continue;
+    seen.add(type.value);
+    if (type !== subject && !(await session.ensureSmall(type, maxShardBytes).catch(() => false))) continue;
+    for (const q of session.match(type, V.property, null))
+      if (session.match(q.object, V.label, literal(name)).length > 0) return q.object;
+    for (const q of session.match(type, V.extends, null)) queue.push(q.object);
+  }
+  return undefined;
+}
+
+/** The `describe` result of one resolved entity (no path, no filter). */
+async function describeTerm(
+  session: QuerySession,
+  subject: Term,
+  maxShardBytes: number,
+): Promise<DescribeResult> {
   await session.ensureFor(subject);
   const outgoingQuads = session.match(subject, null, null);
   const incomingQuads = session.match(null, null, subject);
@@ -252,13 +412,7 @@ export async function describeEntity(
     const facts = memberFacts(session, q.object);
     members[facts['rdfs:label'] ?? formatTerm(q.object)] = facts;
   }
-  const basesNotRead = await addInheritedMembers(
-    session,
-    subject,
-    members,
-    memberPredicates,
-    options.inheritShardBytes ?? INHERIT_SHARD_BYTES,
-  );
+  const basesNotRead = await addInheritedMembers(session, subject, members, memberPredicates, maxShardBytes);
   const result: DescribeResult = {
     entity: formatTerm(subject),
     outgoing: outgoingQuads
@@ -273,6 +427,7 @@ export async function describeEntity(
   };
   if (Object.keys(members).length > 0) result.members = members;
   if (basesNotRead.length > 0) result.basesNotRead = basesNotRead;
+  if (outgoingQuads.length === 0) result.notInGraph = true;
   return result;
 }
 
@@ -432,6 +587,14 @@ class QuerySession {
       }
     }
     return out;
+  }
+
+  /** URNs of the loaded shards that hold a triple matching the pattern. */
+  sourcesOf(s: Term | null, p: Term | null, o: Term | null): string[] {
+    const urns: string[] = [];
+    for (const { urn, store } of this.loaded.values())
+      if (store.countQuads(s, p, o, null) > 0 && !urns.includes(urn)) urns.push(urn);
+    return urns;
   }
 
   mentions(term: Term): string[] {

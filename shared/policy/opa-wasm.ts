@@ -108,11 +108,16 @@ export class OpaWasmPolicy implements Policy {
   /**
    * Evaluates the entrypoint. Never throws: an evaluation error or a result that is not
    * `{ allow, reason }` is a deny whose reason says so.
+   *
+   * The input goes to the wasm runtime as JSON bytes ({@link inputBytes}), as OPA's server would
+   * receive it: a lone UTF-16 surrogate becomes U+FFFD (the policy then denies it, as OPA's Go
+   * evaluator does), and a falsy input (`null`, `false`, `0`, `""`) is that value, not "no input"
+   * (opa-wasm's `evaluate` skips a falsy input).
    */
   evaluate(input: PolicyInput): Decision {
     let resultSet: unknown;
     try {
-      resultSet = this.loaded.evaluate(input, this.entrypoint);
+      resultSet = this.loaded.evaluate(inputBytes(input), this.entrypoint);
     } catch (error) {
       return { allow: false, reason: `policy evaluation failed: ${message(error)}` };
     }
@@ -121,6 +126,48 @@ export class OpaWasmPolicy implements Policy {
     const { allow, reason } = (parsed.data[0] as { result: Decision }).result;
     return { allow, reason };
   }
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * `input` as the UTF-8 JSON text the wasm runtime parses (opa-wasm takes an ArrayBuffer as the
+ * input's JSON as it is, OPA Wasm ABI 1.2), with every lone UTF-16 surrogate, in values and keys,
+ * replaced by U+FFFD as Go's encoding/json decodes one (`JSON.stringify` would write it as a
+ * `\udxxx` escape, which the wasm runtime's JSON parser refuses). Undefined for an undefined input.
+ */
+export function inputBytes(input: unknown): ArrayBuffer | undefined {
+  let json = JSON.stringify(input) as string | undefined;
+  if (json === undefined) return undefined;
+  // JSON.stringify escapes a lone surrogate as \udxxx; a literal "\\ud" also matches (harmless).
+  if (json.includes('\\ud')) json = JSON.stringify(wellFormed(input));
+  const bytes = encoder.encode(json);
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+    ? (bytes.buffer as ArrayBuffer)
+    : (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
+}
+
+/** A copy of a JSON value with lone surrogates in its strings and keys replaced by U+FFFD. */
+function wellFormed(value: unknown): unknown {
+  if (typeof value === 'string') return toWellFormed(value);
+  if (Array.isArray(value)) return value.map(wellFormed);
+  if (typeof value === 'object' && value !== null) {
+    const copy: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      Object.defineProperty(copy, toWellFormed(key), {
+        value: wellFormed(item),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    return copy;
+  }
+  return value;
+}
+
+function toWellFormed(text: string): string {
+  return (text as unknown as { toWellFormed(): string }).toWellFormed();
 }
 
 function message(error: unknown): string {

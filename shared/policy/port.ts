@@ -54,7 +54,8 @@ export interface ExecuteTool {
 /**
  * What the tool function read from storage about the decision it names in an `execute`: the
  * stored `tool.Decision` (`decision`, `by`, `meta.createdAt`) and its `tool.Approval` (`user`,
- * `expiresAt`). Times are ISO 8601 as `Date.toISOString()` writes them (compared as strings).
+ * `expiresAt`). Times are RFC 3339 in UTC as `Date.toISOString()` writes them (the fraction
+ * optional, 1-9 digits), compared as instants; any other string is denied (rules.ts `isUtcTime`).
  */
 export interface DecisionFacts {
   outcome: 'approve' | 'deny';
@@ -72,7 +73,11 @@ export interface Decision {
   reason: string;
 }
 
-/** The port. Implementations must deny by default and never throw for a well-typed input. */
+/**
+ * The port. Implementations must deny by default, deny an input of the wrong shape (a value of
+ * the wrong JSON type anywhere the policy reads one: the same reasons in every engine) and never
+ * throw.
+ */
 export interface Policy {
   /** Engine name for logs and benchmarks (`builtin`, `opa-wasm`). */
   readonly engine: string;

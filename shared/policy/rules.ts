@@ -194,6 +194,14 @@ export function parseRulesDocument(document: unknown): RulesDocument {
       }
     }
   }
+  for (const glob of parsed.data.approval.always) {
+    const divergent = divergentGlob(glob);
+    if (divergent) {
+      throw new ValidationError(
+        `approval.always has a glob OPA's engines match differently (${divergent}): ${glob}`,
+      );
+    }
+  }
   return parsed.data;
 }
 
@@ -309,12 +317,15 @@ interface MatchRule {
  * kind and action, so a decision scans only the rules that can apply.
  *
  * Deny by default, checked in this order:
- * 1. `actor is empty` — no actor, or an id of {@link BLANK_CHARACTERS} only;
+ * 1. the input's types ({@link inputDenial}: well-formed Unicode, an object, `actor is empty` —
+ *    no actor, or an id that is not a string or of {@link BLANK_CHARACTERS} only —, string actor
+ *    fields and action, an object tool), never coerced (issue 22);
  * 2. `request names no resources`;
  * 3. `no actor may delete resources`;
  * 4. for each resource in order: `malformed URN: <first 120 characters>` (for `list` too: a
  *    prefix such as `{C}/../{C2}` would otherwise match `{conversation}/**`), then
- *    `no rule allows <kind> <id> to <action> <urn>`.
+ *    `no rule allows <kind> <id> to <action> <urn>`;
+ * 5. for `execute`, {@link approvalDenial}.
  * Otherwise `allowed by <rule id>`, the first rule (document order) matching the last resource.
  */
 export class RulesPolicy implements Policy {
@@ -344,9 +355,15 @@ export class RulesPolicy implements Policy {
     }
   }
 
+  /**
+   * Decides `input`. Never throws: the input comes from callers as `PolicyInput`, but every value
+   * is checked for its type first (a type-confused input is denied, never coerced: an `action` of
+   * `["execute"]` is not `execute`), so a caller's mistake can only cost it access.
+   */
   evaluate(input: PolicyInput): Decision {
+    const malformed = inputDenial(input);
+    if (malformed !== undefined) return deny(malformed);
     const { actor, action, resources } = input;
-    if (!actor || typeof actor.id !== 'string' || isBlank(actor.id)) return deny('actor is empty');
     if (!Array.isArray(resources) || resources.length === 0) return deny('request names no resources');
     if (action === 'delete') return deny('no actor may delete resources');
     const rules = this.index.get(`${actor.kind}:${action}`) ?? [];
@@ -365,33 +382,100 @@ export class RulesPolicy implements Policy {
   }
 }
 
+/** Actor fields that must be strings when present (`kind` always). */
+const OPTIONAL_ACTOR_FIELDS = ['conversation', 'message', 'task', 'tool'] as const;
+
+/**
+ * Why `input` is denied before any rule is read, or undefined when its types are sound. In order
+ * (the same checks and reasons as `decision` in policies/lib/cld.rego): a string, value or object
+ * key, anywhere in the input that is not well-formed Unicode ({@link isWellFormedText}); an input
+ * that is not an object; no actor, or an actor id that is not a string or is blank; an actor
+ * `kind`, or a present `conversation`, `message`, `task` or `tool`, that is not a string; an
+ * `action` that is not a string; a present `tool` that is not an object. A field whose value is
+ * `undefined` is absent (JSON drops it; null is present).
+ */
+export function inputDenial(input: unknown): string | undefined {
+  if (!isWellFormedValue(input)) return 'malformed input: a string is not well-formed Unicode';
+  if (!isObject(input)) return 'malformed input: not an object';
+  const actor = input.actor;
+  if (!isObject(actor) || typeof actor.id !== 'string' || isBlank(actor.id)) return 'actor is empty';
+  if (typeof actor.kind !== 'string') return 'malformed input: actor.kind is not a string';
+  for (const field of OPTIONAL_ACTOR_FIELDS) {
+    const value = actor[field];
+    if (value !== undefined && typeof value !== 'string')
+      return `malformed input: actor.${field} is not a string`;
+  }
+  if (typeof input.action !== 'string') return 'malformed input: action is not a string';
+  if (input.tool !== undefined && !isObject(input.tool)) return 'malformed input: tool is not an object';
+  return undefined;
+}
+
+/** A JSON object: not null, not an array. */
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * False when a string is not well-formed Unicode: it holds a lone UTF-16 surrogate, or U+FFFD,
+ * the replacement character OPA's JSON decoding (Go) leaves in place of a lone surrogate or of
+ * bytes that are not UTF-8. Rejecting both gives one answer in every engine: the Go evaluator
+ * sees U+FFFD, the wasm adapter replaces lone surrogates with it (shared/policy/opa-wasm.ts).
+ */
+export function isWellFormedText(text: string): boolean {
+  return (text as unknown as { isWellFormed(): boolean }).isWellFormed() && !text.includes('\ufffd');
+}
+
+/** {@link isWellFormedText} for every string (value and object key) in a JSON value, iteratively. */
+function isWellFormedValue(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const next = stack.pop();
+    if (typeof next === 'string') {
+      if (!isWellFormedText(next)) return false;
+    } else if (Array.isArray(next)) {
+      for (const item of next) stack.push(item);
+    } else if (typeof next === 'object' && next !== null) {
+      for (const [key, item] of Object.entries(next)) {
+        if (!isWellFormedText(key)) return false;
+        stack.push(item);
+      }
+    }
+  }
+  return true;
+}
+
 /** The reason an `execute` of tool `name` is denied for want of a decision (the tool step asks the user then). */
 export function needsApprovalReason(name: string): string {
   return `tool ${name} needs the approval of the conversation's user for each call`;
 }
 
 /**
- * True when a call of `tool` needs the approval of the conversation's user: its catalog entry says
- * `always`, or says nothing and its name matches a glob of `always` (the policy's default for
- * tools with side effects, rules.json `approval.always`); any other value than `never` counts as
- * `always`. Same as `approval_required` in cld.rego.
+ * True when a call of `tool` needs the approval of the conversation's user: its catalog entry has
+ * an `approval` other than `never` (any value, null included: fail safe), or has none and its name
+ * matches a glob of `always` (the policy's default for tools with side effects, rules.json
+ * `approval.always`) with `/` as the only delimiter (a `*` crosses `.`), or holds a `/`. Same as
+ * `approval_required` in cld.rego.
  */
 export function approvalRequired(
-  tool: { name: string; approval?: string | undefined },
+  tool: { name: string; approval?: string | null | undefined },
   always: readonly string[],
 ): boolean {
-  // Fail safe: only `never` exempts a tool; a value other than `always` or `never` requires approval.
   if (tool.approval !== undefined) return tool.approval !== 'never';
+  // A `*` does not cross `/`: a name holding one needs approval whatever the globs say (catalog and
+  // registry names never have one).
+  if (tool.name.includes('/')) return true;
   return always.some((glob) => globMatch(glob, tool.name));
 }
 
 /**
- * Why an `execute` the rules allowed is still denied, or undefined (then it is allowed). Checked in
- * this order (the same as `approval_denial` in policies/lib/cld.rego, same reasons):
- * more than two resources; no `tool`; a `tool` other than the actor's; then, for a tool that needs
- * approval ({@link approvalRequired}): no decision named ({@link needsApprovalReason}), a decision
- * not under the call, no decision facts, a denial, a decision by someone other than the
- * conversation's user, a decision made after the request expired.
+ * Why an `execute` the rules allowed is still denied, or undefined (then it is allowed). Expects
+ * an input {@link inputDenial} passed. Checked in this order (the same as `approval_denial` in
+ * policies/lib/cld.rego, same reasons): more than two resources; no `tool` name; a `tool` other
+ * than the actor's; then, for a tool that needs approval ({@link approvalRequired}): no decision
+ * named ({@link needsApprovalReason}), a decision not under the call, no decision facts (not an
+ * object), a denial, a decision by someone other than the conversation's user, a decision or
+ * expiry time that is not RFC 3339 UTC ({@link isUtcTime}), a decision made after the request
+ * expired (compared as instants).
  */
 export function approvalDenial(input: PolicyInput, always: readonly string[]): string | undefined {
   const { actor, resources, tool, decision } = input;
@@ -402,14 +486,52 @@ export function approvalDenial(input: PolicyInput, always: readonly string[]): s
   const [call, named] = resources as [string, string | undefined];
   if (named === undefined) return needsApprovalReason(tool.name);
   if (!named.startsWith(`${call}/`)) return `${named} is not a decision on ${call}`;
-  if (!decision) return `no facts of decision ${named}`;
+  if (!isObject(decision)) return `no facts of decision ${named}`;
   if (decision.outcome !== 'approve') return `the conversation's user denied ${call}`;
   const { by, user, decidedAt, expiresAt } = decision;
   if (typeof by !== 'string' || typeof user !== 'string' || by !== user)
-    return `decision by ${by}, not by the conversation's user ${user}`;
-  if (typeof decidedAt !== 'string' || typeof expiresAt !== 'string' || decidedAt > expiresAt)
-    return `decision at ${decision.decidedAt}, after the request expired at ${decision.expiresAt}`;
+    return `decision by ${text(by)}, not by the conversation's user ${text(user)}`;
+  if (!isUtcTime(decidedAt) || !isUtcTime(expiresAt))
+    return `decision at ${text(decidedAt)} or expiry ${text(expiresAt)} is not an RFC 3339 UTC time`;
+  if (instantOf(decidedAt) > instantOf(expiresAt))
+    return `decision at ${decidedAt}, after the request expired at ${expiresAt}`;
   return undefined;
+}
+
+/** A string as it is; anything else as `undefined` (what cld.rego's `text` prints). */
+function text(value: unknown): string {
+  return typeof value === 'string' ? value : 'undefined';
+}
+
+const UTC_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/;
+
+/**
+ * True for an RFC 3339 date-time in UTC as `Date.toISOString()` writes it, the fraction optional
+ * and 1-9 digits: `YYYY-MM-DDTHH:MM:SS[.fffffffff]Z` (RFC 3339 section 5.6, upper-case `T` and
+ * `Z`, no offset), a real calendar day, hours 00-23, minutes and seconds 00-59 (no leap second).
+ * Same as `utc_time` in policies/lib/cld.rego.
+ */
+export function isUtcTime(value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  const match = UTC_TIME.exec(value);
+  if (!match) return false;
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as number[] as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+  return days !== undefined && day >= 1 && day <= days && hour <= 23 && minute <= 59 && second <= 59;
+}
+
+/** An {@link isUtcTime} string whose string order is its time order: the fraction padded to 9 digits. */
+function instantOf(time: string): string {
+  const fraction = time.length === 20 ? '' : time.slice(20, -1);
+  return `${time.slice(0, 19)}${fraction.padEnd(9, '0')}`;
 }
 
 function matches(rule: MatchRule, actor: Actor, resource: string): boolean {
@@ -452,10 +574,21 @@ function placeholderOf(actor: Actor, name: Placeholder): string | undefined {
     : undefined;
 }
 
-/** The first 120 characters (code points) of a string, or of a non-string's JSON. */
+/**
+ * The first 120 characters (code points) of a string; for anything else its type (`not a string
+ * (number)`): JSON renderings of numbers and key orders differ between engines, a type does not.
+ * Same as `preview` in cld.rego (its `type_name`).
+ */
 function preview(value: unknown): string {
-  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
-  return text.length <= 120 ? text : Array.from(text).slice(0, 120).join('');
+  if (typeof value !== 'string') return `not a string (${typeName(value)})`;
+  return value.length <= 120 ? value : Array.from(value).slice(0, 120).join('');
+}
+
+/** OPA's `type_name` of a JSON value. */
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value === 'object' ? 'object' : typeof value;
 }
 
 function deny(reason: string): Decision {

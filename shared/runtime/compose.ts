@@ -122,6 +122,34 @@ export function parseLimits(json: string | undefined, overrides: Partial<Limits>
   return parsed.data;
 }
 
+/** Every setting parsed from the environment: the variables, and the JSON ones parsed and checked. */
+export interface Settings {
+  env: Env;
+  /** `CLD_LIMITS` over the defaults. */
+  limits: Limits;
+  /** `CLD_TOOL_APPROVAL`. */
+  toolApproval: ToolApproval;
+}
+
+/**
+ * The one settings path of the functions and of every CLI command (issue 23): {@link parseEnv},
+ * then `CLD_LIMITS` ({@link parseLimits}: JSON, no unknown key, every value in range) and
+ * `CLD_TOOL_APPROVAL` (shared/catalog/catalog.ts `parseToolApproval`).
+ * @throws ConfigError naming the variable (and, through zod, the key within it) that is malformed,
+ *   unknown or out of range
+ */
+export function parseSettings(environment: NodeJS.ProcessEnv): Settings {
+  const env = parseEnv(environment);
+  const limits = parseLimits(env.CLD_LIMITS);
+  let toolApproval: ToolApproval;
+  try {
+    toolApproval = parseToolApproval(env.CLD_TOOL_APPROVAL);
+  } catch (error) {
+    throw new ConfigError((error as Error).message, { cause: error });
+  }
+  return { env, limits, toolApproval };
+}
+
 /**
  * What a function's code path uses of the Deps beyond resources, policy, catalog and logger.
  * What it does not use is not composed: its Deps member fails with a ConfigError naming the
@@ -523,7 +551,7 @@ async function defaultIdempotency(): Promise<BasePersistenceLayer> {
  *   does not load
  */
 export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.env): Promise<Deps> {
-  const env = parseEnv(environment);
+  const { env, limits, toolApproval } = parseSettings(environment);
   if (
     BUNDLED_FUNCTION !== undefined &&
     env.CLD_FUNCTION !== undefined &&
@@ -541,13 +569,6 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
     serviceName: 'cld',
     ...(env.POWERTOOLS_LOG_LEVEL ? { logLevel: env.POWERTOOLS_LOG_LEVEL } : {}),
   });
-  const limits = parseLimits(env.CLD_LIMITS);
-  let toolApproval: ToolApproval;
-  try {
-    toolApproval = parseToolApproval(env.CLD_TOOL_APPROVAL);
-  } catch (error) {
-    throw new ConfigError((error as Error).message, { cause: error });
-  }
   const selected = await selectPolicy({
     policyDir: env.CLD_POLICY_DIR,
     wasmDir: env.CLD_POLICY_WASM_DIR,

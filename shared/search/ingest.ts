@@ -3,6 +3,7 @@ import type { Dirent, Stats } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, join, relative, resolve, sep } from 'node:path';
 import { RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
+import { isBinaryFileSync } from 'isbinaryfile';
 import { countTokens } from '../context/tokens.js';
 import { ValidationError } from '../errors.js';
 import type { Embedder } from '../llm/port.js';
@@ -74,10 +75,25 @@ export interface IngestProgress {
   chunks: number;
 }
 
+/** A file left out for its content, and why (one line a reader can act on). */
+export interface LeftOutFile {
+  /** Path relative to `cwd`, `/`-separated (as a Document would be named). */
+  path: string;
+  /** Why, e.g. `binary content (isbinaryfile)` or `not UTF-8: invalid byte sequence at byte 3`. */
+  reason: string;
+}
+
 /** What {@link ingest} did. */
 export interface IngestReport {
-  /** Files found under the given paths. */
+  /** Files found under the given paths that passed the content checks (ingested or unchanged). */
   files: number;
+  /** Files found that were left out for their content ({@link contentProblem}), in name order. */
+  leftOut: LeftOutFile[];
+  /**
+   * The given paths (as given) that yielded no file to ingest: a file left out for its content, a
+   * folder without a `.md`, `.markdown` or `.txt` file that is not excluded and passes the checks.
+   */
+  empty: string[];
   /** Files skipped because their Document already exists with the same content hash. */
   skipped: number;
   /** Documents written in this run. */
@@ -135,6 +151,8 @@ export const EMBED_BATCH = 32;
 /** A file found under the given paths. */
 interface SourceFile {
   absolute: string;
+  /** The given path (as given) it was found under, first one when several. */
+  root: string;
   /** Path relative to cwd with `/` separators: the Document's name and `path`. */
   name: string;
   markdown: boolean;
@@ -142,6 +160,8 @@ interface SourceFile {
 
 /** A file read and checked against what is stored. */
 interface ReadFile extends SourceFile {
+  /** Why its content is left out ({@link contentProblem}); undefined for a text file. */
+  problem: string | undefined;
   content: string;
   bytes: number;
   contentHash: string;
@@ -195,7 +215,13 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
     ...(deps.include ? { include: deps.include } : {}),
   });
 
-  const read = await mapConcurrently(files, INGEST_CONCURRENCY, (file) => readSource(file, deps));
+  const all = await mapConcurrently(files, INGEST_CONCURRENCY, (file) => readSource(file, deps));
+  const read = all.filter((file) => file.problem === undefined);
+  const leftOut = all.flatMap((file) =>
+    file.problem === undefined ? [] : [{ path: file.name, reason: file.problem }],
+  );
+  const yielding = new Set(read.map((file) => file.root));
+  const empty = paths.filter((path) => !yielding.has(path));
   const changed = read.filter((file) => file.existing && file.existing.contentHash !== file.contentHash);
   if (changed.length > 0) {
     throw new ValidationError(
@@ -222,7 +248,9 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
   });
 
   const report: IngestReport = {
-    files: files.length,
+    files: read.length,
+    leftOut,
+    empty,
     skipped: 0,
     documents: 0,
     chunks: 0,
@@ -296,27 +324,30 @@ async function collectFiles(
   if (missing.length > 0) {
     throw new ValidationError(`ingest path does not exist: ${missing.join(', ')}`, { details: { missing } });
   }
-  const found = new Set<string>();
+  /** Absolute path → the given path it was first found under. */
+  const found = new Map<string, string>();
   const excluded = new Map<string, number>();
   for (const root of roots) {
     const stats = root.stats as Stats;
     if (stats.isDirectory()) {
       for (const file of await walk(root.absolute)) {
         const pattern = exclusionOf(relative(root.absolute, file).split(sep).join('/'), filter);
-        if (pattern === undefined) found.add(file);
-        else excluded.set(pattern, (excluded.get(pattern) ?? 0) + 1);
+        if (pattern === undefined) {
+          if (!found.has(file)) found.set(file, root.path);
+        } else excluded.set(pattern, (excluded.get(pattern) ?? 0) + 1);
       }
     } else if (stats.isFile()) {
       if (!isSupported(root.absolute)) {
         throw new ValidationError(`ingest path ${root.path} is not a ${INGEST_EXTENSIONS.join(', ')} file`);
       }
-      found.add(root.absolute);
+      if (!found.has(root.absolute)) found.set(root.absolute, root.path);
     } else {
       throw new ValidationError(`ingest path ${root.path} is neither a file nor a folder`);
     }
   }
-  const files = [...found].map((absolute) => ({
+  const files = [...found].map(([absolute, root]) => ({
     absolute,
+    root,
     name: relative(cwd, absolute).split(sep).join('/'),
     markdown: extname(absolute).toLowerCase() !== '.txt',
   }));
@@ -357,12 +388,65 @@ async function statOrUndefined(path: string): Promise<Stats | undefined> {
   }
 }
 
-/** Reads a file, hashes it and looks up its Document. */
+/** Strict UTF-8: a malformed byte sequence throws instead of becoming U+FFFD. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** C0 control characters text does not contain (all but tab, line feed, form feed, carriage return). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
+const CONTROL = /[\u0000-\u0008\u000B\u000E-\u001F]/;
+
+/**
+ * Why `data` (a file's bytes) is not text ingest can split, or undefined when it is: binary
+ * content by isbinaryfile's check of the first 512 bytes (NUL bytes, a large share of control
+ * characters, a known binary signature such as ELF or PDF); not UTF-8 (strict decoding of the
+ * whole file, so a UTF-16 or Latin-1 file is named, not mangled into U+FFFD); or a control
+ * character other than tab, line feed, form feed and carriage return anywhere in the file. An
+ * extension alone proves nothing: a binary renamed `ls.md` or random bytes as `.txt` are left out.
+ */
+export function contentProblem(data: Buffer): string | undefined {
+  if (isBinaryFileSync(data, data.length)) return 'binary content (isbinaryfile)';
+  let text: string;
+  try {
+    text = UTF8.decode(data);
+  } catch {
+    return `not UTF-8: invalid byte sequence at byte ${firstInvalidUtf8(data)}`;
+  }
+  const control = CONTROL.exec(text);
+  if (control)
+    return `binary content: control character U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} at character ${control.index}`;
+  return undefined;
+}
+
+/** Offset of the first byte where strict UTF-8 decoding fails: bisection over prefixes, each decoded as a stream (a character cut at the end is not an error). */
+function firstInvalidUtf8(data: Buffer): number {
+  const decodes = (end: number) => {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(data.subarray(0, end), { stream: true });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  let good = 0;
+  let bad = data.length;
+  while (bad - good > 1) {
+    const middle = (good + bad) >>> 1;
+    if (decodes(middle)) good = middle;
+    else bad = middle;
+  }
+  return good;
+}
+
+/** Reads a file, checks its content, hashes it and looks up its Document. */
 async function readSource(file: SourceFile, deps: IngestDeps): Promise<ReadFile> {
   const data = await readFile(file.absolute);
   const urn = childUrn(undefined, 'doc.Document', file.name);
+  const problem = contentProblem(data);
+  if (problem !== undefined)
+    return { ...file, problem, content: '', bytes: data.length, contentHash: '', urn, existing: undefined };
   return {
     ...file,
+    problem,
     content: data.toString('utf8'),
     bytes: data.length,
     contentHash: createHash('sha256').update(data).digest('hex'),

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import type { GraphIndex } from '../graph/graph-index.js';
 import { describeEntity, queryPatterns } from '../graph/query.js';
+import { FollowSchema, MemberFilterSchema } from '../graph/structure.js';
 import { PREFIXES } from '../graph/vocabulary.js';
 import type { JsonValue } from '../llm/port.js';
 import type { ToolContext, ToolImplementation } from './port.js';
@@ -17,7 +18,10 @@ const Term = z.string().trim().min(1).max(600);
 /**
  * Arguments of the `graph` tool (shared/catalog/tools/graph.json describes them to the model):
  * exactly one of `patterns` (1–4 triple patterns `[subject, predicate, object]`, joined on their
- * `?variables`), `describe` (an entity) or `summary: true` (the graph's shape).
+ * `?variables`), `describe` (an entity) or `summary: true` (the graph's shape). With `describe`
+ * only: `follow` (1–3 hops, `"base"` or `"property:<name>"`, taken before describing) and
+ * `where` (a member filter: kind, optional, type, takes, returns, static, inherited), typed in
+ * shared/graph/structure.ts.
  */
 export const GraphInputSchema = z
   .strictObject({
@@ -27,6 +31,8 @@ export const GraphInputSchema = z
       .max(4)
       .optional(),
     describe: z.string().trim().min(1).max(600).optional(),
+    follow: FollowSchema.optional(),
+    where: MemberFilterSchema.optional(),
     summary: z.literal(true).optional(),
     module: z
       .string()
@@ -38,6 +44,10 @@ export const GraphInputSchema = z
   .refine(
     (input) => [input.patterns, input.describe, input.summary].filter((x) => x !== undefined).length === 1,
     'give exactly one of "patterns", "describe" or "summary"',
+  )
+  .refine(
+    (input) => input.describe !== undefined || (input.follow === undefined && input.where === undefined),
+    '"follow" and "where" go with "describe"',
   );
 export type GraphInput = z.infer<typeof GraphInputSchema>;
 
@@ -48,7 +58,9 @@ export type GraphInput = z.infer<typeof GraphInputSchema>;
  *   offset, next?, sources }`; terms are prefixed names (`jsii:Class`, `rdfs:label`), `<iri>`,
  *   `"literals"`, `true`/`false`, `cld:` URNs or `?variables`.
  * - `{ describe: "BucketProps" }` → the entity's triples both ways (bounded) and, for a type,
- *   its members with value type, optionality, default and summary.
+ *   its members with value type, optionality, default and summary;
+ *   `{ describe: "Queue", follow: ["base"], where: { takes: "IGrantable" } }` → the same for the
+ *   entity the hops lead to, members filtered, with `path` (each hop and its sources) and `filter`.
  * - `{ summary: true }` → sources, classes with counts and the predicates between them.
  *
  * `sources` lists the `doc.Graph` resources read and the documentation chunks linked to the
@@ -78,7 +90,10 @@ export function createGraphTool(openGraph: () => Promise<GraphIndex>): ToolImple
       if (index.empty)
         return { message: 'the graph is empty: nothing has been ingested as linked data', sources: [] };
       if (args.describe !== undefined)
-        return (await describeEntity(index, context.actor, args.describe)) as unknown as JsonValue;
+        return (await describeEntity(index, context.actor, args.describe, {
+          follow: args.follow,
+          where: args.where,
+        })) as unknown as JsonValue;
       const result = await queryPatterns(index, context.actor, args.patterns ?? [], {
         module: args.module,
         limit: args.limit,

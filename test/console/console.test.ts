@@ -9,7 +9,6 @@
  * the quick-start state is also written there (how docs/console.png is made).
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,6 +16,7 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Served, startServe } from '../../cli/serve.js';
 import { parseEnv } from '../../shared/runtime/compose.js';
+import { chromiumPath } from '../helpers/chromium.js';
 import { ANSWERED_PARTS, PARTIAL_QUESTION } from '../helpers/partial.js';
 
 const ALICE = 'alice-token-0123456789abcdef';
@@ -25,7 +25,6 @@ const BOB = 'bob-token-0123456789abcdef0';
 const QUESTION =
   '1. How do I send S3 object events to EventBridge? 2. How do I match only keys with a given prefix in an event rule?';
 const DOCS = ['node_modules/aws-cdk-lib/aws-s3', 'node_modules/aws-cdk-lib/aws-events'];
-const CHROMIUM = process.env.CLD_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = resolve('test/.console-screenshots');
 
 let served: Served;
@@ -33,10 +32,8 @@ let dataDir: string;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(
-      `no Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does) or set CLD_CHROMIUM`,
-    );
+  // First, so that without a browser every test fails with the one line saying how to install it.
+  const executablePath = chromiumPath();
   await mkdir(SHOTS, { recursive: true });
   dataDir = await mkdtemp(join(tmpdir(), 'cld-console-'));
   served = await startServe({
@@ -46,7 +43,7 @@ beforeAll(async () => {
     core: parseEnv({ CLD_DATA_DIR: dataDir }),
     docs: DOCS,
   });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
 }, 120_000);
 
 afterAll(async () => {

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MAX_MESSAGE_CHARS } from '../../shared/domain/limits.js';
 import type { Chunk } from '../../shared/resources/schemas.js';
 import { keyOf } from '../../shared/urn.js';
@@ -27,8 +27,16 @@ interface CliResult {
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
-  ms: number;
 }
+
+/**
+ * Wall time one CLI run may take on a loaded machine, in ms. Each run costs 5–6 s of CPU before
+ * any output (tsx transpiles cli/main.ts and everything it imports: issue 23, item 5) and took
+ * 19–22 s wall at load 16 on 2 cores (`help` 19.4 s, `ask` 19.1 s, `show` 21.0 s); 60 s leaves
+ * room for load 30. A test's timeout is this times the CLI runs it makes one after another.
+ */
+const CLI_RUN_MS = 60_000;
+vi.setConfig({ testTimeout: CLI_RUN_MS, hookTimeout: CLI_RUN_MS });
 
 /** Variables of this process that would change the model or the data directory of the CLI. */
 const CONFIG = /^(CLD_|AWS_)/;
@@ -47,7 +55,6 @@ function cli(
   },
 ): Promise<CliResult> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !CONFIG.test(key)));
-  const started = Date.now();
   const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
     env: { ...env, CLD_DATA_DIR: options.dataDir, ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -63,11 +70,11 @@ function cli(
   });
   child.stdin.on('error', () => undefined); // the CLI may stop reading early (a refused message)
   child.stdin.end(options.stdin ?? '');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 2 * CLI_RUN_MS);
   return new Promise((resolve) => {
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr: withoutNpmNoise(stderr), ms: Date.now() - started });
+      resolve({ code, signal, stdout, stderr: withoutNpmNoise(stderr) });
     });
   });
 }
@@ -156,10 +163,10 @@ describe('ask and show, piped', () => {
 });
 
 describe('a partial answer (issue 21)', () => {
-  it('prints parts 1–2 and the part not answered, and exits 3, for a question whose third part the corpus cannot answer', async () => {
+  it('prints parts 1–2 and the part not answered, and exits 4, for a question whose third part the corpus cannot answer', async () => {
     const asked = await cli(['ask', '--conversation', 'partial', PARTIAL_QUESTION], { dataDir });
 
-    expect(asked.code).toBe(3);
+    expect(asked.code).toBe(4);
     expect(asked.stderr).toMatch(
       /^cld: partial answer: not answered: How do I knead sourdough bread dough\?$/m,
     );
@@ -180,37 +187,45 @@ describe('a partial answer (issue 21)', () => {
 });
 
 describe('ask --conversation', () => {
-  it('adds a follow-up question as the next message and answers it, not the first one again', async () => {
-    const first = await cli(['ask', '--conversation', 'follow-up', Q_EVENTS], { dataDir });
-    const second = await cli(['ask', '--conversation', 'follow-up', Q_PREFIX], { dataDir });
-    expect(first.code).toBe(0);
-    expect(second.code).toBe(0);
-    const urn = /^conversation: (cld:common\.Conversation\.[0-9a-f]{16}) \(message-1\)$/m.exec(
-      first.stdout,
-    )?.[1];
-    expect(urn).toBeDefined();
-    expect(second.stdout).toContain(`conversation: ${urn} (message-2)`);
-    expect(second.stdout).toContain(`user: "${Q_PREFIX}"`);
-    expect(second.stdout).not.toContain(`user: "${Q_EVENTS}"`);
-    expect(second.stdout).toMatch(/Match\.(prefix|wildcard)/);
-    const shown = await cli(['show', urn as string], { dataDir });
-    expect(shown.stdout).toContain(`user: "${Q_EVENTS}"`);
-    expect(shown.stdout).toContain(`user: "${Q_PREFIX}"`);
-    expect(shown.stdout.match(/^└─ answer|^├─ answer/gm)).toHaveLength(2);
-  });
+  it(
+    'adds a follow-up question as the next message and answers it, not the first one again',
+    async () => {
+      const first = await cli(['ask', '--conversation', 'follow-up', Q_EVENTS], { dataDir });
+      const second = await cli(['ask', '--conversation', 'follow-up', Q_PREFIX], { dataDir });
+      expect(first.code).toBe(0);
+      expect(second.code).toBe(0);
+      const urn = /^conversation: (cld:common\.Conversation\.[0-9a-f]{16}) \(message-1\)$/m.exec(
+        first.stdout,
+      )?.[1];
+      expect(urn).toBeDefined();
+      expect(second.stdout).toContain(`conversation: ${urn} (message-2)`);
+      expect(second.stdout).toContain(`user: "${Q_PREFIX}"`);
+      expect(second.stdout).not.toContain(`user: "${Q_EVENTS}"`);
+      expect(second.stdout).toMatch(/Match\.(prefix|wildcard)/);
+      const shown = await cli(['show', urn as string], { dataDir });
+      expect(shown.stdout).toContain(`user: "${Q_EVENTS}"`);
+      expect(shown.stdout).toContain(`user: "${Q_PREFIX}"`);
+      expect(shown.stdout.match(/^└─ answer|^├─ answer/gm)).toHaveLength(2);
+    },
+    3 * CLI_RUN_MS,
+  );
 
-  it('answers two concurrent asks on one conversation, each its own question', async () => {
-    const [a, b] = await Promise.all([
-      cli(['ask', '--conversation', 'concurrent', Q_EVENTS], { dataDir }),
-      cli(['ask', '--conversation', 'concurrent', Q_PREFIX], { dataDir }),
-    ]);
-    expect([a.code, b.code]).toEqual([0, 0]);
-    const names = [a, b].map((r) => /\((message-\d+)\)$/m.exec(r.stdout)?.[1]);
-    expect(names.sort()).toEqual(['message-1', 'message-2']);
-    expect(a.stdout).toContain(`user: "${Q_EVENTS}"`);
-    expect(b.stdout).toContain(`user: "${Q_PREFIX}"`);
-    for (const result of [a, b]) expect([...result.stdout.matchAll(SOURCE)].length).toBeGreaterThan(0);
-  });
+  it(
+    'answers two concurrent asks on one conversation, each its own question',
+    async () => {
+      const [a, b] = await Promise.all([
+        cli(['ask', '--conversation', 'concurrent', Q_EVENTS], { dataDir }),
+        cli(['ask', '--conversation', 'concurrent', Q_PREFIX], { dataDir }),
+      ]);
+      expect([a.code, b.code]).toEqual([0, 0]);
+      const names = [a, b].map((r) => /\((message-\d+)\)$/m.exec(r.stdout)?.[1]);
+      expect(names.sort()).toEqual(['message-1', 'message-2']);
+      expect(a.stdout).toContain(`user: "${Q_EVENTS}"`);
+      expect(b.stdout).toContain(`user: "${Q_PREFIX}"`);
+      for (const result of [a, b]) expect([...result.stdout.matchAll(SOURCE)].length).toBeGreaterThan(0);
+    },
+    2 * CLI_RUN_MS,
+  ); // two runs at once: twice the CPU
 });
 
 describe('where the message comes from, and how long it may be', () => {
@@ -249,17 +264,19 @@ describe('where the message comes from, and how long it may be', () => {
     expect(asked.stdout).not.toContain('conversation');
   });
 
-  it('refuses a 1 MB message without "?" from standard input within 2 s of a plain start', async () => {
-    const baseline = await cli(['help'], { dataDir });
+  // How soon after a plain start it refuses (within 2 s) is measured by `npm run bench:cli`, not
+  // here (issue 23: no wall-clock assertion in a test). That it read only past the limit shows in
+  // the message: "more than 32,000 characters" of the 1 MB.
+  it('refuses a 1 MB message without "?" from standard input, having read only past the limit', async () => {
     const asked = await cli(['ask', '-'], { dataDir, stdin: 'bucket events rule '.repeat(55_189) });
     expect(asked.code).toBe(1);
     expect(asked.stderr).toMatch(/^cld: the message is more than 32,000 characters; the limit is 16,000/);
-    expect(asked.ms - baseline.ms).toBeLessThan(2_000);
+    expect(asked.stdout).not.toContain('conversation');
   });
 
   it.each([
     [['ask', '--file', 'q.txt', 'and words'], 2, /not two of them/],
-    [['ask', '--file', 'no/such/file.txt'], 1, /^cld: message file does not exist: no\/such\/file\.txt$/m],
+    [['ask', '--file', 'no/such/file.txt'], 2, /^cld: message file does not exist: no\/such\/file\.txt$/m],
     [['ask', '-'], 2, /^cld: ask needs a message$/m],
     [['ask', '--frobnicate', 'q?'], 2, /^cld: Unknown option '--frobnicate'/m],
   ])('fails %j with exit code %i and one clear line', async (args, code, message) => {
@@ -356,39 +373,48 @@ describe('an OpenAI-compatible model over HTTP (CLD_MODEL_PROVIDER=openai)', () 
     ]);
   });
 
-  it('fails the task with a clear error when the model sends malformed tool-call JSON, keeping the run', async () => {
-    stub.respond = scriptedModel('{"query": "S3 EventBridge');
-    const asked = await cli(['ask', '--conversation', 'malformed', Q_EVENTS], { dataDir, env });
-    expect(asked.code).toBe(1);
-    expect(asked.stderr).toMatch(
-      /^cld: the request failed: OpenAI-compatible model stub-model called tool "search" \(call call_1\) with malformed arguments: they are not JSON .*; the arguments began: \{"query": "S3 EventBridge$/m,
-    );
-    expect(asked.stdout).toMatch(
-      /^ {6}output FAILED: OpenAI-compatible model stub-model called tool "search"/m,
-    );
-    expect(asked.stdout).toMatch(/^Not completed: S3 events to EventBridge: OpenAI-compatible model/m);
-    const urn = /^conversation: (cld:common\.Conversation\.[0-9a-f]{16})/m.exec(asked.stdout)?.[1] as string;
-    const shown = await cli(['show', urn], { dataDir });
-    expect(shown.stdout).toMatch(/plan: 1 root task\(s\), model openai:stub-model/);
-    expect(shown.stdout).toMatch(/✗ failed S3 events to EventBridge/);
-  });
+  it(
+    'fails the task with a clear error when the model sends malformed tool-call JSON, keeping the run',
+    async () => {
+      stub.respond = scriptedModel('{"query": "S3 EventBridge');
+      const asked = await cli(['ask', '--conversation', 'malformed', Q_EVENTS], { dataDir, env });
+      expect(asked.code).toBe(1);
+      expect(asked.stderr).toMatch(
+        /^cld: the request failed: OpenAI-compatible model stub-model called tool "search" \(call call_1\) with malformed arguments: they are not JSON .*; the arguments began: \{"query": "S3 EventBridge$/m,
+      );
+      expect(asked.stdout).toMatch(
+        /^ {6}output FAILED: OpenAI-compatible model stub-model called tool "search"/m,
+      );
+      expect(asked.stdout).toMatch(/^Not completed: S3 events to EventBridge: OpenAI-compatible model/m);
+      const urn = /^conversation: (cld:common\.Conversation\.[0-9a-f]{16})/m.exec(
+        asked.stdout,
+      )?.[1] as string;
+      const shown = await cli(['show', urn], { dataDir });
+      expect(shown.stdout).toMatch(/plan: 1 root task\(s\), model openai:stub-model/);
+      expect(shown.stdout).toMatch(/✗ failed S3 events to EventBridge/);
+    },
+    2 * CLI_RUN_MS,
+  );
 
+  // The model never answers, so exit code 130 (not a timeout's 1, not the helper's SIGKILL) shows
+  // the CLI stopped at the signal rather than waiting; how soon (within 2 s) is measured by
+  // `npm run bench:cli` (issue 23: no wall-clock assertion in a test).
   it('stops at Ctrl-C (SIGINT) while the model is still answering, exit code 130', async () => {
-    stub.respond = () => ({ ...completion(), delayMs: 60_000 });
-    let signalled = 0;
+    stub.respond = () => ({ hang: true });
+    let signalled = false;
     const asked = await cli(['ask', Q_EVENTS], {
       dataDir,
       env,
       onStdout: (stdout, child) => {
         if (!signalled && stdout.includes('user: "')) {
-          signalled = Date.now();
+          signalled = true;
           child.kill('SIGINT');
         }
       },
     });
-    expect(signalled).toBeGreaterThan(0);
+    expect(signalled).toBe(true);
+    expect(asked.signal).toBeNull();
     expect(asked.code).toBe(130);
-    expect(Date.now() - signalled).toBeLessThan(2_000);
     expect(asked.stderr).toMatch(
       /^cld: interrupted; what was stored so far stays under cld:common\.Conversation\./,
     );

@@ -54,6 +54,15 @@ describe('the structural set (test/eval/structural.json)', () => {
     expect(set.length).toBeGreaterThanOrEqual(10);
     expect(new Set(set.map((q) => q.id)).size).toBe(set.length);
   });
+
+  it('has at least 12 filter and two-hop questions, held out by the fixed rule (number a multiple of 3)', () => {
+    const asked = loadStructuralSet().filter((q) => q.kind !== undefined);
+
+    expect(asked.length).toBeGreaterThanOrEqual(12);
+    expect(asked.filter((q) => q.kind === 'filter').every((q) => q.absent !== undefined)).toBe(true);
+    expect(asked.filter((q) => q.kind === 'two-hop').every((q) => q.hops !== undefined)).toBe(true);
+    for (const q of asked) expect(q.heldOut === true).toBe(Number(q.id.slice(1)) % 3 === 0);
+  });
 });
 
 describe('scoreStructural', () => {
@@ -61,11 +70,15 @@ describe('scoreStructural', () => {
     expect(scoreStructural(PROPS, observed())).toEqual({
       id: 'g90',
       heldOut: false,
+      kind: undefined,
       graph: true,
       subject: true,
       cited: true,
       found: ['versioned', 'eventBridgeEnabled'],
       missing: [],
+      unfiltered: [],
+      filtered: undefined,
+      hops: undefined,
       hit: true,
       ms: 12,
     });
@@ -137,6 +150,47 @@ describe('scoreStructural', () => {
       hit: false,
     });
   });
+
+  it('misses a filter question whose answer still lists a name the filter leaves out', () => {
+    const required: StructuralQuestion = { ...PROPS, kind: 'filter', absent: ['memorySize', 'grantRead'] };
+    const listed = (answer: string) =>
+      scoreStructural(required, observed({ answer: `${answer}\n- \`versioned\`\n- \`eventBridgeEnabled\`` }));
+
+    expect(listed('- `memorySize` (number, optional)')).toMatchObject({
+      unfiltered: ['memorySize'],
+      filtered: false,
+      hit: false,
+    });
+    expect(listed('- `grantRead(identity: IGrantable): Grant`')).toMatchObject({ unfiltered: ['grantRead'] });
+    expect(listed('- memorySize: number')).toMatchObject({ unfiltered: ['memorySize'] });
+    expect(listed('It has 12 properties; memorySizes differ.')).toMatchObject({ filtered: true, hit: true });
+    expect(listed('- `timeout` (number, optional; default: `memorySize` / 2)')).toMatchObject({
+      filtered: true,
+    });
+  });
+
+  it('hits a two-hop question only when every hop is described with a source the answer cites', () => {
+    const twoHop: StructuralQuestion = {
+      id: 'g92',
+      kind: 'two-hop',
+      text: "Which interfaces does Queue's base class implement?",
+      subjects: ['type:aws-cdk-lib.aws_sqs.QueueBase'],
+      hops: ['type:aws-cdk-lib.aws_sqs.Queue', 'type:aws-cdk-lib.aws_sqs.QueueBase'],
+      terms: ['IQueue'],
+    };
+    const result = (path: unknown[]) =>
+      JSON.stringify({ entity: 'type:aws-cdk-lib.aws_sqs.QueueBase', path, sources: [GRAPH] });
+    const ask = (content: string, citations: string[]) =>
+      scoreStructural(
+        twoHop,
+        observed({ graphResults: [{ status: 'OK', content }], answer: '`IQueue`', citations }),
+      );
+    const queueStep = { entity: 'type:aws-cdk-lib.aws_sqs.Queue', sources: [OTHER] };
+
+    expect(ask(result([queueStep]), [GRAPH, OTHER])).toMatchObject({ hops: true, hit: true });
+    expect(ask(result([queueStep]), [GRAPH])).toMatchObject({ hops: false, hit: false });
+    expect(ask(result([]), [GRAPH])).toMatchObject({ subject: true, hops: false, hit: false });
+  });
 });
 
 describe('structuralTable', () => {
@@ -151,10 +205,41 @@ describe('structuralTable', () => {
     const lines = table.split('\n');
 
     expect(lines).toHaveLength(7);
-    expect(lines[2]).toBe('| g90 | ✓ | ✓ | ✓ | 2/2 | ✓ | 12 |');
-    expect(lines[3]).toBe('| g91* | ✓ | ✓ | · | 1/2 (missing eventBridgeEnabled) | · | 12 |');
-    expect(lines[4]).toBe('| tuning (1) | 100 % | 100 % | 100 % | 100 % | 100 % | |');
-    expect(lines[5]).toBe('| held out (1) | 100 % | 100 % | 0 % | 50 % | 0 % | |');
-    expect(lines[6]).toBe('| all (2) | 100 % | 100 % | 50 % | 75 % | 50 % | |');
+    expect(lines[2]).toBe('| g90 | ✓ | ✓ | ✓ | – | 2/2 | – | ✓ | 12 |');
+    expect(lines[3]).toBe('| g91* | ✓ | ✓ | · | – | 1/2 (missing eventBridgeEnabled) | – | · | 12 |');
+    expect(lines[4]).toBe('| tuning (1) | 100 % | 100 % | 100 % | – | 100 % | – | 100 % | |');
+    expect(lines[5]).toBe('| held out (1) | 100 % | 100 % | 0 % | – | 50 % | – | 0 % | |');
+    expect(lines[6]).toBe('| all (2) | 100 % | 100 % | 50 % | – | 75 % | – | 50 % | |');
+  });
+
+  it('adds rows for the filter and two-hop questions, split into tuning and held out', () => {
+    const filter = scoreStructural(
+      { ...PROPS, id: 'g93', kind: 'filter', absent: ['autoDeleteObjects'] },
+      observed({ answer: '- `versioned`\n- `eventBridgeEnabled`\n- `autoDeleteObjects`' }),
+    );
+    const twoHop = scoreStructural(
+      {
+        ...PROPS,
+        id: 'g96',
+        heldOut: true,
+        kind: 'two-hop',
+        hops: [PROPS.subjects[0] as string, PROPS.subjects[0] as string],
+      },
+      observed(),
+    );
+    const lines = structuralTable([filter, twoHop]).split('\n');
+
+    expect(lines[2]).toBe('| g93 | ✓ | ✓ | ✓ | – | 2/2 | · (lists autoDeleteObjects) | · | 12 |');
+    expect(lines[3]).toBe('| g96* | ✓ | ✓ | ✓ | ✓ | 2/2 | – | ✓ | 12 |');
+    expect(lines.slice(4).map((line) => line.split(' | ')[0])).toEqual([
+      '| tuning (1)',
+      '| held out (1)',
+      '| filters (1)',
+      '| two hops (1)',
+      '| filters & two hops, tuning (1)',
+      '| filters & two hops, held out (1)',
+      '| all (2)',
+    ]);
+    expect(lines[10]).toBe('| all (2) | 100 % | 100 % | 100 % | 100 % | 100 % | 0 % | 50 % | |');
   });
 });

@@ -29,6 +29,25 @@ export const StructuralQuestionSchema = z.strictObject({
   subjects: z.array(z.string().regex(/^type:[\w.-]+(\/\w+)?$/)).min(1),
   /** Names the answer must contain, each (case-insensitive): properties, methods, classes, values. */
   terms: z.array(z.string().min(1)).min(1),
+  /** What the question asks beyond one entity's own facts (issue 21): a filter, or two hops. */
+  kind: z.enum(['filter', 'two-hop']).optional(),
+  /**
+   * Member names a filter must leave out: the answer must not list any of them (as inline code
+   * `` `name` ``/`` `name(…` `` or a list item starting with the name; case-sensitive).
+   */
+  absent: z
+    .array(z.string().regex(/^[A-Za-z_$][\w$]*$/))
+    .min(1)
+    .optional(),
+  /**
+   * The entity of each hop, in order (compact IRIs): for each, an OK graph result must have
+   * described it (as its `entity`, or as the `entity` of a step of its `path`) with sources the
+   * answer cites, so every hop is backed by a citation.
+   */
+  hops: z
+    .array(z.string().regex(/^type:[\w.-]+$/))
+    .min(2)
+    .optional(),
 });
 export type StructuralQuestion = z.infer<typeof StructuralQuestionSchema>;
 
@@ -69,6 +88,7 @@ export interface StructuralObservation {
 export interface StructuralScore {
   id: string;
   heldOut: boolean;
+  kind: StructuralQuestion['kind'];
   /** At least one `graph` call returned OK. */
   graph: boolean;
   /** An OK graph result describes or binds one of the expected subjects. */
@@ -79,7 +99,13 @@ export interface StructuralScore {
   found: string[];
   /** Expected terms missing from it. */
   missing: string[];
-  /** subject, cited and every term. */
+  /** Names of `absent` the answer lists anyway (the filter let them through). */
+  unfiltered: string[];
+  /** No `absent` name listed; undefined for a question without absent names. */
+  filtered: boolean | undefined;
+  /** Every hop's entity described with a cited source; undefined for a question without hops. */
+  hops: boolean | undefined;
+  /** subject, cited, every term, no absent name, and every hop cited. */
   hit: boolean;
   ms: number;
 }
@@ -88,6 +114,8 @@ interface GraphResultView {
   entity?: unknown;
   bindings?: unknown;
   sources?: unknown;
+  /** Steps of a multi-hop result, each `{ entity, sources, … }`. */
+  path?: unknown;
 }
 
 /**
@@ -113,27 +141,64 @@ export function scoreStructural(
           binding !== null &&
           Object.values(binding).some((value) => typeof value === 'string' && subjects.has(value)),
       ));
-  const sources = new Set(
-    results.flatMap((view) =>
-      Array.isArray(view.sources) ? view.sources.filter((s): s is string => typeof s === 'string') : [],
-    ),
-  );
+  const sources = new Set(results.flatMap(sourcesOf));
   const text = answerText(observed.answer);
   const found = question.terms.filter((term) => containsTerm(text, term));
   const missing = question.terms.filter((term) => !found.includes(term));
+  const unfiltered = (question.absent ?? []).filter((name) => listsName(text, name));
   const subject = results.some(mentioned);
   const cited = observed.citations.some((urn) => sources.has(urn));
+  const hops = question.hops ? hopsCited(question.hops, results, observed.citations) : undefined;
   return {
     id: question.id,
     heldOut: question.heldOut === true,
+    kind: question.kind,
     graph: results.length > 0,
     subject,
     cited,
     found,
     missing,
-    hit: subject && cited && missing.length === 0,
+    unfiltered,
+    filtered: question.absent ? unfiltered.length === 0 : undefined,
+    hops,
+    hit: subject && cited && missing.length === 0 && unfiltered.length === 0 && hops !== false,
     ms: observed.ms,
   };
+}
+
+function sourcesOf(view: { sources?: unknown }): string[] {
+  return Array.isArray(view.sources) ? view.sources.filter((s): s is string => typeof s === 'string') : [];
+}
+
+/**
+ * True when every hop's entity is the `entity` of an OK result or of a step of a result's `path`
+ * whose sources include a citation of the answer.
+ */
+function hopsCited(
+  hops: readonly string[],
+  results: readonly GraphResultView[],
+  citations: readonly string[],
+): boolean {
+  const nodes = results.flatMap((view) => [
+    view,
+    ...(Array.isArray(view.path)
+      ? view.path.filter((step): step is GraphResultView => typeof step === 'object' && step !== null)
+      : []),
+  ]);
+  return hops.every((hop) =>
+    nodes.some((node) => node.entity === hop && sourcesOf(node).some((urn) => citations.includes(urn))),
+  );
+}
+
+/**
+ * True when `text` lists `name`: a list item (`-`, `*` or `1.`) that starts with it, bare or as
+ * inline code, qualified or not (`` - `name` (…) ``, `` - `name(…)` ``, `- name: …`). A mention
+ * inside another item's description or default (`` default: `evaluationPeriods` ``) is not a
+ * listing.
+ */
+export function listsName(text: string, name: string): boolean {
+  const escaped = name.replace(/[$]/g, '\\$');
+  return new RegExp(`^\\s*(?:[-*]|\\d+\\.)\\s+\`?(?:[\\w.-]+[./])?${escaped}(?![\\w$])`, 'm').test(text);
 }
 
 /** The answer without its `Sources:` list. */
@@ -193,20 +258,30 @@ export async function askStructural(
 const pct = (n: number, of: number) => (of === 0 ? '–' : `${Math.round((100 * n) / of)} %`);
 const mark = (ok: boolean) => (ok ? '✓' : '·');
 
-/** One row per question (held-out ids starred), then the rates over the tuning, held-out and whole set (Markdown). */
+/**
+ * One row per question (held-out ids starred), then the rates over the tuning and held-out
+ * questions, the filter and two-hop questions (issue 21, with their own tuning/held-out split)
+ * and the whole set (Markdown). "each hop cited" and "filtered" count only the questions that
+ * have hops or absent names ("–" in a row where they do not apply).
+ */
 export function structuralTable(scores: readonly StructuralScore[]): string {
   const rows = scores.map(
     (s) =>
-      `| ${s.id}${s.heldOut ? '*' : ''} | ${mark(s.graph)} | ${mark(s.subject)} | ${mark(s.cited)} | ${s.found.length}/${s.found.length + s.missing.length}${s.missing.length > 0 ? ` (missing ${s.missing.join(', ')})` : ''} | ${mark(s.hit)} | ${s.ms} |`,
+      `| ${s.id}${s.heldOut ? '*' : ''} | ${mark(s.graph)} | ${mark(s.subject)} | ${mark(s.cited)} | ${s.hops === undefined ? '–' : mark(s.hops)} | ${s.found.length}/${s.found.length + s.missing.length}${s.missing.length > 0 ? ` (missing ${s.missing.join(', ')})` : ''} | ${s.filtered === undefined ? '–' : s.filtered ? '✓' : `· (lists ${s.unfiltered.join(', ')})`} | ${mark(s.hit)} | ${s.ms} |`,
   );
+  const asked = scores.filter((s) => s.kind !== undefined);
   const groups: [string, StructuralScore[]][] = [
     ['tuning', scores.filter((s) => !s.heldOut)],
     ['held out', scores.filter((s) => s.heldOut)],
+    ['filters', scores.filter((s) => s.kind === 'filter')],
+    ['two hops', scores.filter((s) => s.kind === 'two-hop')],
+    ['filters & two hops, tuning', asked.filter((s) => !s.heldOut)],
+    ['filters & two hops, held out', asked.filter((s) => s.heldOut)],
     ['all', [...scores]],
   ];
   return [
-    '| question | graph called | subject | cited | terms in answer | hit | ms |',
-    '|---|---|---|---|---|---|---|',
+    '| question | graph called | subject | cited | each hop cited | terms in answer | filtered | hit | ms |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
     ...groups.filter(([, group]) => group.length > 0).map(([name, group]) => totalsRow(name, group)),
   ].join('\n');
@@ -214,8 +289,11 @@ export function structuralTable(scores: readonly StructuralScore[]): string {
 
 function totalsRow(name: string, scores: readonly StructuralScore[]): string {
   const n = scores.length;
-  const rate = (f: (s: StructuralScore) => boolean) => pct(scores.filter(f).length, n);
+  const rate = (f: (s: StructuralScore) => boolean, among: readonly StructuralScore[] = scores) =>
+    pct(among.filter(f).length, among.length);
   const found = scores.reduce((sum, s) => sum + s.found.length, 0);
   const expected = scores.reduce((sum, s) => sum + s.found.length + s.missing.length, 0);
-  return `| ${name} (${n}) | ${rate((s) => s.graph)} | ${rate((s) => s.subject)} | ${rate((s) => s.cited)} | ${pct(found, expected)} | ${rate((s) => s.hit)} | |`;
+  const withHops = scores.filter((s) => s.hops !== undefined);
+  const withAbsent = scores.filter((s) => s.filtered !== undefined);
+  return `| ${name} (${n}) | ${rate((s) => s.graph)} | ${rate((s) => s.subject)} | ${rate((s) => s.cited)} | ${rate((s) => s.hops === true, withHops)} | ${pct(found, expected)} | ${rate((s) => s.filtered === true, withAbsent)} | ${rate((s) => s.hit)} | |`;
 }

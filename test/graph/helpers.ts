@@ -105,11 +105,17 @@ export function smallAssembly(): Record<string, unknown> {
   };
 }
 
-/** Writes a package folder: `.jsii` and `aws-s3/README.md` naming some of its types. */
-export async function writePackage(root?: string): Promise<string> {
+/**
+ * Writes a package folder: `.jsii` (`assembly`, by default {@link smallAssembly}) and
+ * `aws-s3/README.md` naming some of its types.
+ */
+export async function writePackage(
+  root?: string,
+  assembly: Record<string, unknown> = smallAssembly(),
+): Promise<string> {
   const dir = root ?? (await mkdtemp(join(tmpdir(), 'cld-graph-pkg-')));
   await mkdir(join(dir, 'aws-s3'), { recursive: true });
-  await writeFile(join(dir, '.jsii'), JSON.stringify(smallAssembly()));
+  await writeFile(join(dir, '.jsii'), JSON.stringify(assembly));
   await writeFile(
     join(dir, 'aws-s3', 'README.md'),
     [

@@ -1,18 +1,20 @@
 import { basename, dirname } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import graphFile from '../../shared/catalog/tools/graph.json' with { type: 'json' };
 import { toolActor } from '../../shared/domain/common.js';
 import { NotFoundError, PolicyDeniedError, ValidationError } from '../../shared/errors.js';
 import { GraphIndex } from '../../shared/graph/graph-index.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
 import { describeEntity } from '../../shared/graph/query.js';
-import type { Message, ToolCallResource } from '../../shared/resources/schemas.js';
+import type { Message, Tool, ToolCallResource } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import type { StorageInterface } from '../../shared/storage/port.js';
-import { createGraphTool } from '../../shared/tools/graph.js';
+import { argumentCheck } from '../../shared/tools/execution.js';
+import { createGraphTool, GraphInputSchema } from '../../shared/tools/graph.js';
 import type { ToolContext } from '../../shared/tools/port.js';
 import { writePackage } from './helpers.js';
 
@@ -172,6 +174,35 @@ describe('the graph tool', () => {
       message: 'cld:common.Conversation.c000000000000001/common.Message.a000000000000001',
     };
     await expect(call({ describe: 'BucketProps' }, plan)).rejects.toBeInstanceOf(PolicyDeniedError);
+  });
+});
+
+describe('the documented input schema (shared/catalog/tools/graph.json) and the tool’s own', () => {
+  const documented = argumentCheck({
+    function: { name: graphFile.name, parameters: graphFile.parameters },
+  } as unknown as Tool);
+
+  it.each([
+    [{ describe: 'Queue', follow: ['base'] }, true],
+    [{ describe: 'BucketProps', follow: ['base', 'property:encryption'] }, true],
+    [{ describe: 'Queue', follow: [] }, false],
+    [{ describe: 'Queue', follow: ['parent'] }, false],
+    [{ describe: 'Queue', follow: ['property:'] }, false],
+    [{ describe: 'Queue', follow: ['base', 'base', 'base', 'base'] }, false],
+    [{ describe: 'FunctionProps', where: { optional: false } }, true],
+    [{ describe: 'Bucket', where: { kind: 'method', takes: 'IGrantable', static: false } }, true],
+    [{ describe: 'Bucket', where: { returns: 'aws_iam.Grant', inherited: true } }, true],
+    [{ describe: 'QueueProps', where: { type: 'Duration' } }, true],
+    [{ describe: 'Bucket', where: {} }, false],
+    [{ describe: 'Bucket', where: { kind: 'constructor' } }, false],
+    [{ describe: 'Bucket', where: { takes: 'I Grantable' } }, false],
+    [{ describe: 'Bucket', where: { static: 'yes' } }, false],
+    [{ describe: 'Bucket', where: { named: 'grant' } }, false],
+  ])('agree on %j → %s', (input, valid) => {
+    if (!('schema' in documented)) throw new Error(`not checkable: ${documented.unsupported}`);
+
+    expect(documented.schema.safeParse(input).success).toBe(valid);
+    expect(GraphInputSchema.safeParse(input).success).toBe(valid);
   });
 });
 

@@ -33,6 +33,11 @@ export interface ScriptedChatResponse {
   delayMs?: number;
   /** Send the headers and part of the body, then stall for `delayMs` (a body timeout). */
   stallBody?: boolean;
+  /**
+   * Never answer: the request stays open until the client gives up or the stub stops (a server
+   * that hangs, for testing a client timeout without racing a delay against it).
+   */
+  hang?: boolean;
 }
 
 /** A running stub. */
@@ -157,6 +162,7 @@ export async function startOpenAIStub(): Promise<OpenAIStub> {
         }, ms);
         timers.add(timer);
       };
+      if (scripted.hang) return;
       if (scripted.stallBody) {
         res.writeHead(scripted.status ?? 200, headers);
         res.write(payload.slice(0, 10));

@@ -20,9 +20,16 @@ const DOMAIN = 'https://cld-users.auth.eu-west-1.amazoncognito.com';
 
 let api: Synthesized;
 
+/**
+ * The synth (the whole stack, cdk-nag's checks, no bundling) took about 60 s wall at load 17–21 on
+ * 2 cores (the file: 29 s of CPU, 146 s wall, issue 23), at the default 60 s hook timeout; three
+ * minutes leave room for load 30.
+ */
+const SYNTH_MS = 180_000;
+
 beforeAll(() => {
   api = synthesize({ context: { ...API_CONTEXT, 'cld:consoleAuth': JSON.stringify({ domain: DOMAIN }) } });
-});
+}, SYNTH_MS);
 
 /** The http function's environment (found by its `CLD_FUNCTION`). */
 function httpEnvironment(): Record<string, unknown> {

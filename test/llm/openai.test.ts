@@ -1,15 +1,30 @@
 /**
  * The OpenAI-compatible adapter driven over real HTTP (Node's fetch) against a local stub of
  * `POST /v1/chat/completions` on 127.0.0.1.
+ *
+ * Deterministic on a busy machine (issue 23): the model of most tests has a client timeout of
+ * {@link TIMEOUT_MS} (a cold first request on a loaded 2-core machine took over 300 ms, was retried,
+ * and found the stub's only scripted answer gone); the timeout and retry path is tested with a
+ * short-timeout model against a stub that never answers ({@link ScriptedChatResponse} `hang`), so
+ * no test races a delay against a timer.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError, ModelError } from '../../shared/errors.js';
 import { OpenAIChatModel } from '../../shared/llm/openai.js';
 import type { ConverseRequest } from '../../shared/llm/port.js';
-import { chatError, completion, type OpenAIStub, startOpenAIStub } from '../helpers/openai-stub.js';
+import {
+  chatError,
+  completion,
+  type OpenAIStub,
+  type ScriptedChatResponse,
+  startOpenAIStub,
+} from '../helpers/openai-stub.js';
 
 const MODEL = 'qwen2.5:7b-instruct';
-const TIMEOUT_MS = 300;
+/** Client timeout of most tests: far above any answer of the local stub, even at load 20. */
+const TIMEOUT_MS = 30_000;
+/** Client timeout of the tests of the timeout itself, whose stub never answers. */
+const SHORT_TIMEOUT_MS = 300;
 
 let stub: OpenAIStub;
 let model: OpenAIChatModel;
@@ -315,11 +330,19 @@ describe('OpenAIChatModel HTTP errors, retries and timeouts', () => {
     );
   });
 
-  it('honours Retry-After (seconds) on 429', async () => {
+  it('honours Retry-After (seconds) on 429: waits that long before the next attempt', async () => {
     stub.enqueue({ ...chatError(429), headers: { 'retry-after': '1' } }, completion({ content: 'ok' }));
-    const started = Date.now();
-    await model.converse(FULL);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    let waits: (number | undefined)[];
+    try {
+      await model.converse(FULL);
+      waits = timers.mock.calls.map((call) => call[1]);
+    } finally {
+      timers.mockRestore();
+    }
+    // The waits scheduled: the attempts' timeouts and, between them, Retry-After's second (not
+    // the 5 ms backoff the model is configured with).
+    expect(waits).toContain(1_000);
     expect(stub.requests).toHaveLength(2);
   });
 
@@ -330,31 +353,57 @@ describe('OpenAIChatModel HTTP errors, retries and timeouts', () => {
     expect(stub.requests).toHaveLength(1);
   });
 
-  it('times out a response that does not come within timeoutMs, retries, and succeeds', async () => {
-    stub.enqueue({ ...completion(), delayMs: TIMEOUT_MS + 500 }, completion({ content: 'in time' }));
-    const response = await model.converse(FULL);
+  /** A model whose client gives up after {@link SHORT_TIMEOUT_MS}. */
+  function impatient(maxAttempts: number): OpenAIChatModel {
+    return new OpenAIChatModel({
+      baseUrl: stub.baseUrl,
+      modelId: MODEL,
+      maxAttempts,
+      timeoutMs: SHORT_TIMEOUT_MS,
+      backoffMs: 5,
+    });
+  }
+
+  it('times out a server that never answers, retries, and succeeds on the next attempt', async () => {
+    stub.enqueue({ hang: true });
+    // Every later attempt is answered, so a retry the loaded machine adds cannot empty the script.
+    stub.respond = () => completion({ content: 'in time' });
+    const response = await impatient(5).converse(FULL);
     expect(response.output.message.content).toEqual([{ text: 'in time' }]);
-    expect(stub.requests).toHaveLength(2);
+    expect(stub.requests.length).toBeGreaterThanOrEqual(2);
   });
 
-  it('answers in time just under the timeout (the other side of the boundary)', async () => {
-    stub.enqueue({ ...completion({ content: 'just in time' }), delayMs: TIMEOUT_MS - 200 });
+  it('waits for a slow answer that comes within the timeout (the other side of the boundary)', async () => {
+    stub.enqueue({ ...completion({ content: 'slow but in time' }), delayMs: 2 * SHORT_TIMEOUT_MS });
     const response = await model.converse(FULL);
-    expect(response.output.message.content).toEqual([{ text: 'just in time' }]);
+    expect(response.output.message.content).toEqual([{ text: 'slow but in time' }]);
     expect(stub.requests).toHaveLength(1);
   });
 
   it('times out a body that stalls after the headers, and fails retryable after maxAttempts', async () => {
-    const stalled = { ...completion(), stallBody: true, delayMs: 5_000 };
+    const stalled: ScriptedChatResponse = { ...completion(), stallBody: true, delayMs: 600_000 };
     stub.enqueue(stalled, stalled, stalled);
-    const started = Date.now();
-    const error = (await model.converse(FULL).catch((e: unknown) => e)) as ModelError;
-    expect(Date.now() - started).toBeLessThan(3_000);
+    const error = (await impatient(3)
+      .converse(FULL)
+      .catch((e: unknown) => e)) as ModelError;
     expect(error.retryable).toBe(true);
     expect(error.message).toMatch(
       /failed after 3 attempts: TimeoutError: no complete response within 300 ms/,
     );
     expect(stub.requests).toHaveLength(3);
+  });
+
+  it('fails retryable with TimeoutError when the server never answers any attempt', async () => {
+    stub.enqueue({ hang: true }, { hang: true });
+    const error = (await impatient(2)
+      .converse(FULL)
+      .catch((e: unknown) => e)) as ModelError;
+    expect(error).toBeInstanceOf(ModelError);
+    expect(error.retryable).toBe(true);
+    expect(error.message).toMatch(
+      /failed after 2 attempts: TimeoutError: no complete response within 300 ms/,
+    );
+    expect(stub.requests).toHaveLength(2);
   });
 
   it('fails retryable with NetworkError when nothing listens', async () => {

@@ -83,7 +83,7 @@ describe('cld tools', () => {
   it('fails clearly for an unknown tool, an unknown server and bad usage', async () => {
     const unknown = await tools('approve', 'demo__nothing');
     expect([unknown.code, unknown.stderr.trim()]).toEqual([
-      1,
+      3, // not found (cli/errors.ts EXIT)
       'cld: no discovered tool is named "demo__nothing" (run tools discover?)',
     ]);
     const server = await tools('discover', 'other');
@@ -92,7 +92,7 @@ describe('cld tools', () => {
     expect((await tools('approve')).code).toBe(2);
     // A bad server list fails every subcommand, list included (not "no tools discovered yet").
     const badList = await toolsWith({ CLD_MCP_SERVERS: 'not json' }, 'list');
-    expect(badList.code).not.toBe(0);
+    expect(badList.code).toBe(2);
     expect(badList.stderr).toContain('CLD_MCP_SERVERS is not JSON');
   }, 180_000);
 });

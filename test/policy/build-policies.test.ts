@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, cp, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -10,6 +10,7 @@ import { ValidationError } from '../../shared/errors.js';
 import { readTarGzEntry } from '../../shared/policy/bundle.js';
 import { checkBundles, parseManifest, policySources } from '../../shared/policy/manifest.js';
 import { compileRules } from '../../shared/policy/rules.js';
+import { opaOnPath } from './fuzz.js';
 import { FUNCTIONS, REPO, RULES } from './table.js';
 
 const exec = promisify(execFile);
@@ -121,18 +122,57 @@ describe('npm run build:policies', () => {
     expect((await readFile(opa.log, 'utf8')).trim().split('\n')).toEqual(['version', 'version']);
   });
 
-  it('with --require and fresh bundles builds nothing, even with opa on PATH (deploy ships what was committed)', async () => {
-    const opa = await fakeOpa({ version: '1.4.2' });
+  it('with --require and opa on PATH rebuilds elsewhere and compares byte for byte, writing nothing: differences exit 1', async () => {
+    const opa = await fakeOpa({ version: '0.61.0' });
     const out = join(await tempDir(), 'dist');
     await cp(join(REPO, 'policies', 'dist'), out, { recursive: true });
 
     const result = await buildPolicies(['--require', '--out', out], `${opa.dir}:/usr/bin:/bin`);
 
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('are not what the current sources build; not deploying them');
+    expect(result.stderr).toContain('  - plan.wasm differs from a rebuild with opa 0.61.0\n');
+    expect(result.stderr).toContain('  - manifest.json differs from a rebuild with opa 0.61.0\n');
+    for (const file of await readdir(join(REPO, 'policies', 'dist'))) {
+      expect(
+        (await readFile(join(out, file))).equals(await readFile(join(REPO, 'policies', 'dist', file))),
+        file,
+      ).toBe(true);
+    }
+    const calls = (await readFile(opa.log, 'utf8')).trim().split('\n');
+    expect(calls.filter((c) => c.startsWith('build ')).every((c) => !c.includes(` -o ${out}`))).toBe(true);
+  });
+
+  it('with --require, bundles equal to a rebuild exit 0', async () => {
+    const opa = await fakeOpa({ version: '0.61.0' });
+    const out = join(await tempDir(), 'dist');
+    expect((await buildPolicies(['--out', out], `${opa.dir}:/usr/bin:/bin`)).code).toBe(0);
+
+    const result = await buildPolicies(['--require', '--out', out], `${opa.dir}:/usr/bin:/bin`);
+
+    expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(
-      'are fresh (built with opa 0.61.0 from the current sources); nothing to build',
+      `equal a rebuild with opa 0.61.0, byte for byte (${FUNCTIONS.length + 2} files)`,
     );
-    expect((await readFile(opa.log, 'utf8')).trim().split('\n')).toEqual(['version']);
+  });
+
+  it('with --require and another opa version than the manifest names: no byte comparison, the manifest decides', async () => {
+    const opa = await fakeOpa({ version: '1.4.2' });
+    const out = join(await tempDir(), 'dist');
+    await cp(join(REPO, 'policies', 'dist'), out, { recursive: true });
+
+    const fresh = await buildPolicies(['--require', '--out', out], `${opa.dir}:/usr/bin:/bin`);
+    await writeFile(join(out, 'plan.wasm'), 'changed');
+    const stale = await buildPolicies(['--require', '--out', out], `${opa.dir}:/usr/bin:/bin`);
+
+    expect(fresh.code).toBe(0);
+    expect(fresh.stderr).toContain(
+      'were built with opa 0.61.0, this is opa 1.4.2: a rebuild cannot be compared',
+    );
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toContain('  - plan.wasm is not the file the build wrote');
+    expect((await readFile(opa.log, 'utf8')).trim().split('\n')).toEqual(['version', 'version']);
   });
 
   it('stops with exit 1 when lib.index_rules and compileRules compile the rules differently', async () => {
@@ -153,7 +193,7 @@ describe('npm run build:policies', () => {
     const opa = await fakeOpa({ version: '1.4.2' });
     const out = join(await tempDir(), 'dist');
 
-    const result = await buildPolicies(['--require', '--out', out], `${opa.dir}:/usr/bin:/bin`);
+    const result = await buildPolicies(['--out', out], `${opa.dir}:/usr/bin:/bin`);
 
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -168,13 +208,14 @@ describe('npm run build:policies', () => {
     );
     const calls = (await readFile(opa.log, 'utf8')).trim().split('\n');
     expect(calls[0]).toBe('version');
-    expect(calls[1]).toBe(`test ${join(REPO, 'policies')}`);
+    // Paths relative to the repository (opa runs there): the bundles do not depend on the checkout path.
+    expect(calls[1]).toBe('test policies');
     expect(calls[2]).toMatch(/^eval --format json -d \S+cld\.rego -d \S+rules\.json x := /);
     const builds = calls.filter((c) => c.startsWith('build '));
     expect(builds).toHaveLength(FUNCTIONS.length + 1);
     expect(builds[0]).toMatch(
       new RegExp(
-        `^build -t wasm -e cld/${FUNCTIONS[0]}/decision --capabilities \\S+ -o \\S+ ${join(REPO, 'policies/lib/cld.rego')} ${join(REPO, 'policies', `${FUNCTIONS[0]}.rego`)}$`,
+        `^build -t wasm -e cld/${FUNCTIONS[0]}/decision --capabilities \\S+ -o \\S+ policies/lib/cld.rego policies/${FUNCTIONS[0]}.rego$`,
       ),
     );
     // The capabilities passed are opa's own, cut to the builtins @open-policy-agent/opa-wasm runs.
@@ -200,6 +241,34 @@ describe('npm run build:policies', () => {
     expect(result.stderr).toContain('FAIL: data.cld.cases_test.test_plan_cases');
     expect(await readdir(join(out, '..'))).toEqual([]);
   });
+});
+
+// The real opa: CI has none (README, "Building the policies"), so this runs where one is installed.
+describe.runIf(opaOnPath())('npm run build:policies with the real opa', () => {
+  it('reproduces the committed bundles byte for byte from two checkout paths (--require in each)', async () => {
+    const roots = [join(await tempDir(), 'a'), join(await tempDir(), 'a-checkout-at-a-longer-path', 'b')];
+    for (const root of roots) {
+      await mkdir(root, { recursive: true });
+      for (const dir of ['policies', 'scripts', 'shared']) {
+        await cp(join(REPO, dir), join(root, dir), { recursive: true });
+      }
+      for (const file of ['package.json', 'tsconfig.json']) await cp(join(REPO, file), join(root, file));
+      await symlink(join(REPO, 'node_modules'), join(root, 'node_modules'));
+
+      const { stdout } = await exec(
+        process.execPath,
+        ['--import', 'tsx', 'scripts/build-policies.ts', '--require'],
+        {
+          cwd: root,
+          env: { HOME: process.env.HOME ?? '/tmp', PATH: process.env.PATH ?? '' },
+          timeout: 400_000,
+        },
+      );
+
+      expect(stdout).toContain(`equal a rebuild with opa `);
+      expect(stdout).toContain(`byte for byte (${FUNCTIONS.length + 2} files)`);
+    }
+  }, 900_000); // Two full builds (opa test, 11 wasm bundles each): about 10 s of CPU, minutes of wall time at load 10+.
 });
 
 describe('readTarGzEntry (bundles made by GNU tar)', () => {

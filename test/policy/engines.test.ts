@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, PolicyDeniedError } from '../../shared/errors.js';
-import { type LoadedPolicyLike, OpaWasmPolicy } from '../../shared/policy/opa-wasm.js';
+import { inputBytes, type LoadedPolicyLike, OpaWasmPolicy } from '../../shared/policy/opa-wasm.js';
 import type { Actor } from '../../shared/policy/port.js';
 import { compileRules, type RulesPolicy } from '../../shared/policy/rules.js';
 import { builtinPolicy, selectPolicy } from '../../shared/policy/select.js';
@@ -74,7 +74,10 @@ describe('OpaWasmPolicy result mapping', () => {
 
     expect(decision).toEqual({ allow: true, reason: 'allowed by x' });
     expect(calls.data).toEqual([data]);
-    expect(calls.inputs).toEqual([input]);
+    // The input as JSON bytes (inputBytes), as OPA's server would receive it.
+    expect(calls.inputs.map((bytes) => JSON.parse(new TextDecoder().decode(bytes as ArrayBuffer)))).toEqual([
+      input,
+    ]);
     expect(calls.entrypoints).toEqual([1]);
     expect([wasm.engine, wasm.function]).toEqual(['opa-wasm', 'reply']);
   });
@@ -116,6 +119,28 @@ describe('OpaWasmPolicy result mapping', () => {
       allow: false,
       reason,
     });
+  });
+});
+
+describe('inputBytes: the input as the wasm runtime gets it', () => {
+  const decode = (bytes: ArrayBuffer | undefined) => (bytes ? new TextDecoder().decode(bytes) : undefined);
+
+  it('is the JSON of the input, falsy inputs included (opa-wasm would read them as no input)', () => {
+    expect(decode(inputBytes({ a: ['é', 1] }))).toBe('{"a":["é",1]}');
+    expect([null, false, 0, ''].map((value) => decode(inputBytes(value)))).toEqual([
+      'null',
+      'false',
+      '0',
+      '""',
+    ]);
+    expect(inputBytes(undefined)).toBeUndefined();
+  });
+
+  it("replaces lone surrogates, in values and keys, with U+FFFD as Go's encoding/json decodes them; pairs stay", () => {
+    const text = decode(inputBytes({ 'k\udc00': ['x\ud800', '\u{1f600}', 'a\\ud800'] }));
+
+    expect(text).toBe('{"k\ufffd":["x\ufffd","\u{1f600}","a\\\\ud800"]}');
+    expect(JSON.parse(text as string)).toEqual({ 'k\ufffd': ['x\ufffd', '\u{1f600}', 'a\\ud800'] });
   });
 });
 

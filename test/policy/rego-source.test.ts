@@ -46,7 +46,15 @@ describe('policies/lib/cld.rego agrees with shared/policy/rules.ts', () => {
   });
 
   it('gives the same fixed reasons', () => {
-    for (const reason of ['actor is empty', 'request names no resources', 'no actor may delete resources']) {
+    for (const reason of [
+      'malformed input: a string is not well-formed Unicode',
+      'malformed input: not an object',
+      'actor is empty',
+      'malformed input: action is not a string',
+      'malformed input: tool is not an object',
+      'request names no resources',
+      'no actor may delete resources',
+    ]) {
       expect(LIB).toContain(`deny("${reason}")`);
     }
     expect(LIB).toContain('"malformed URN: "');
@@ -71,8 +79,12 @@ describe('the policy URN grammar equals parseUrn', () => {
   const keyFits = (sample: string) => sample.length + 1 + sample.length + '.json'.length <= 1024;
 
   it.each(samples.map((s) => [JSON.stringify(s).slice(0, 90), s]))('%s', (_label, sample) => {
+    // Each sample asserts something: a URN is a policy URN; below the key bound both agree; above
+    // it, parseUrn rejects the sample (its storage key would not fit) whatever the policies say.
+    expect.hasAssertions();
     if (isUrn(sample)) expect(isPolicyUrn(sample)).toBe(true);
     if (keyFits(sample)) expect(isPolicyUrn(sample)).toBe(isUrn(sample));
+    else expect(isUrn(sample)).toBe(false);
   });
 
   it('bounds the length where the URN alone would make a key over 1,024 bytes; parseUrn bounds the key', () => {
@@ -105,7 +117,13 @@ describe('one entry policy per function', () => {
     expect(source).toMatch(
       new RegExp(`^decision := lib\\.decision\\(input, data\\.cld\\.index\\.${fn}\\)$`, 'm'),
     );
-    expect(CASES_TEST).toMatch(new RegExp(`^test_${fn}_cases if table_holds\\("${fn}"\\)$`, 'm'));
+    // The table in eight tests per function (cases_test.rego `chunks`), each share k of its cases.
+    for (let k = 0; k < 8; k++) {
+      expect(CASES_TEST).toMatch(
+        new RegExp(`^test_${fn}_cases_${k} if table_holds\\("${fn}", ${k}\\)$`, 'm'),
+      );
+    }
+    expect(CASES_TEST).toMatch(/^chunks := 8$/m);
   });
 });
 

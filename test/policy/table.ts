@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadPolicy } from '@open-policy-agent/opa-wasm';
 import * as z from 'zod';
-import { OpaWasmPolicy } from '../../shared/policy/opa-wasm.js';
-import type { Action, Actor, Policy, PolicyInput } from '../../shared/policy/port.js';
+import { inputBytes, OpaWasmPolicy } from '../../shared/policy/opa-wasm.js';
+import type { Actor, Policy, PolicyInput } from '../../shared/policy/port.js';
 import { compileGlob, RulesPolicy } from '../../shared/policy/rules.js';
 import { childUrn } from '../../shared/urn.js';
 
@@ -18,22 +18,33 @@ export const RULES: unknown = JSON.parse(readFileSync(join(REPO, 'policies/rules
 /** The function names of policies/rules.json. */
 export const FUNCTIONS = Object.keys((RULES as { functions: Record<string, string[]> }).functions);
 
-const CaseSchema = z.strictObject({
-  id: z.string().regex(/^[a-z0-9-]+$/),
-  function: z.string(),
-  why: z.string().min(1),
-  // Cases include deliberately broken actors (empty id, missing or malformed placeholders).
-  actor: z.looseObject({ kind: z.string(), id: z.string() }),
-  action: z.enum(['get', 'put', 'list', 'delete', 'execute']),
-  // Cases include a non-string resource on purpose.
-  resources: z.array(z.unknown()),
-  /** For `execute`: the tool's catalog facts (shared/policy/port.ts `ExecuteTool`). */
-  tool: z.looseObject({ name: z.string() }).optional(),
-  /** For `execute` with a decision: the decision's facts (`DecisionFacts`). */
-  decision: z.looseObject({}).optional(),
-  allow: z.boolean(),
-  reason: z.string().min(1),
-});
+const CaseSchema = z
+  .strictObject({
+    id: z.string().regex(/^[a-z0-9-]+$/),
+    function: z.string(),
+    why: z.string().min(1),
+    // Cases include deliberately broken and type-confused inputs (issue 22): an actor that is not
+    // an object or has a kind that is an array, an action that is an array, a tool that is a
+    // string, resources of other types. The engines must deny each, with the same reason.
+    actor: z.unknown().optional(),
+    action: z.unknown().optional(),
+    resources: z.unknown().optional(),
+    /** For `execute`: the tool's catalog facts (shared/policy/port.ts `ExecuteTool`). */
+    tool: z.unknown().optional(),
+    /** For `execute` with a decision: the decision's facts (`DecisionFacts`). */
+    decision: z.unknown().optional(),
+    /** The whole input, for cases whose input is not an object; then no other input field. */
+    input: z.unknown().optional(),
+    allow: z.boolean(),
+    reason: z.string().min(1),
+  })
+  .refine(
+    (c) =>
+      'input' in c
+        ? ['actor', 'action', 'resources', 'tool', 'decision'].every((k) => !(k in c))
+        : 'actor' in c || 'action' in c || 'resources' in c,
+    { message: 'a case has `input` alone, or its fields (actor, action, resources, tool, decision)' },
+  );
 export type Case = z.infer<typeof CaseSchema>;
 
 const TableSchema = z.strictObject({
@@ -58,15 +69,31 @@ export const TABLE = TableSchema.parse(JSON.parse(readFileSync(join(REPO, 'polic
 /** The fixture URNs by name (C, M, T, C2, ...). */
 export const URNS = TABLE.fixtures.urns;
 
-/** A case's policy input. */
+/**
+ * A case's policy input: `input` when the case has it, else an object of the fields it has (a
+ * field it lacks is absent, as in JSON). Typed as `PolicyInput` because that is what callers
+ * pass; the table's inputs are deliberately not always one.
+ */
 export function inputOf(c: Case): PolicyInput {
-  return {
-    actor: c.actor as unknown as Actor,
-    action: c.action as Action,
-    resources: c.resources as string[],
-    ...(c.tool ? { tool: c.tool as unknown as PolicyInput['tool'] } : {}),
-    ...(c.decision ? { decision: c.decision as unknown as PolicyInput['decision'] } : {}),
-  };
+  if ('input' in c) return c.input as PolicyInput;
+  const input: Record<string, unknown> = {};
+  for (const key of ['actor', 'action', 'resources', 'tool', 'decision'] as const) {
+    if (key in c) input[key] = c[key];
+  }
+  return input as unknown as PolicyInput;
+}
+
+/** A case's actor when it is a well-typed one (an object with string kind and id), else undefined. */
+export function actorOf(c: Case): Actor | undefined {
+  const actor = c.actor as { kind?: unknown; id?: unknown } | undefined;
+  return actor && typeof actor === 'object' && typeof actor.kind === 'string' && typeof actor.id === 'string'
+    ? (actor as Actor)
+    : undefined;
+}
+
+/** The string resources of a case (none when its resources are not an array). */
+export function stringResources(c: Case): string[] {
+  return Array.isArray(c.resources) ? c.resources.filter((r): r is string => typeof r === 'string') : [];
 }
 
 /**
@@ -92,7 +119,8 @@ export async function loadProbe(): Promise<Probe> {
   const loaded = await loadPolicy(await readFile(join(WASM_DIR, 'probe.wasm')));
   loaded.setData({});
   const result = (input: object, entrypoint: string): unknown => {
-    const set = loaded.evaluate(input, entrypoint) as { result: unknown }[];
+    // As the functions' adapter hands it over (a lone surrogate becomes U+FFFD, as OPA's Go decodes it).
+    const set = loaded.evaluate(inputBytes(input), entrypoint) as { result: unknown }[];
     if (set.length !== 1) throw new Error(`probe ${entrypoint} gave ${JSON.stringify(set)}`);
     return set[0]?.result;
   };
@@ -114,7 +142,7 @@ export function urnSamples(): string[] {
   const C = URNS.C as string;
   return [
     ...Object.values(URNS),
-    ...TABLE.cases.flatMap((c) => c.resources.filter((r): r is string => typeof r === 'string')),
+    ...TABLE.cases.flatMap(stringResources),
     childUrn(undefined, 'common.Conversation', 'x'),
     childUrn(childUrn(undefined, 'doc.Document', 'readme.md'), 'doc.Chunk', '0'),
     `${C}/tool.Call.0123456789abcdef`,

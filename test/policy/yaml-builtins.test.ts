@@ -23,7 +23,11 @@ const PROBE = readTarGzEntry(
   '/policy.wasm',
 ) as Buffer;
 const run = promisify(execFile);
-const work = mkdtempSync(join(PROJECT_ROOT, 'node_modules', '.cache', 'cld-yaml-'));
+// Under node_modules so the entry below resolves packages as a function's code does. A fresh clone
+// (`npm ci`) has no node_modules/.cache yet: create it, or this file cannot even load.
+const CACHE = join(PROJECT_ROOT, 'node_modules', '.cache');
+mkdirSync(CACHE, { recursive: true });
+const work = mkdtempSync(join(CACHE, 'cld-yaml-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** What opa-wasm's `LoadedPolicy` holds (not in its typings): the instance and its memory. */

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { IdempotencyAlreadyInProgressError } from '@aws-lambda-powertools/idempotency';
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InvalidUrnError } from '../../shared/errors.js';
 import {
   DELIVERY_RECORD_TTL_S,
@@ -80,13 +80,18 @@ function deliveryContract(name: string, make: MakeLayer): void {
       const gate = new Promise<void>((resolve) => {
         release = resolve;
       });
+      let firstStarted: () => void = () => undefined;
+      const started = new Promise<void>((resolve) => {
+        firstStarted = resolve;
+      });
       const slow = async () => {
+        firstStarted(); // the in-progress record is stored: a duplicate now finds it
         await gate;
         return slack.deliver('answer')();
       };
 
       const first = idempotentDelivery(layer, REPLY, slow);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await started;
       const duplicates = Array.from({ length: 4 }, () =>
         idempotentDelivery(layer, REPLY, slack.deliver('dup')),
       );
@@ -125,20 +130,41 @@ function deliveryContract(name: string, make: MakeLayer): void {
       expect(result.ts).toBe('1700000000.000001');
     });
 
-    it('lets a retry run once the in-progress window of a killed delivery has passed', async () => {
+    it('lets a retry run once the in-progress window of a killed delivery has passed, not before', async () => {
       const slack = slackPost();
-      // A process killed mid-delivery: the effect never completes and nothing cleans up.
-      void idempotentDelivery(layer, REPLY, () => new Promise<never>(() => undefined), { inProgressMs: 60 });
-      await new Promise((resolve) => setTimeout(resolve, 10));
-      await expect(idempotentDelivery(layer, REPLY, slack.deliver('too early'))).rejects.toBeInstanceOf(
-        IdempotencyAlreadyInProgressError,
-      );
+      // The layers (ours and Powertools') read the clock with Date.now(): a fake clock for Date
+      // alone moves the window without sleeping, and leaves the timers I/O needs real.
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.parse('2026-01-01T00:00:00Z') });
+      try {
+        // A process killed mid-delivery: the effect never completes and nothing cleans up.
+        let killedStarted: () => void = () => undefined;
+        const started = new Promise<void>((resolve) => {
+          killedStarted = resolve;
+        });
+        void idempotentDelivery(
+          layer,
+          REPLY,
+          () => {
+            killedStarted(); // called once the in-progress record is stored
+            return new Promise<never>(() => undefined);
+          },
+          { inProgressMs: 60_000 },
+        );
+        await started;
 
-      await new Promise((resolve) => setTimeout(resolve, 120));
-      const result = await idempotentDelivery(layer, REPLY, slack.deliver('after the window'));
+        vi.advanceTimersByTime(59_000);
+        await expect(idempotentDelivery(layer, REPLY, slack.deliver('too early'))).rejects.toBeInstanceOf(
+          IdempotencyAlreadyInProgressError,
+        );
 
-      expect(slack.posted).toEqual(['after the window']);
-      expect(result.ok).toBe(true);
+        vi.advanceTimersByTime(2_000);
+        const result = await idempotentDelivery(layer, REPLY, slack.deliver('after the window'));
+
+        expect(slack.posted).toEqual(['after the window']);
+        expect(result.ok).toBe(true);
+      } finally {
+        vi.useRealTimers();
+      }
     });
 
     it('keeps replies apart: another URN is another delivery', async () => {

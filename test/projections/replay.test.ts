@@ -136,13 +136,20 @@ describe('replayConversation', () => {
   });
 });
 
+/**
+ * Wall time one CLI run may take on a loaded machine, in ms: 19–22 s wall at load 16 on 2 cores
+ * (test/e2e/cli.test.ts); both tests below make four runs (at once, or one after another) and
+ * timed out at 60 s at load 25 (issue 23). Sized for load 30.
+ */
+const CLI_RUN_MS = 60_000;
+
 /** Runs the real CLI on the run's data directory. */
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const { CLD_MODEL_ID: _model, CLD_DATA_DIR: _dir, ...env } = process.env;
   try {
     const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
       env: { ...env, CLD_DATA_DIR: dataDir },
-      timeout: 60_000,
+      timeout: 2 * CLI_RUN_MS,
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -152,37 +159,46 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
 }
 
 describe('cld replay', () => {
-  it('exits 2 with one clear line on bad input', async () => {
-    const [none, malformed, task, unknown] = await Promise.all([
-      cli(['replay']),
-      cli(['replay', 'cld:common.Conversation.xyz']),
-      cli(['replay', `${conversation}/common.Message.0123456789abcdef`]),
-      cli(['replay', 'cld:common.Conversation.0123456789abcdef']),
-    ]);
+  it(
+    'exits 2 with one clear line on bad input, 3 for a conversation that is not stored',
+    async () => {
+      const [none, malformed, task, unknown] = await Promise.all([
+        cli(['replay']),
+        cli(['replay', 'cld:common.Conversation.xyz']),
+        cli(['replay', `${conversation}/common.Message.0123456789abcdef`]),
+        cli(['replay', 'cld:common.Conversation.0123456789abcdef']),
+      ]);
 
-    expect([none.code, malformed.code, task.code, unknown.code]).toEqual([2, 2, 2, 2]);
-    expect(none.stderr).toMatch(/^cld: replay needs exactly one conversation URN/);
-    expect(malformed.stderr).toMatch(/^cld: .*common\.Conversation\.xyz/);
-    expect(task.stderr).toMatch(/^cld: .* is not a conversation URN/);
-    expect(unknown.stderr).toMatch(/^cld: no conversation stored at/);
-  });
+      // The exit codes of every command (cli/errors.ts EXIT): 2 bad input, 3 not found.
+      expect([none.code, malformed.code, task.code, unknown.code]).toEqual([2, 2, 2, 3]);
+      expect(none.stderr).toMatch(/^cld: replay needs exactly one conversation URN/);
+      expect(malformed.stderr).toMatch(/^cld: .*common\.Conversation\.xyz/);
+      expect(task.stderr).toMatch(/^cld: .* is not a conversation URN/);
+      expect(unknown.stderr).toMatch(/^cld: no conversation stored at/);
+    },
+    4 * CLI_RUN_MS,
+  );
 
-  it('exits 0 when equal, 1 after tampering, and 0 again after --rebuild', async () => {
-    const equal = await cli(['replay', conversation]);
-    expect(equal.code).toBe(0);
-    expect(equal.stdout).toContain('projections equal the replay from storage');
-    expect(equal.stdout).toMatch(/= budget +modelCalls \d+, tokens [\d,]+, toolCalls \d+ \(\d+ members\)/);
+  it(
+    'exits 0 when equal, 1 after tampering, and 0 again after --rebuild',
+    async () => {
+      const equal = await cli(['replay', conversation]);
+      expect(equal.code).toBe(0);
+      expect(equal.stdout).toContain('projections equal the replay from storage');
+      expect(equal.stdout).toMatch(/= budget +modelCalls \d+, tokens [\d,]+, toolCalls \d+ \(\d+ members\)/);
 
-    const tamper = reopened();
-    await tamper.applyOnce({ conversation, name: 'budget' }, 'not-a-resource', { modelCalls: 1 });
-    const different = await cli(['replay', conversation]);
-    expect(different.code).toBe(1);
-    expect(different.stdout).toMatch(/≠ budget/);
-    expect(different.stdout).toContain('counted but not in storage: not-a-resource');
+      const tamper = reopened();
+      await tamper.applyOnce({ conversation, name: 'budget' }, 'not-a-resource', { modelCalls: 1 });
+      const different = await cli(['replay', conversation]);
+      expect(different.code).toBe(1);
+      expect(different.stdout).toMatch(/≠ budget/);
+      expect(different.stdout).toContain('counted but not in storage: not-a-resource');
 
-    const rebuilt = await cli(['replay', conversation, '--rebuild']);
-    expect(rebuilt.code).toBe(0);
-    expect(rebuilt.stdout).toContain('the store now equals the replay');
-    expect((await cli(['replay', conversation])).code).toBe(0);
-  });
+      const rebuilt = await cli(['replay', conversation, '--rebuild']);
+      expect(rebuilt.code).toBe(0);
+      expect(rebuilt.stdout).toContain('the store now equals the replay');
+      expect((await cli(['replay', conversation])).code).toBe(0);
+    },
+    4 * CLI_RUN_MS,
+  );
 });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,13 @@ import type { Actor } from '../../shared/policy/port.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { Chunk } from '../../shared/resources/schemas.js';
-import { CHUNK_SIZE, headingsOf, type IngestProgress, ingest } from '../../shared/search/ingest.js';
+import {
+  CHUNK_SIZE,
+  contentProblem,
+  headingsOf,
+  type IngestProgress,
+  ingest,
+} from '../../shared/search/ingest.js';
 import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import type { FindOptions, PutResult, StorageInterface } from '../../shared/storage/port.js';
@@ -293,6 +299,58 @@ describe('ingest', () => {
 
     await expect(run(['docs'])).rejects.toThrow(/docs\/guide\.md/);
     expect(env.storage.puts.length).toBe(putsBefore);
+  });
+
+  describe('checks content, not extensions (issue 23)', () => {
+    /** A binary renamed `.md` (this machine's `ls`), 200 KB of random bytes as `.txt`, UTF-16 text. */
+    async function badFiles(): Promise<void> {
+      await mkdir(join(env.cwd, 'bad'), { recursive: true });
+      await writeFile(join(env.cwd, 'bad', 'ls.md'), await readFile('/bin/ls'));
+      await writeFile(join(env.cwd, 'bad', 'random.txt'), randomBytes(200 * 1024));
+      await writeFile(join(env.cwd, 'bad', 'utf16.md'), Buffer.from('\ufeff# Title\n\nText.\n', 'utf16le'));
+    }
+
+    it('leaves out a binary renamed .md, random bytes as .txt and UTF-16 text, each with its reason, writing nothing of them', async () => {
+      await badFiles();
+
+      const report = await run(['bad']);
+
+      expect(report.leftOut).toEqual([
+        { path: 'bad/ls.md', reason: 'binary content (isbinaryfile)' },
+        { path: 'bad/random.txt', reason: 'binary content (isbinaryfile)' },
+        { path: 'bad/utf16.md', reason: 'not UTF-8: invalid byte sequence at byte 0' },
+      ]);
+      expect(report).toMatchObject({ files: 0, documents: 0, chunks: 0, empty: ['bad'] });
+      expect(env.storage.puts).toEqual([]);
+    });
+
+    it('ingests the text files beside them and names only the path that yielded nothing', async () => {
+      await badFiles();
+
+      const report = await run(['docs', 'bad/ls.md']);
+
+      expect(report).toMatchObject({ files: 2, documents: 2, empty: ['bad/ls.md'] });
+      expect(report.leftOut.map((file) => file.path)).toEqual(['bad/ls.md']);
+    });
+
+    it.each([
+      [
+        'a NUL byte after the first 512 bytes',
+        Buffer.concat([Buffer.from('# A\n'.repeat(200)), Buffer.from([0])]),
+        /^binary content: control character U\+0000 at character 800$/,
+      ],
+      [
+        'Latin-1 after 600 bytes of ASCII',
+        Buffer.concat([Buffer.from('a'.repeat(600)), Buffer.from([0xe9])]),
+        /^not UTF-8: invalid byte sequence at byte 600$/,
+      ],
+      ['UTF-8 text with accents and CJK', Buffer.from('# Événements\n\n事件 go to the bus.\n'), undefined],
+      ['form feeds and CRLF line ends', Buffer.from('# A\r\n\fpage two\r\n'), undefined],
+    ])('contentProblem: %s', (_what, data, problem) => {
+      const found = contentProblem(data);
+      if (problem === undefined) expect(found).toBeUndefined();
+      else expect(found).toMatch(problem);
+    });
   });
 
   it('produces the same resources and index regardless of timing', async () => {

@@ -1,45 +1,31 @@
 /**
- * Every text splitter a user's message goes through runs in time linear in its length (issue 11,
- * item 7): the planner's `splitParts` and the token counter, on 256 KB of the inputs that made
- * the old code quadratic (no `?`, one endless word, runs of newlines or spaces, unspaced CJK
- * text). Quadratic code takes minutes on these (the old `splitParts` 0.8 s on 16 KB, the old
- * `countTokens` 100 s on a 16,000-letter word); linear code takes milliseconds, so the bounds
- * are loose enough for a machine shared with other jobs.
+ * Every text splitter a user's message goes through handles the inputs that made the old code
+ * quadratic (issue 11, item 7): the planner's `splitParts` and the token counter, on 256 KB of no
+ * `?`, one endless word, runs of newlines or spaces, unspaced CJK text. How long they take is
+ * measured by `npm run bench:text` (test/bench/linear-text.ts, bound 1.5 s per input), not here:
+ * a wall-clock bound in a test fails on a busy machine (issue 23).
  */
 import { Tiktoken } from 'js-tiktoken/lite';
 import { describe, expect, it } from 'vitest';
 import { countTokens, loadTokenizerRanks, MAX_TOKEN_RUN } from '../../shared/context/tokens.js';
 import { splitParts } from '../../shared/llm/offline.js';
+import { PATHOLOGICAL_TEXTS } from './pathological-texts.js';
 
-const SIZE = 256 * 1024;
-const PATHOLOGICAL: [string, string][] = [
-  ['prose without a question mark', 'the bucket sends events to the bus '.repeat(SIZE / 35)],
-  ['one endless word', 'a'.repeat(SIZE)],
-  ['newlines only', '\n'.repeat(SIZE)],
-  ['spaces only', ' '.repeat(SIZE)],
-  ['question marks only', '?'.repeat(SIZE)],
-  ['dash-newline pairs', '-\n'.repeat(SIZE / 2)],
-  ['unspaced CJK text', '事件'.repeat(SIZE / 2)],
-];
-
-/** Wall time of `fn` in ms. */
-function timed(fn: () => unknown): number {
-  const started = performance.now();
-  fn();
-  return performance.now() - started;
-}
-
-describe('linear text splitting', () => {
-  countTokens('warm up the encoder');
-
-  it.each(PATHOLOGICAL)('splitParts splits 256 KB of %s within 1.5 s', (_name, text) => {
-    expect(timed(() => splitParts(text))).toBeLessThan(1_500);
+describe('text splitting on pathological input', () => {
+  it.each(
+    PATHOLOGICAL_TEXTS,
+  )('splitParts splits 256 KB of %s into parts no longer than the text', (_name, text) => {
+    const parts = splitParts(text);
+    expect(parts.length).toBeGreaterThan(0);
+    expect(parts.reduce((sum, part) => sum + part.length, 0)).toBeLessThanOrEqual(text.length);
   });
 
-  it.each(PATHOLOGICAL)('countTokens counts 256 KB of %s within 1.5 s', (_name, text) => {
-    let tokens = 0;
-    expect(timed(() => (tokens = countTokens(text)))).toBeLessThan(1_500);
+  it.each(
+    PATHOLOGICAL_TEXTS,
+  )('countTokens counts 256 KB of %s: between 1 and one token per UTF-8 byte', (_name, text) => {
+    const tokens = countTokens(text);
     expect(tokens).toBeGreaterThan(0);
+    expect(tokens).toBeLessThanOrEqual(Buffer.byteLength(text));
   });
 
   it('splits questions as the old /[^?]+\\?/g did', () => {

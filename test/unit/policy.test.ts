@@ -291,7 +291,7 @@ describe('RulesPolicy with policies/rules.json', () => {
     it('denies a non-string resource instead of throwing', () => {
       const decision = policy.evaluate(request(assistantActor, 'get', [42 as unknown as string]));
 
-      expect(decision).toEqual({ allow: false, reason: 'malformed URN: 42' });
+      expect(decision).toEqual({ allow: false, reason: 'malformed URN: not a string (number)' });
     });
   });
 
