@@ -1,6 +1,7 @@
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import logUpdate from 'log-update';
+import { outcomeOf } from '../shared/domain/outcome.js';
 import { ValidationError } from '../shared/errors.js';
 import type { AnyResource, Message } from '../shared/resources/schemas.js';
 import { embedderFor, mcpFor, modelFor } from '../shared/runtime/compose.js';
@@ -9,7 +10,7 @@ import { createLocalRuntime } from '../shared/runtime/local.js';
 import { resumeLocal, settleLocal } from '../shared/runtime/local-recovery.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { isWithin } from '../shared/urn.js';
-import { CliFailure } from './errors.js';
+import { CliFailure, EXIT } from './errors.js';
 import { readMessage } from './message.js';
 import { runIngest, subtree } from './resources.js';
 import type { CliSettings } from './settings.js';
@@ -17,6 +18,12 @@ import { causalOrder, describeNew, renderTree } from './tree.js';
 
 /** Exit code of a run stopped by SIGINT (128 + signal 2), as shells report it. */
 export const INTERRUPTED_EXIT_CODE = 130;
+
+/**
+ * Exit code of an answer that is partial (shared/domain/outcome.ts): printed in full, some parts
+ * answered and the others named under "Not answered:" with why (cli/errors.ts `EXIT.PARTIAL`).
+ */
+export const PARTIAL_EXIT_CODE = EXIT.PARTIAL;
 
 /**
  * `cld ask [--docs <dir>]... [--conversation <name>] [--file <path> | - | "<message>"]`: ingests
@@ -27,7 +34,8 @@ export const INTERRUPTED_EXIT_CODE = 130;
  * order (creation time, then parent before child, call before result). Then the answer, its
  * sources once (those the answer text does not list already), the conversation URN and counts.
  * Ctrl-C (SIGINT) stops the run at once with exit code {@link INTERRUPTED_EXIT_CODE}; what was
- * stored stays. Exit 1 when no answer came or the answer carries an error.
+ * stored stays. Exit 1 when no answer came or the answer carries an error;
+ * {@link PARTIAL_EXIT_CODE} (4) when the answer is partial (some parts not answered).
  * @throws UsageError, ValidationError, LimitExceededError (see readMessage), CliFailure
  */
 export async function askCommand(args: string[], dataDir: string, settings: CliSettings): Promise<number> {
@@ -120,6 +128,11 @@ export async function askCommand(args: string[], dataDir: string, settings: CliS
     `${resources.length} resources, ${runtime.bus.stats.routed - routedBefore} events routed, ask ${((Date.now() - askStarted) / 1000).toFixed(2)} s (total ${((Date.now() - started) / 1000).toFixed(2)} s)`,
   );
   if (answer.error) throw new CliFailure(`the request failed: ${answer.error.message}`);
+  if (outcomeOf(answer) === 'partial') {
+    const titles = (answer.unanswered ?? []).map((p) => p.title).join('; ');
+    console.error(`cld: partial answer: not answered: ${titles}`);
+    return PARTIAL_EXIT_CODE;
+  }
   return 0;
 }
 

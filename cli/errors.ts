@@ -11,9 +11,11 @@ import { ConfigError, InvalidUrnError, NotFoundError, ValidationError } from '..
  *   malformed, has an unknown key or is out of range — the message names it;
  * - `NOT_FOUND` 3: a well-formed URN or name with nothing stored under it (`show`, `replay`,
  *   `resume <urn>`, `tools approve|revoke`);
+ * - `PARTIAL` 4: `ask`'s answer is partial (issue 21): printed in full, some parts answered and
+ *   the others named under "Not answered:" with why;
  * - `INTERRUPTED` 130: stopped by Ctrl-C (128 + SIGINT), what was stored stays.
  */
-export const EXIT = { OK: 0, FAILED: 1, USAGE: 2, NOT_FOUND: 3, INTERRUPTED: 130 } as const;
+export const EXIT = { OK: 0, FAILED: 1, USAGE: 2, NOT_FOUND: 3, PARTIAL: 4, INTERRUPTED: 130 } as const;
 
 /** Bad command-line usage: printed with the usage text, exit code 2. */
 export class UsageError extends Error {}

@@ -12,7 +12,7 @@ import { loadCliSettings } from './settings.js';
  * shared/llm/config.ts). Every command but `help` first parses the whole environment
  * (cli/settings.ts): a bad setting stops it with exit code 2 naming the variable. Exit codes, the
  * same for every command: cli/errors.ts {@link EXIT} (0 done, 1 failed, 2 usage or bad input,
- * 3 not found, 130 interrupted).
+ * 3 not found, 4 a partial answer of `ask`, 130 interrupted).
  */
 
 const USAGE = `usage:

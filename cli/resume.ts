@@ -15,8 +15,8 @@ import type { CliSettings } from './settings.js';
  * `RESOURCE_PUT` for every resource of an unfinished message whose effect is missing
  * (shared/domain/sweep.ts) — for every open conversation, or the one named; then runs the work to
  * the end and prints each conversation's status. Runs with `CLD_LIMITS` and `CLD_TOOL_APPROVAL`
- * as `ask` does. Exit code (cli/errors.ts EXIT) 0 when every resumed message is answered (an
- * answer with an error included), 1 when one is still open, 2 on bad input, 3 when the named
+ * as `ask` does. Exit code (cli/errors.ts EXIT) 0 when every resumed message is answered (a
+ * partial answer or one with an error included), 1 when one is still open, 2 on bad input, 3 when the named
  * conversation is not stored.
  */
 export async function resumeCommand(args: string[], dataDir: string, settings: CliSettings): Promise<number> {

@@ -1,3 +1,4 @@
+import { outcomeOf } from '../shared/domain/outcome.js';
 import { conversationProgress } from '../shared/domain/progress.js';
 import type {
   AnyResource,
@@ -18,7 +19,7 @@ import { parentOf } from '../shared/urn.js';
  */
 
 /** Derived status of a task. */
-export type TaskStatus = 'pending' | 'running' | 'waiting' | 'done' | 'failed';
+export type TaskStatus = 'pending' | 'running' | 'waiting' | 'done' | 'partial' | 'failed';
 
 interface Index {
   byParent: Map<string, AnyResource[]>;
@@ -40,12 +41,25 @@ export function statusOf(task: Task, children: readonly AnyResource[]): TaskStat
   const output = children.find((c) => c.meta.type === 'common.Message' && c.meta.name === 'output') as
     | Message
     | undefined;
-  if (output) return output.error ? 'failed' : 'done';
+  if (output) return outcomeOf(output);
   if (task.subtasks.length > 0) return 'waiting';
   return children.length > 0 ? 'running' : 'pending';
 }
 
-const ICON: Record<TaskStatus, string> = { pending: '○', running: '◐', waiting: '◔', done: '●', failed: '✗' };
+const ICON: Record<TaskStatus, string> = {
+  pending: '○',
+  running: '◐',
+  waiting: '◔',
+  done: '●',
+  partial: '◑',
+  failed: '✗',
+};
+
+/** ` PARTIAL (not answered: …)` for a partial output or answer, else nothing. */
+function partialNote(message: Message): string {
+  if (!message.unanswered?.length) return '';
+  return ` PARTIAL (not answered: ${short(message.unanswered.map((p) => p.title).join('; '), 80)})`;
+}
 
 function short(text: string, max = 90): string {
   const flat = text.replace(/\s+/g, ' ').trim();
@@ -153,9 +167,9 @@ function describe(resource: AnyResource, index: Index): string {
       if (message.meta.name === 'output') {
         return message.error
           ? `output FAILED: ${short(message.error.message, 100)}`
-          : `output: ${message.citations?.length ?? 0} citation(s)`;
+          : `output${partialNote(message)}: ${message.citations?.length ?? 0} citation(s)`;
       }
-      return `answer${message.error ? ` (error: ${short(message.error.message, 60)})` : ''}: ${message.citations?.length ?? 0} citation(s)`;
+      return `answer${message.error ? ` (error: ${short(message.error.message, 60)})` : partialNote(message)}: ${message.citations?.length ?? 0} citation(s)`;
     }
     case 'plan.Plan': {
       const plan = resource as Plan;

@@ -262,7 +262,7 @@ function Conversation(props: { api: Api; id: string; onChange: () => void }) {
         setError(describe(e));
       }
       if (stopped) return;
-      const open = status.current !== 'done' && status.current !== 'failed';
+      const open = !['done', 'partial', 'failed'].includes(status.current ?? '');
       timer = setTimeout(tick, open ? POLL_OPEN_MS : POLL_CLOSED_MS);
     };
     poll.current = () => void tick();

@@ -4,7 +4,7 @@ import type { TimelineStep } from '../../shared/channels/activity.js';
  * The steps of one message on a time axis (queued → started → finished, from the resources'
  * `createdAt`): a row per step, indented by depth; the light part of a bar is the wait between
  * queued and started, the solid part the run; an open step runs to now (striped); failed steps are
- * red and marked ✗. Overlapping bars are steps that ran in parallel.
+ * red and marked ✗, partial ones amber and marked ◑. Overlapping bars are steps that ran in parallel.
  */
 export function Timeline(props: { steps: TimelineStep[] }) {
   const times = props.steps
@@ -32,7 +32,7 @@ export function Timeline(props: { steps: TimelineStep[] }) {
           return (
             <li key={step.urn + step.kind} class={`step ${step.kind} ${step.outcome}`} title={title}>
               <span class="label" style={{ paddingLeft: `${step.depth * 0.8}em` }}>
-                {step.outcome === 'failed' ? '✗ ' : ''}
+                {step.outcome === 'failed' ? '✗ ' : step.outcome === 'partial' ? '◑ ' : ''}
                 {step.kind === 'tool' ? `tool ${step.label}` : step.label}
               </span>
               <span class="track">

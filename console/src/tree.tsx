@@ -1,8 +1,9 @@
 import { Fragment } from 'preact';
 import type { TaskView, TurnView } from '../../shared/channels/conversations.js';
+import type { UnansweredPart } from '../../shared/resources/schemas.js';
 
 /**
- * One user message and what the system did with it: status (stalled and failed called out), what
+ * One user message and what the system did with it: status (stalled, partial and failed called out), what
  * it waits for, the plan, the task tree (per task: status, elected assistant, score and runner-up,
  * evaluation criteria, verdicts per round with corrective subtasks, tool calls with arguments and
  * results, usage, times) and the answer with its citations.
@@ -12,6 +13,7 @@ import type { TaskView, TurnView } from '../../shared/channels/conversations.js'
 export function Status(props: { status: string }) {
   const icon: Record<string, string> = {
     done: '✓',
+    partial: '◑',
     failed: '✗',
     stalled: '⚠',
     running: '●',
@@ -53,18 +55,35 @@ export function Turn(props: { turn: TurnView; onCite: (urn: string) => void }) {
         ))}
       </ul>
       {turn.answer && (
-        <section class={`answer${turn.answer.error ? ' failed' : ''}`} aria-label="Answer">
-          <h3>Answer</h3>
+        <section class={`answer ${turn.answer.status}`} aria-label="Answer" data-status={turn.answer.status}>
+          <h3>{turn.answer.status === 'partial' ? 'Partial answer' : 'Answer'}</h3>
           {turn.answer.error && (
             <p class="banner failed" role="alert">
               {turn.answer.error.code}: {turn.answer.error.message}
             </p>
           )}
+          {turn.answer.unanswered && <NotAnswered parts={turn.answer.unanswered} />}
           <Markdownish text={turn.answer.content} />
           <Citations urns={turn.answer.citations} onCite={props.onCite} />
         </section>
       )}
     </>
+  );
+}
+
+/** The parts a partial answer or task did not answer, each with why (a warning, not an error). */
+function NotAnswered(props: { parts: UnansweredPart[] }) {
+  return (
+    <div class="banner partial" role="status" aria-label="Not answered">
+      <strong>Not answered</strong>
+      <ul>
+        {props.parts.map((part) => (
+          <li key={part.task}>
+            <span class="title">{part.title}</span> — {part.reason}
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 
@@ -85,7 +104,7 @@ function Citations(props: { urns: string[]; onCite: (urn: string) => void }) {
 
 function TaskNode(props: { task: TaskView; onCite: (urn: string) => void }) {
   const { task } = props;
-  const open = task.status === 'failed' || task.status === 'running';
+  const open = task.status === 'failed' || task.status === 'partial' || task.status === 'running';
   return (
     <li class={`task ${task.status}`} data-task={task.title}>
       <details open={open}>
@@ -107,6 +126,7 @@ function TaskNode(props: { task: TaskView; onCite: (urn: string) => void }) {
             {task.error.code}: {task.error.message}
           </p>
         )}
+        {task.unanswered && <NotAnswered parts={task.unanswered} />}
         <dl class="facts">
           {task.evaluation && (
             <>
@@ -162,6 +182,15 @@ function TaskNode(props: { task: TaskView; onCite: (urn: string) => void }) {
                 </strong>{' '}
                 — {v.reason}
                 {v.corrective.length > 0 && <span> ({v.corrective.length} corrective subtask(s))</span>}
+                {v.subtasks.some((s) => s.missing?.length) && (
+                  <ul class="missing" aria-label="Missing">
+                    {v.subtasks
+                      .filter((s) => s.missing?.length)
+                      .map((s) => (
+                        <li key={s.urn}>missing: {s.missing?.join(', ')}</li>
+                      ))}
+                  </ul>
+                )}
               </li>
             ))}
           </ul>

@@ -1,4 +1,5 @@
 import { NAMES, outputUrn } from '../domain/common.js';
+import { outcomeOf } from '../domain/outcome.js';
 import type { ResourceTree } from '../domain/progress.js';
 import type { AnyResource, Message, Plan, Task, ToolCallResource, Verdict } from '../resources/schemas.js';
 import { childUrn, rootOf } from '../urn.js';
@@ -154,8 +155,8 @@ export interface TimelineStep {
   startedAt?: string;
   /** When the step's result was stored; absent while it runs. */
   finishedAt?: string;
-  /** `ok`, `failed` or `open` (not finished). */
-  outcome: 'ok' | 'failed' | 'open';
+  /** `ok`, `partial` (a task or answer that left parts unanswered), `failed` or `open` (not finished). */
+  outcome: 'ok' | 'partial' | 'failed' | 'open';
 }
 
 /**
@@ -190,7 +191,7 @@ export function timelineOf(message: Message, tree: ResourceTree): TimelineStep[]
         ...at('queuedAt', times.queuedAt),
         ...at('startedAt', times.startedAt),
         ...at('finishedAt', times.finishedAt),
-        outcome: output ? (output.error ? 'failed' : 'ok') : 'open',
+        outcome: output ? stepOutcome(output) : 'open',
       });
       for (const call of callsOf(task, tree))
         steps.push({
@@ -240,10 +241,16 @@ export function timelineOf(message: Message, tree: ResourceTree): TimelineStep[]
       depth: 0,
       ...at('queuedAt', lastRoot ?? plan?.meta.createdAt),
       ...at('finishedAt', answer.meta.createdAt),
-      outcome: answer.error ? 'failed' : 'ok',
+      outcome: stepOutcome(answer),
     });
   }
   return steps.sort((a, b) => (a.queuedAt ?? '').localeCompare(b.queuedAt ?? ''));
+}
+
+/** The timeline outcome of a stored task output or answer. */
+function stepOutcome(message: Message): TimelineStep['outcome'] {
+  const outcome = outcomeOf(message);
+  return outcome === 'done' ? 'ok' : outcome;
 }
 
 function at<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { NAMES } from '../domain/common.js';
+import { outcomeOf } from '../domain/outcome.js';
 import { type TurnStatus, worstStatus } from '../domain/progress.js';
 import { ValidationError } from '../errors.js';
 import { MAX_LIST_LIMIT, type UserConversationStore } from '../projections/user-conversations.js';
@@ -11,8 +12,8 @@ import { childUrn } from '../urn.js';
  * `GET /conversations` (issue 15): the caller's own conversations, newest first, from the
  * conversations-per-user projection (shared/projections/user-conversations.ts; one query on the
  * caller's partition, never a bucket listing). Each row's status is read from its messages'
- * answers — one `GET` per message, by the answer's deterministic URN — so a row is `done` or
- * `failed` exactly when `GET /conversations/{id}` says so; an unanswered one is `running` (the
+ * answers — one `GET` per message, by the answer's deterministic URN — so a row is `done`,
+ * `partial` or `failed` exactly when `GET /conversations/{id}` says so; an unanswered one is `running` (the
  * status view tells `pending`, `running` and `stalled` apart).
  */
 
@@ -24,8 +25,11 @@ export interface ConversationSummary {
   /** The first message, cut to 200 characters. */
   title: string;
   createdAt: string;
-  /** `running` while a message is unanswered; else `failed` when an answer failed, else `done`. */
-  status: Extract<TurnStatus, 'running' | 'done' | 'failed'>;
+  /**
+   * `running` while a message is unanswered; else `failed` when an answer failed, else `partial`
+   * when an answer left parts unanswered, else `done`.
+   */
+  status: Extract<TurnStatus, 'running' | 'done' | 'partial' | 'failed'>;
   /** How many user messages it holds. */
   messages: number;
 }
@@ -81,9 +85,7 @@ export async function listConversations(
           ),
         ),
       );
-      const statuses = answers.map(
-        (answer): TurnStatus => (answer ? (answer.error ? 'failed' : 'done') : 'running'),
-      );
+      const statuses = answers.map((answer): TurnStatus => (answer ? outcomeOf(answer) : 'running'));
       return {
         id: item.id,
         urn: item.conversation,

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { type ApprovalView, approvalsOf } from '../domain/approval.js';
 import { NAMES, outputUrn } from '../domain/common.js';
 import type { Limits } from '../domain/limits.js';
+import { type Outcome, outcomeOf } from '../domain/outcome.js';
 import { type ProgressOptions, type TurnStatus, turnProgress, worstStatus } from '../domain/progress.js';
 import { NotFoundError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
@@ -13,6 +14,7 @@ import type {
   Message,
   Plan,
   Task,
+  UnansweredPart,
   Verdict,
 } from '../resources/schemas.js';
 import { userActor } from '../runtime/conversation.js';
@@ -117,8 +119,11 @@ async function readOrNotFound(resources: ResourceIndex, actor: Actor, urn: strin
   }
 }
 
-/** Status of a task, derived from its children (the same rule as the CLI tree). */
-export type TaskStatus = 'pending' | 'running' | 'waiting' | 'done' | 'failed';
+/**
+ * Status of a task, derived from its children (the same rule as the CLI tree): `partial` when its
+ * output keeps the parts that passed and names the ones that did not (shared/domain/outcome.ts).
+ */
+export type TaskStatus = 'pending' | 'running' | 'waiting' | 'done' | 'partial' | 'failed';
 
 /** A task as progress displays show it (Slack/Teams progress, the status view's base). */
 export type TaskSummary = Omit<
@@ -147,12 +152,17 @@ export interface TaskView {
   corrects?: string;
   /** The failure of a failed task. */
   error?: ErrorInfo;
-  /** Supervisor verdicts on this task's subtasks, by round, with the corrective subtasks each added. */
+  /** For a partial task: the parts its output does not answer, and why. */
+  unanswered?: UnansweredPart[];
+  /**
+   * Supervisor verdicts on this task's subtasks, by round, with the corrective subtasks each added;
+   * per subtask, what the supervisor found `missing`, when it said.
+   */
   verdicts: {
     round: number;
     pass: boolean;
     reason: string;
-    subtasks: { urn: string; pass: boolean; reason: string }[];
+    subtasks: { urn: string; pass: boolean; reason: string; missing?: string[] | undefined }[];
     corrective: string[];
   }[];
   /** Its tool calls with arguments and results. */
@@ -169,10 +179,17 @@ export interface TaskView {
 /** The final answer to one user message. */
 export interface AnswerView {
   urn: string;
+  /**
+   * `done`; `partial`: the content answers some parts and names under "Not answered:" the ones it
+   * does not (listed in `unanswered`); `failed`: `error` says why.
+   */
+  status: Outcome;
   content: string;
   /** URNs of the document chunks the answer relies on. */
   citations: string[];
   error?: ErrorInfo;
+  /** For a partial answer: each part not answered (`task`, `title`), and why (`reason`). */
+  unanswered?: UnansweredPart[];
   createdAt?: string;
 }
 
@@ -183,8 +200,9 @@ export interface TurnView {
   createdAt?: string;
   /**
    * `pending` (not planned yet), `running`, `stalled` (unanswered and no resource created for the
-   * stall time, `limits.stallAfterMs`), `done`, `failed` (answered with an error: a failed task,
-   * a used-up budget, a dead letter, a stall the sweeper gave up on).
+   * stall time, `limits.stallAfterMs`), `done`, `partial` (answered, but some parts not: the
+   * answer keeps the parts that passed and names the others with why), `failed` (answered with an
+   * error: every part failed, a used-up budget, a dead letter, a stall the sweeper gave up on).
    */
   status: TurnStatus;
   /** What an unanswered message waits for (shared/domain/progress.ts), e.g. `the result of tool search for "…"`. */
@@ -209,7 +227,8 @@ export interface ConversationView {
   /**
    * The most severe status of its messages (shared/domain/progress.ts `STATUS_SEVERITY`: an open
    * message outranks answered ones, `stalled` outranks all): `done` only when every message is
-   * answered, `failed` when every message is answered and one failed.
+   * answered in full, `partial` when every message is answered and one left parts unanswered,
+   * `failed` when every message is answered and one failed.
    */
   status: TurnStatus;
   messages: TurnView[];
@@ -343,9 +362,11 @@ function turnView(
 export function answerView(answer: Message): AnswerView {
   return {
     urn: answer.meta.id,
+    status: outcomeOf(answer),
     content: answer.content,
     citations: answer.citations ?? [],
     ...(answer.error ? { error: answer.error } : {}),
+    ...(answer.unanswered ? { unanswered: answer.unanswered } : {}),
     ...(answer.meta.createdAt ? { createdAt: answer.meta.createdAt } : {}),
   };
 }
@@ -367,9 +388,7 @@ function tasksUnder(
       const children = byParent.get(task.meta.id) ?? [];
       const output = byUrn.get(outputUrn(task.meta.id)) as Message | undefined;
       const status: TaskStatus = output
-        ? output.error
-          ? 'failed'
-          : 'done'
+        ? outcomeOf(output)
         : task.subtasks.length > 0
           ? 'waiting'
           : children.length > 0
@@ -399,6 +418,7 @@ function tasksUnder(
         round: task.round,
         ...(task.corrects ? { corrects: task.corrects } : {}),
         ...(output?.error ? { error: output.error } : {}),
+        ...(output?.unanswered ? { unanswered: output.unanswered } : {}),
         verdicts,
         calls: callsOf(task, tree),
         usage: usageOf(task, tree),

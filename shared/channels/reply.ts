@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { NAMES, outputUrn, type StepOutcome } from '../domain/common.js';
+import { outcomeOf } from '../domain/outcome.js';
 import { ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';
@@ -18,7 +19,7 @@ import { escapeSlackText, type SlackAddress, SlackAddressSchema } from './slack.
  * The reply step (DESIGN.md "Flow": channel ◄─ final Message). It reacts to:
  * - a Message directly under a conversation: when it is the final answer (role `assistant`,
  *   named `answer-…` for the user Message in `inReplyTo`), it reads the Conversation and delivers
- *   per `channel.kind`: Slack → `chat.postMessage` in the thread (or the slash command's
+ *   ({@link answerText}: a partial answer says so first) per `channel.kind`: Slack → `chat.postMessage` in the thread (or the slash command's
  *   `response_url`), Teams → the webhook stored in the address, `http`/`cli` → nothing to push
  *   (clients poll `GET /conversations/{id}`);
  * - a task output of depth ≤ {@link PROGRESS_DEPTH}: for a Slack thread whose plan has two or
@@ -82,7 +83,7 @@ async function onConversationMessage(
     case 'teams': {
       const address = addressOf(TeamsAddressSchema, conversation);
       await once(answer.meta.id, async () => {
-        await channels.teams.post(address.webhook, answer.content);
+        await channels.teams.post(address.webhook, answerText(answer));
         return { delivered: 'teams' };
       });
       return { action: 'delivered', urn, detail: 'teams webhook' };
@@ -155,7 +156,7 @@ async function deliverToSlack(
   if (address.response_url) {
     const responseUrl = address.response_url;
     await once(urn, async () => {
-      await channels.slack.respond(responseUrl, answer.content);
+      await channels.slack.respond(responseUrl, answerText(answer));
       return { delivered: 'response_url' };
     });
     return { action: 'delivered', urn, detail: 'slack response_url' };
@@ -168,7 +169,7 @@ async function deliverToSlack(
     channels.slack.postMessage(token, {
       channel: address.channel,
       threadTs: address.thread_ts,
-      markdown: answer.content,
+      markdown: answerText(answer),
     }),
   );
   return { action: 'delivered', urn, detail: `slack ts ${posted.ts}` };
@@ -259,9 +260,7 @@ export async function progressOf(resources: ResourceIndex, messageUrn: string): 
           urn: task.meta.id,
           title: task.title,
           status: output
-            ? output.error
-              ? 'failed'
-              : 'done'
+            ? outcomeOf(output)
             : task.subtasks.length > 0
               ? 'waiting'
               : hasChildren
@@ -330,8 +329,20 @@ const ICON: Record<TaskSummary['status'], string> = {
   running: '◐',
   waiting: '◔',
   done: '✓',
+  partial: '◑',
   failed: '✗',
 };
+
+/**
+ * The text a channel posts for a final answer: its content, led for a partial answer by one line
+ * saying so and naming the parts not answered (the content's "Not answered:" section says why).
+ * Markdown, as Slack's `markdown_text` and Teams webhooks take it.
+ */
+export function answerText(answer: Pick<Message, 'content' | 'error' | 'unanswered'>): string {
+  if (outcomeOf(answer) !== 'partial') return answer.content;
+  const titles = (answer.unanswered ?? []).map((p) => p.title).join('; ');
+  return `⚠️ **Partial answer**: not answered: ${titles}.\n\n${answer.content}`;
+}
 
 /** The user Message a task resource belongs to (the second URN element). */
 function userMessageOf(urn: string): string {

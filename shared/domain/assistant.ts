@@ -12,7 +12,14 @@ import {
 } from '../projections/budget.js';
 import { countedOutputs, countOutput } from '../projections/counters.js';
 import { toDescription, withMeta } from '../resources/meta.js';
-import type { Message, Task, ToolCall, ToolCallResource, Verdict } from '../resources/schemas.js';
+import type {
+  Message,
+  Task,
+  ToolCall,
+  ToolCallResource,
+  UnansweredPart,
+  Verdict,
+} from '../resources/schemas.js';
 import type { Deps } from '../runtime/deps.js';
 import { approvedToolsFor } from '../tools/registry.js';
 import { ancestorsOf, childUrn, parentOf, rootOf, typeOf } from '../urn.js';
@@ -20,12 +27,12 @@ import {
   assistantActor,
   assistantOf,
   buildTasks,
-  combineOutputs,
   NAMES,
   outputUrn,
   type StepOutcome,
   toolsOf,
 } from './common.js';
+import { keepAnswered } from './outcome.js';
 import { parseVerdictPayload, SUBMIT_VERDICT, SUBMIT_VERDICT_SPEC } from './payloads.js';
 import { budgetClock } from './turn.js';
 
@@ -341,9 +348,9 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   const subtasks = (await deps.resources.getMany(actor, slots)) as Task[];
   const last = verdicts.at(-1);
   if (last?.pass) return writeCombined(task, subtasks, outputs, deps);
-  // A failed verdict with no corrective subtasks ends the task: the same error whether this
-  // invocation stored the verdict or a retried one finds it (the output is create-only).
-  if (last && last.corrective.length === 0) return fail(task, verdictFailure(last, deps.limits), deps);
+  // A failed verdict with no corrective subtasks ends the task, keeping the parts that passed:
+  // the same output whether this invocation stored the verdict or a retried one finds it.
+  if (last && last.corrective.length === 0) return endUnresolved(task, last, subtasks, outputs, deps);
   const round = verdicts.length + 1;
   const overBudget = budgetExceeded(
     await readBudget(deps.projections, rootOf(task.meta.id)),
@@ -403,7 +410,7 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   const stored = (await deps.resources.put(actor, verdict)).resource;
   await charge(deps.projections, stored, modelCharge(stored.usage), deps.now());
   if (stored.pass) return writeCombined(task, subtasks, outputs, deps);
-  if (stored.corrective.length === 0) return fail(task, verdictFailure(stored, deps.limits), deps);
+  if (stored.corrective.length === 0) return endUnresolved(task, stored, subtasks, outputs, deps);
   // The corrective round may have finished before its verdict was stored (a retried crash).
   if ((await countedOutputs(deps.projections, task.meta.id, round)) >= stored.corrective.length)
     return supervise(task, deps);
@@ -426,26 +433,128 @@ function supervisorPrompt(task: Task, subtasks: readonly Task[], outputs: readon
       output: outputs[i]?.content ?? '',
       citations: outputs[i]?.citations ?? [],
       error: outputs[i]?.error ?? null,
+      // A partial subtask says which of its own parts it did not answer.
+      ...(outputs[i]?.unanswered ? { unanswered: outputs[i]?.unanswered } : {}),
     })),
   };
   return `## Task\n${toDescription(task.meta)}\n\n## Subtask outputs\n\`\`\`json\n${JSON.stringify(view, null, 2)}\n\`\`\`\n\nJudge each subtask output against its evaluation and the task's evaluation, then call submit_verdict. When something falls short, ask for corrective subtasks (set "corrects" to the URN of the subtask each one redoes).`;
 }
 
+/**
+ * The output of a task whose last verdict passed: every subtask output combined. A subtask that
+ * failed with an error is not an answer even so: when another subtask answered, it is named under
+ * "Not answered" and the output is partial (shared/domain/outcome.ts), as is an output combining a
+ * partial subtask.
+ */
 async function writeCombined(
   task: Task,
   subtasks: readonly Task[],
   outputs: readonly Message[],
   deps: Deps,
 ): Promise<StepOutcome> {
-  const { content, citations } = combineOutputs(
-    subtasks.map((s, i) => ({ title: s.title, output: outputs[i] as Message })),
-  );
+  const titles = await plannedTitles(task, subtasks, deps);
+  const parts = subtasks.map((s, i) => ({
+    task: s,
+    title: titles[i] ?? s.title,
+    output: outputs[i] as Message,
+  }));
+  const answered = parts.filter((p) => !p.output.error);
+  const kept = answered.length > 0 ? answered : parts;
+  const missed =
+    answered.length > 0
+      ? parts
+          .filter((p) => p.output.error)
+          .map((p) => unansweredPart(p.task, p.title, p.output.error?.message ?? 'failed'))
+      : [];
+  return writeKept(task, kept, missed, deps, `supervised ${subtasks.length} subtasks`);
+}
+
+/**
+ * Ends a task whose last verdict failed and will not be corrected (its corrective rounds are used
+ * up, or the supervisor proposed no corrective subtask), keeping what was done (issue 21):
+ * - a subtask the verdict passed (or did not judge) and whose output has no error is answered;
+ * - one the verdict failed, or whose output has an error, is not: it is named under "Not answered"
+ *   with its error, else the verdict's objection to it, else the verdict's reason;
+ * - with at least one answered subtask, the output is partial: the answered outputs plus that
+ *   section (and `unanswered` on the Message); when every subtask passed and the verdict still
+ *   failed (an objection to the whole), the task itself is named, with the verdict's reason;
+ * - with none answered, the task fails as before ({@link verdictFailure}).
+ * Derived from the stored verdict and outputs alone, so a retried invocation writes the same.
+ */
+async function endUnresolved(
+  task: Task,
+  verdict: Verdict,
+  subtasks: readonly Task[],
+  outputs: readonly Message[],
+  deps: Deps,
+): Promise<StepOutcome> {
+  const failure = verdictFailure(verdict, deps.limits);
+  const exhausted = verdict.round > deps.limits.maxCorrectiveRounds;
+  const rounds = deps.limits.maxCorrectiveRounds;
+  const after = exhausted
+    ? ` (still failing after ${rounds} corrective round${rounds === 1 ? '' : 's'})`
+    : '';
+  const judged = new Map(verdict.subtasks.map((s) => [s.urn, s]));
+  const titles = await plannedTitles(task, subtasks, deps);
+  const answered: { title: string; output: Message }[] = [];
+  const missed: UnansweredPart[] = [];
+  for (const [i, subtask] of subtasks.entries()) {
+    const output = outputs[i] as Message;
+    const title = titles[i] ?? subtask.title;
+    const verdictOn = judged.get(subtask.meta.id);
+    if (!output.error && verdictOn?.pass !== false) {
+      answered.push({ title, output });
+      continue;
+    }
+    const why =
+      output.error?.message || (verdictOn && !verdictOn.pass && verdictOn.reason.trim()) || verdict.reason;
+    missed.push(unansweredPart(subtask, title, `${why}${after}`));
+  }
+  if (answered.length === 0) return fail(task, failure, deps);
+  if (missed.length === 0) missed.push(unansweredPart(task, task.title, failure.message));
+  deps.logger.warn('task partial', {
+    task: task.meta.id,
+    answered: answered.length,
+    unanswered: missed.map((m) => m.task),
+  });
+  return writeKept(task, answered, missed, deps, `partial: ${missed.length} part(s) not answered`);
+}
+
+/** Writes a supervised task's output from the parts kept ({@link keepAnswered}). */
+async function writeKept(
+  task: Task,
+  answered: readonly { title: string; output: Message }[],
+  missed: readonly UnansweredPart[],
+  deps: Deps,
+  detail: string,
+): Promise<StepOutcome> {
+  const { content, citations, unanswered } = keepAnswered(answered, missed);
   const output: Message = {
     meta: withMeta({ type: 'common.Message', name: NAMES.output, parent: task.meta.id }, deps.now()),
     role: 'assistant',
     content,
     citations,
+    ...(unanswered.length ? { unanswered } : {}),
   };
   await deps.resources.put(assistantActor(task.meta.id, task.assistant), output);
-  return { action: 'output', urn: output.meta.id, detail: `supervised ${subtasks.length} subtasks` };
+  return { action: unanswered.length ? 'partial' : 'output', urn: output.meta.id, detail };
+}
+
+function unansweredPart(task: Task, title: string, reason: string): UnansweredPart {
+  return { task: task.meta.id, title: title.slice(0, 200), reason: reason.slice(0, 2_000) };
+}
+
+/**
+ * The title each effective subtask answers: the planned subtask's for a slot a corrective task
+ * took over (not "Retry: …"), the subtask's own for one a verdict added.
+ */
+async function plannedTitles(task: Task, subtasks: readonly Task[], deps: Deps): Promise<string[]> {
+  const replaced = subtasks.some((s, i) => s.meta.id !== task.subtasks[i] && i < task.subtasks.length);
+  if (!replaced) return subtasks.map((s) => s.title);
+  const planned = (await deps.resources.getMany(
+    assistantActor(task.meta.id, task.assistant),
+    task.subtasks,
+  )) as Task[];
+  const byUrn = new Map(planned.map((p) => [p.meta.id, p.title]));
+  return subtasks.map((s, i) => byUrn.get(task.subtasks[i] ?? '') ?? s.title);
 }

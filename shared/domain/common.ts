@@ -139,11 +139,11 @@ export function combineOutputs(parts: readonly { title: string; output: Message 
  * the conversation, named `NAMES.answer(messageUrn)`, so every writer — the plan step, the
  * dead-letter step — targets the same URN and the first create wins).
  * @param messageUrn the user Message answered
- * @param fields content, citations and error of the answer
+ * @param fields content, citations, error (failed) or unanswered parts (partial) of the answer
  */
 export function answerMessage(
   messageUrn: string,
-  fields: Pick<Message, 'content'> & Partial<Pick<Message, 'citations' | 'error'>>,
+  fields: Pick<Message, 'content'> & Partial<Pick<Message, 'citations' | 'error' | 'unanswered'>>,
   now: Date,
 ): Message {
   return {
@@ -161,5 +161,6 @@ export function answerMessage(
     ...(fields.citations ? { citations: fields.citations } : {}),
     inReplyTo: messageUrn,
     ...(fields.error ? { error: fields.error } : {}),
+    ...(fields.unanswered?.length ? { unanswered: fields.unanswered } : {}),
   };
 }

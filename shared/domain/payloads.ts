@@ -72,7 +72,18 @@ export const VerdictPayloadSchema = z.strictObject({
   pass: z.boolean().describe('True when the subtasks together meet the task evaluation'),
   reason: text(2_000, 'Why'),
   subtasks: z
-    .array(z.strictObject({ urn: z.string(), pass: z.boolean(), reason: z.string().max(2_000) }))
+    .array(
+      z.strictObject({
+        urn: z.string(),
+        pass: z.boolean(),
+        reason: z.string().max(2_000),
+        missing: z
+          .array(z.string().trim().min(1).max(200))
+          .max(50)
+          .optional()
+          .describe('What the output lacks (terms, identifiers, facts), when it falls short'),
+      }),
+    )
     .describe('Judgement of each subtask output'),
   corrective: z
     .array(CorrectivePayloadSchema)

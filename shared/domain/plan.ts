@@ -8,16 +8,9 @@ import { withMeta } from '../resources/meta.js';
 import type { Message, Plan } from '../resources/schemas.js';
 import type { Deps } from '../runtime/deps.js';
 import { childUrn, parentOf, rootOf } from '../urn.js';
-import {
-  answerMessage,
-  buildTasks,
-  combineOutputs,
-  NAMES,
-  outputUrn,
-  planActor,
-  type StepOutcome,
-} from './common.js';
+import { answerMessage, buildTasks, NAMES, outputUrn, planActor, type StepOutcome } from './common.js';
 import { MAX_MESSAGE_CHARS } from './limits.js';
+import { keepAnswered } from './outcome.js';
 import { CREATE_PLAN, CREATE_PLAN_SPEC, type PlanPayload, parsePlanPayload } from './payloads.js';
 
 /**
@@ -186,8 +179,10 @@ export async function failPlanning(
 /**
  * Writes the final assistant Message under the conversation once every root task has output:
  * the round counter of the message (`done`, read when not given) must have reached the plan's
- * root tasks before the outputs are read. Root task failures are reported in the answer and its
- * `error`.
+ * root tasks before the outputs are read. What the root tasks answered is kept: a failed root
+ * task among answered ones is named under "Not answered" and the answer is partial (`unanswered`,
+ * no `error`; shared/domain/outcome.ts), as it is when a root task's own output is partial; only
+ * when every root task failed does the answer carry the first one's `error`.
  */
 async function completeAnswer(messageUrn: string, deps: Deps, done?: number): Promise<StepOutcome> {
   const actor = planActor(messageUrn);
@@ -207,27 +202,39 @@ async function completeAnswer(messageUrn: string, deps: Deps, done?: number): Pr
   }
   const roots = await deps.resources.getMany(actor, plan.tasks);
   const parts = (outputs as Message[]).map((output, i) => ({
+    urn: plan.tasks[i] as string,
     title: (roots[i] as { title?: string } | undefined)?.title ?? `Task ${i + 1}`,
     output,
   }));
   const failed = parts.filter((p) => p.output.error);
-  const combined = combineOutputs(parts.filter((p) => !p.output.error));
-  const error = plan.error ?? (failed.length ? failed[0]?.output.error : undefined);
-  const content = plan.error
-    ? `I could not plan this request: ${plan.error.message}`
-    : failed.length
-      ? [
-          combined.content,
-          `Not completed: ${failed.map((f) => `${f.title}: ${f.output.error?.message}`).join('; ')}`,
-        ]
-          .filter(Boolean)
-          .join('\n\n')
-      : combined.content;
-  const answer = answerMessage(
-    messageUrn,
-    { content, citations: combined.citations, ...(error ? { error } : {}) },
-    deps.now(),
-  );
+  const answered = parts.filter((p) => !p.output.error);
+  let fields: Parameters<typeof answerMessage>[1];
+  if (plan.error) {
+    fields = { content: `I could not plan this request: ${plan.error.message}`, error: plan.error };
+  } else if (answered.length === 0 && failed.length > 0) {
+    // Every root task failed: nothing to keep, the answer fails with the first error.
+    fields = {
+      content: `Not completed: ${failed.map((f) => `${f.title}: ${f.output.error?.message}`).join('; ')}`,
+      citations: [],
+      ...(failed[0]?.output.error ? { error: failed[0].output.error } : {}),
+    };
+  } else {
+    // What was answered stays; a failed root task is named under "Not answered" (partial).
+    const kept = keepAnswered(
+      answered,
+      failed.map((f) => ({
+        task: f.urn,
+        title: f.title.slice(0, 200),
+        reason: (f.output.error?.message ?? 'failed').slice(0, 2_000),
+      })),
+    );
+    fields = {
+      content: kept.content,
+      citations: kept.citations,
+      ...(kept.unanswered.length ? { unanswered: kept.unanswered } : {}),
+    };
+  }
+  const answer = answerMessage(messageUrn, fields, deps.now());
   const { created } = await deps.resources.put(actor, answer);
   return {
     action: created ? 'answered' : 'ignored',

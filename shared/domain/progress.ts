@@ -42,15 +42,26 @@ import { answerStatus, answerUrnOf } from './turn.js';
  * verdict: the supervisor's repeat finds them stored and emits nothing for them).
  */
 
-/** Status of one turn (a user Message). */
-export type TurnStatus = 'pending' | 'running' | 'stalled' | 'done' | 'failed';
+/**
+ * Status of one turn (a user Message): `done`, `partial` (answered, some parts not: the answer's
+ * `unanswered`, shared/domain/outcome.ts) and `failed` are ended (shared/domain/turn.ts
+ * `isEnded`); the others are open.
+ */
+export type TurnStatus = 'pending' | 'running' | 'stalled' | 'done' | 'partial' | 'failed';
 
 /**
  * Severity of statuses, least severe first: a conversation's status is the most severe of its
  * turns' ({@link worstStatus}). An open turn outranks every closed one (a conversation is not
  * finished while one of its messages is not), and a stalled one outranks every other.
  */
-export const STATUS_SEVERITY: readonly TurnStatus[] = ['done', 'failed', 'pending', 'running', 'stalled'];
+export const STATUS_SEVERITY: readonly TurnStatus[] = [
+  'done',
+  'partial',
+  'failed',
+  'pending',
+  'running',
+  'stalled',
+];
 
 /** The progress of one turn. */
 export interface TurnProgress {

@@ -5,12 +5,13 @@ import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Message } from '../resources/schemas.js';
 import { childUrn, parseUrn, rootOf } from '../urn.js';
 import { NAMES } from './common.js';
+import { outcomeOf } from './outcome.js';
 import type { TurnStatus } from './progress.js';
 
 /**
  * A *turn* is one user Message and the work under it (its Plan, Tasks, tool calls, approval
  * requests); it ends when its answer (`answer-<hash>` under the Conversation) is stored, whatever
- * that answer says (done, failed, stalled, or any status added later). Whether a turn ended is
+ * that answer says (done, partial, failed, stalled, or any status added later). Whether a turn ended is
  * asked here and only here, so a new status of an answer needs no change in the callers: the
  * open statuses are listed, every other status is an ended one.
  */
@@ -23,9 +24,12 @@ export function isEnded(status: TurnStatus): boolean {
   return !OPEN_STATUSES.includes(status);
 }
 
-/** The status an answer gives its turn: `failed` when it carries an error, else `done`. */
+/**
+ * The status an answer gives its turn: `failed` when it carries an error, `partial` when it names
+ * parts not answered (`unanswered`), else `done` (shared/domain/outcome.ts).
+ */
 export function answerStatus(answer: Message): TurnStatus {
-  return answer.error ? 'failed' : 'done';
+  return outcomeOf(answer);
 }
 
 /**

@@ -100,9 +100,26 @@ export const WindowReportSchema = z.strictObject({
 });
 
 /**
+ * A part of a task that was not answered, named on a partial output or final answer (issue 21):
+ * the subtask (or root task) that did not pass, its title, and why (the supervisor's last
+ * objection, or the task's failure).
+ */
+export const UnansweredPartSchema = z.strictObject({
+  /** URN of the task that was not answered (for a corrected part: its last corrective task). */
+  task: UrnSchema,
+  /** The part as the user asked it (the planned task's title). */
+  title: z.string().max(200),
+  /** Why: the supervisor's last objection, or the task's error message. */
+  reason: z.string().max(2_000),
+});
+export type UnansweredPart = z.infer<typeof UnansweredPartSchema>;
+
+/**
  * `common.Message` (seed step 06 `MessageV2`, now simply Message): role
  * `system|user|assistant|tool`, content, tool calls (role assistant) or tool call id (role tool).
- * A task's output is the Message named `output` under it; `error` set means the task failed.
+ * A task's output is the Message named `output` under it; `error` set means the task failed;
+ * `unanswered` set (and no `error`) means it is partial: the content carries the parts that were
+ * answered (shared/domain/outcome.ts).
  */
 export const MessageSchema = z.strictObject({
   meta: ResourceMetaSchema,
@@ -115,6 +132,11 @@ export const MessageSchema = z.strictObject({
   /** URNs of the sources the content relies on. */
   citations: z.array(UrnSchema).optional(),
   error: ErrorInfoSchema.optional(),
+  /**
+   * For a task output or final answer that is partial: the parts not answered and why (in the
+   * order asked; a partial subtask's own parts included). Never set together with `error`.
+   */
+  unanswered: z.array(UnansweredPartSchema).min(1).optional(),
   usage: UsageSchema.optional(),
   window: WindowReportSchema.optional(),
   /** For a final answer: the user Message it answers. */
@@ -340,7 +362,15 @@ export const VerdictSchema = z.strictObject({
   round: z.number().int().positive(),
   pass: z.boolean(),
   reason: z.string(),
-  subtasks: z.array(z.strictObject({ urn: UrnSchema, pass: z.boolean(), reason: z.string() })),
+  subtasks: z.array(
+    z.strictObject({
+      urn: UrnSchema,
+      pass: z.boolean(),
+      reason: z.string(),
+      /** What the supervisor found missing from the subtask's output (terms, identifiers), when it said. */
+      missing: z.array(z.string().max(200)).max(50).optional(),
+    }),
+  ),
   /** Corrective subtasks created by this verdict (empty on pass). */
   corrective: z.array(UrnSchema),
   usage: UsageSchema.optional(),

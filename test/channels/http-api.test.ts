@@ -12,6 +12,7 @@ import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { Chunk, Document } from '../../shared/resources/schemas.js';
 import { childUrn, isWithin, keyOf, parentOf, urnOfKey } from '../../shared/urn.js';
+import { PARTIAL_QUESTION, partialAnswerProblems, UNANSWERED_PART } from '../helpers/partial.js';
 import { startTestServe, type TestServe, until } from './helpers.js';
 
 const ALICE = 'alice-token-0123456789abcdef';
@@ -89,6 +90,39 @@ describe('HTTP API over real HTTP against serve', () => {
     for (const citation of view.answer?.citations ?? [])
       expect(citation).toMatch(/^cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}$/);
   });
+
+  it('ends a 3-part question whose third part the corpus cannot answer `partial`, parts 1–2 in the answer', async () => {
+    const accepted = await ask(ALICE, PARTIAL_QUESTION);
+
+    const view = await until(async () => {
+      const got = (await call('GET', `/conversations/${accepted.id}`, { token: ALICE }))
+        .json as unknown as ConversationView;
+      return ['done', 'partial', 'failed'].includes(got.status) ? got : undefined;
+    }, 60_000);
+
+    expect(view.status).toBe('partial');
+    const [turn] = view.messages;
+    expect(turn?.status).toBe('partial');
+    expect(view.answer?.status).toBe('partial');
+    expect(view.answer?.error).toBeUndefined();
+    expect(partialAnswerProblems(view.answer?.content ?? '')).toEqual([]);
+    expect(view.answer?.unanswered).toHaveLength(1);
+    expect(view.answer?.unanswered?.[0]?.title).toMatch(UNANSWERED_PART);
+    expect(view.answer?.unanswered?.[0]?.reason).toMatch(/still failing after 2 corrective rounds/);
+    // The root task is partial; the parts that passed are done; the last try of part 3 is failed by its verdict.
+    const root = turn?.tasks[0] as TaskView;
+    expect(root.status).toBe('partial');
+    expect(root.unanswered).toEqual(view.answer?.unanswered);
+    expect(root.verdicts.map((v) => v.pass)).toEqual([false, false, false]);
+    const planned = root.subtasks.filter((t) => t.round === 0);
+    expect(planned.map((t) => t.status)).toEqual(['done', 'done', 'done']);
+    expect(view.answer?.citations.length).toBeGreaterThanOrEqual(2);
+    // The list of conversations says the same.
+    const list = (await call('GET', '/conversations', { token: ALICE })).json as {
+      conversations: { id: string; status: string }[];
+    };
+    expect(list.conversations.find((c) => c.id === accepted.id)?.status).toBe('partial');
+  }, 90_000);
 
   it('continues a conversation: a second message is planned and answered on its own', async () => {
     const accepted = await ask(ALICE, 'How do I send S3 object events to EventBridge?');

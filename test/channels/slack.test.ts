@@ -3,6 +3,7 @@ import { escapeSlackText, slackThreadName } from '../../shared/channels/slack.js
 import type { Message } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { childUrn, keyOf } from '../../shared/urn.js';
+import { PARTIAL_QUESTION, partialAnswerProblems } from '../helpers/partial.js';
 import {
   type Captured,
   type Receiver,
@@ -169,6 +170,39 @@ describe('Slack Events API over real HTTP against serve', () => {
     expect(posted).toBeLessThan(slack.requests.indexOf(done as Captured));
     expect(slack.requests.indexOf(done as Captured)).toBeLessThan(slack.requests.indexOf(answer as Captured));
   });
+
+  it('posts a 3-part question whose third part the corpus cannot answer as a partial answer: parts 1–2, then the part not answered', async () => {
+    const ts = nextTs();
+    const body = eventBody(mention(PARTIAL_QUESTION, ts));
+
+    const ack = await post('/slack/events', body, slackHeaders(SECRET, body));
+    expect(ack.status).toBe(200);
+    const [reply] = await slack.waitFor(
+      (r) => r.fields.thread_ts === ts && r.fields.markdown_text !== undefined,
+      1,
+      60_000,
+    );
+    await server.served.runtime.bus.idle();
+
+    const text = String(reply?.fields.markdown_text);
+    const [answer] = await storedAnswers(conversationOf(ts));
+    expect(answer?.error).toBeUndefined();
+    expect(answer?.unanswered?.map((p) => p.title)).toHaveLength(1);
+    expect(text.split('\n')[0]).toMatch(
+      /^⚠️ \*\*Partial answer\*\*: not answered: How do I knead sourdough bread dough\?\.$/,
+    );
+    expect(text.endsWith(escapeSlackText(answer?.content as string))).toBe(true);
+    expect(partialAnswerProblems(text)).toEqual([]);
+    // The progress message's final counts mark the root task partial, not done or failed (updates
+    // from concurrent task outputs may arrive in any order, so the final one is looked for).
+    const progressTs = postsIn(ts).find((r) => r.fields.text !== undefined)?.answered?.ts;
+    const final = slack.requests
+      .filter((r) => r.path === '/api/chat.update' && r.fields.ts === progressTs)
+      .map((r) => String(r.fields.text))
+      .filter((text) => text.startsWith(':white_check_mark: Done'));
+    expect(final.length).toBeGreaterThan(0);
+    for (const text of final) expect(text).toMatch(/^◑ Answer 3 parts \(coordinator\)$/m);
+  }, 90_000);
 
   it('continues the thread’s conversation with a later message in the thread', async () => {
     const ts = nextTs();

@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { childUrn } from '../../shared/urn.js';
+import { PARTIAL_QUESTION, partialAnswerProblems, UNANSWERED_PART } from '../helpers/partial.js';
 import {
+  type Captured,
   type Receiver,
   startReceiver,
   startTestServe,
@@ -183,4 +185,40 @@ describe('Teams outgoing webhook over real HTTP against serve', () => {
     expect(await server.conversationKeys()).toEqual(before);
     expect(teams.requests.length).toBe(delivered);
   });
+});
+
+// Last, so that no earlier test's wait for a webhook delivery takes this one's.
+describe('a partial answer on Teams (issue 21)', () => {
+  it('posts a 3-part question whose third part the corpus cannot answer as a partial answer: parts 1–2, then the part not answered', async () => {
+    const conversationId = `19:${randomUUID()}@thread.tacv2;messageid=1700000000021`;
+    const body = activity(PARTIAL_QUESTION, conversationId);
+
+    const ack = await post(body, teamsAuthorization(TOKEN, body));
+    expect(ack.status).toBe(200);
+    const cardText = (r: Captured) =>
+      (r.fields.attachments as { content: { body: { text: string }[] } }[] | undefined)?.[0]?.content.body[0]
+        ?.text ?? '';
+    const [delivered] = await teams.waitFor(
+      (r) => r.path === '/workflows/incoming/abc' && UNANSWERED_PART.test(cardText(r)),
+      1,
+      60_000,
+    );
+
+    const conversation = childUrn(undefined, 'common.Conversation', `teams:${conversationId}`);
+    const stored = await server.served.runtime.deps.resources.list(SYSTEM_ACTOR, conversation, {
+      childrenOnly: true,
+    });
+    const answer = stored.find((r) => (r as Message).role === 'assistant') as Message;
+    expect(answer.error).toBeUndefined();
+    expect(answer.unanswered).toHaveLength(1);
+    const text = cardText(delivered as Captured);
+    expect(text.split('\n')[0]).toMatch(
+      /^⚠️ \*\*Partial answer\*\*: not answered: How do I knead sourdough bread dough\?\.$/,
+    );
+    // Adaptive Cards have no headings: each part's `### title` is a bold line.
+    const sections = text.replace(/^\*\*(.+)\*\*$/gm, '### $1');
+    expect(sections.endsWith(answer.content)).toBe(true);
+    expect(text).toMatch(/^\*\*How do I send S3 object events to EventBridge\?\*\*$/m);
+    expect(partialAnswerProblems(sections)).toEqual([]);
+  }, 90_000);
 });

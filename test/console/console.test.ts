@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Served, startServe } from '../../cli/serve.js';
 import { parseEnv } from '../../shared/runtime/compose.js';
 import { chromiumPath } from '../helpers/chromium.js';
+import { ANSWERED_PARTS, PARTIAL_QUESTION } from '../helpers/partial.js';
 
 const ALICE = 'alice-token-0123456789abcdef';
 const BOB = 'bob-token-0123456789abcdef0';
@@ -207,6 +208,58 @@ describe('the console in Chromium against serve', () => {
     });
     await context.close();
   });
+
+  it('shows a 3-part question whose third part the corpus cannot answer as partial: parts 1–2, the part not answered and why', async () => {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    const page = await signIn(context, ALICE);
+    await step(page, 'ask', async () => {
+      await page.getByLabel('New question').fill(PARTIAL_QUESTION);
+      await page.getByRole('button', { name: 'Send' }).first().click();
+      await page.locator('article.conversation').waitFor();
+    });
+    await step(page, 'partial', async () => {
+      await page.locator('article.conversation > h2 [data-status="partial"]').waitFor({ timeout: 60_000 });
+      const answer = page.getByRole('region', { name: 'Answer' }).last();
+      expect(await answer.getAttribute('class')).toBe('answer partial');
+      expect(await answer.locator('h3').textContent()).toBe('Partial answer');
+      const parts = await answer.locator('.content h4').allTextContents();
+      expect(parts).toHaveLength(2);
+      for (const [i, part] of ANSWERED_PARTS.entries()) expect(parts[i]).toMatch(part);
+      const missing = answer.getByRole('status', { name: 'Not answered' });
+      expect(await missing.locator('li').count()).toBe(1);
+      expect(await missing.locator('li').textContent()).toMatch(
+        /^How do I knead sourdough bread dough\? — .+ \(still failing after 2 corrective rounds\)$/,
+      );
+      // Distinct from done and failed: the warning colour (amber), not the failure red.
+      const border = await answer.evaluate((e) => getComputedStyle(e).borderLeftColor);
+      const colour = (name: string) =>
+        page.evaluate((variable) => {
+          const probe = document.createElement('span');
+          probe.style.color = `var(${variable})`;
+          document.body.append(probe);
+          const value = getComputedStyle(probe).color;
+          probe.remove();
+          return value;
+        }, name);
+      expect(border).toBe(await colour('--warn'));
+      expect(border).not.toBe(await colour('--fail'));
+    });
+    await step(page, 'tree and timeline', async () => {
+      const tree = page.getByRole('list', { name: 'Task tree' }).last();
+      expect(await tree.locator('li.task.partial').count()).toBe(1);
+      expect(await tree.locator('li.task.partial summary').first().textContent()).toMatch(
+        /partial.*Answer 3 parts/,
+      );
+      const timeline = page.getByRole('figure', { name: 'Timeline' }).last();
+      expect(await timeline.locator('li.step.answer.partial').count()).toBe(1);
+    });
+    await step(page, 'list', async () => {
+      await expect
+        .poll(() => page.locator('nav .row').first().textContent())
+        .toMatch(/partial.*How do I send S3/);
+    });
+    await context.close();
+  }, 120_000);
 });
 
 describe('approvals in the console (the search tool needs approval)', () => {

@@ -19,6 +19,7 @@ import {
   type OpenAIStub,
   startOpenAIStub,
 } from '../helpers/openai-stub.js';
+import { PARTIAL_QUESTION, partialAnswerProblems } from '../helpers/partial.js';
 import { DOCS } from './local-run.js';
 
 interface CliResult {
@@ -159,6 +160,30 @@ describe('ask and show, piped', () => {
       /^├─ chunk 1 .+ — cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}$/m,
     );
   });
+});
+
+describe('a partial answer (issue 21)', () => {
+  it('prints parts 1–2 and the part not answered, and exits 4, for a question whose third part the corpus cannot answer', async () => {
+    const asked = await cli(['ask', '--conversation', 'partial', PARTIAL_QUESTION], { dataDir });
+
+    expect(asked.code).toBe(4);
+    expect(asked.stderr).toMatch(
+      /^cld: partial answer: not answered: How do I knead sourdough bread dough\?$/m,
+    );
+    expect(asked.stdout).toMatch(
+      /^ {2}answer PARTIAL \(not answered: How do I knead sourdough bread dough\?\): \d+ citation/m,
+    );
+    const answer = asked.stdout.slice(
+      asked.stdout.indexOf('\n### '),
+      asked.stdout.indexOf('\nconversation: '),
+    );
+    expect(partialAnswerProblems(answer.trim())).toEqual([]);
+    const urn = /^conversation: (cld:common\.Conversation\.[0-9a-f]{16})/m.exec(asked.stdout)?.[1] as string;
+    const shown = await cli(['show', urn], { dataDir });
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^status: partial$/m);
+    expect(shown.stdout).toMatch(/◑ partial Answer 3 parts/);
+  }, 180_000); // two CLI processes (each bounded at 90 s) on a loaded 2-core machine
 });
 
 describe('ask --conversation', () => {

@@ -35,8 +35,11 @@ describe.each([
   let clean: RunOutcome;
   let poisoned: RunOutcome;
   const runs = new Map<string, RunOutcome>();
-  /** Stated, not measured: the scripted supervisors cannot correct a failure, the offline one does. */
-  const POISON_EXPECTATION = { answer: name === 'synthetic' ? 'failed' : 'answered' } as const;
+  /**
+   * Stated, not measured: the scripted supervisors cannot correct a failure, so the answer keeps
+   * the parts that passed and names the failed one (partial); the offline one corrects it.
+   */
+  const POISON_EXPECTATION = { answer: name === 'synthetic' ? 'partial' : 'answered' } as const;
   const run = async (scenarioName: string) => {
     let outcome = runs.get(scenarioName);
     if (!outcome) {
@@ -124,8 +127,10 @@ describe.each([
     expect(output.error?.code).toBe('DELIVERY_FAILED');
     expect(output.error?.message).toContain(`event for ${poison.urn} failed 3 times in the tool step`);
     if (name === 'synthetic') {
-      // The scripted supervisors cannot correct it: the failure climbs to the user's answer.
-      expect(poisoned.answer?.error).toBeDefined();
+      // The scripted supervisors cannot correct it: the failure reaches the user's answer as the
+      // one part not answered, and every other part is kept (issue 21).
+      expect(poisoned.answer?.error).toBeUndefined();
+      expect(poisoned.answer?.unanswered?.map((p) => p.task)).toEqual([task]);
       expect(poisoned.answer?.content).toContain('failed 3 times in the tool step');
     } else {
       // The offline supervisor judged the failed subtask and corrected it with a new one.

@@ -316,8 +316,11 @@ export function problemsOf(run: RunOutcome, reference: RunOutcome): string[] {
 
 /** What a poison run must end with, stated by the test (not taken from another faulty run). */
 export interface PoisonExpectation {
-  /** `failed`: the failure reaches the user's answer; `answered`: a supervisor corrected it. */
-  answer: 'failed' | 'answered';
+  /**
+   * `failed`: the failure reaches the user's answer; `partial`: it reaches the answer as a part
+   * not answered, the parts that passed kept (issue 21); `answered`: a supervisor corrected it.
+   */
+  answer: 'failed' | 'partial' | 'answered';
 }
 
 /**
@@ -403,6 +406,11 @@ export function poisonProblems(run: RunOutcome, clean: RunOutcome, expected: Poi
   if (!run.answer) problems.push('no final answer');
   else if (expected.answer === 'failed') {
     if (!run.answer.error) problems.push('the answer does not carry the failure');
+    if (!run.answer.content.includes(reason)) problems.push(`the answer does not say "${reason}"`);
+  } else if (expected.answer === 'partial') {
+    if (run.answer.error) problems.push(`the answer failed: ${run.answer.error.message}`);
+    if (!run.answer.unanswered?.some((p) => p.reason.includes(reason)))
+      problems.push(`the answer does not name a part not answered because "${reason}"`);
     if (!run.answer.content.includes(reason)) problems.push(`the answer does not say "${reason}"`);
   } else {
     if (run.answer.error) problems.push(`the answer failed: ${run.answer.error.message}`);

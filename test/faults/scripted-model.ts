@@ -18,7 +18,8 @@ import type {
  * - inner loop → one `search` call when the tool is offered and no result is in the request
  *   yet, then a text answer naming the task;
  * - `submit_verdict` offered → pass, except: a subtask whose output carries an error fails the
- *   verdict with no corrective (the failure climbs to the root and the user's answer), and the
+ *   verdict with no corrective (its parent keeps the other subtasks and names the failed one:
+ *   the user's answer is partial, issue 21), and the
  *   leaf titled with {@link RETRY_MARK} fails once and gets one corrective subtask (so every run
  *   has a corrective round).
  * Token usage is the cl100k count of the request and the reply, so it is the same for the same

@@ -14,6 +14,7 @@ import { ingest } from '../../shared/search/ingest.js';
 import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { isWithin, shapeOf, urnOfKey } from '../../shared/urn.js';
+import { PARTIAL_QUESTION, partialAnswerProblems } from '../helpers/partial.js';
 import { type Synthesized, synthesize } from './helpers.js';
 
 /**
@@ -403,5 +404,22 @@ describe('conversations through the template rules and the built bundles', () =>
     const messages = view.json.messages as { status?: string }[];
     expect(messages).toHaveLength(2);
     expect(view.json.status).toBe('done');
+  });
+
+  it('ends a 3-part question whose third part the corpus cannot answer partial, parts 1–2 in the answer (issue 21)', async () => {
+    const before = new Set(seen);
+    const accepted = await http('POST /conversations', '/conversations', { message: PARTIAL_QUESTION });
+    expect(accepted.status).toBe(202);
+    const created = (await storage.findByPrefix('')).filter((key) => !before.has(key));
+
+    const run = await drive(created, seen);
+
+    expect(run.outcomes.filter((o) => !o.outcome.ok)).toEqual([]);
+    const view = await http('GET /conversations/{id}', `/conversations/${accepted.json.id as string}`);
+    expect(view.json.status).toBe('partial');
+    const answer = view.json.answer as { status: string; content: string; unanswered?: { title: string }[] };
+    expect(answer.status).toBe('partial');
+    expect(answer.unanswered?.map((p) => p.title)).toHaveLength(1);
+    expect(partialAnswerProblems(answer.content)).toEqual([]);
   });
 });

@@ -226,7 +226,9 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
       acknowledged.slice(firstOfStart).map((id) => status(served.url, id).catch(() => 'not-found' as const)),
     );
     unfinishedAtKills += views.filter(
-      (view) => view === 'not-found' || (view.status !== 'done' && view.status !== 'failed'),
+      (view) =>
+        view === 'not-found' ||
+        (view.status !== 'done' && view.status !== 'partial' && view.status !== 'failed'),
     ).length;
     served.child.kill('SIGKILL');
     await served.exited;
@@ -244,7 +246,7 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
       if (
         known !== undefined &&
         known !== 'not-found' &&
-        (known.status === 'done' || known.status === 'failed')
+        (known.status === 'done' || known.status === 'partial' || known.status === 'failed')
       )
         continue;
       views.set(id, await status(served.url, id));
@@ -252,7 +254,9 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
     const open = acknowledged.filter((id) => {
       const view = views.get(id);
       return (
-        view === undefined || view === 'not-found' || (view.status !== 'done' && view.status !== 'failed')
+        view === undefined ||
+        view === 'not-found' ||
+        (view.status !== 'done' && view.status !== 'partial' && view.status !== 'failed')
       );
     });
     if (unfinishedAtLastStart < 0) unfinishedAtLastStart = open.length;
@@ -283,7 +287,8 @@ export async function runServeKills(options: ServeKillOptions): Promise<KillResu
       continue;
     }
     conversations.push(view.urn);
-    if (view.status === 'done') result.answered++;
+    // A partial answer is an answer (issue 21): some parts named as not answered, none lost.
+    if (view.status === 'done' || view.status === 'partial') result.answered++;
     else if (view.status === 'failed')
       result.failed.push({
         id,
@@ -391,7 +396,7 @@ export async function runAskInterrupts(options: {
     const root = await runtime.deps.resources.find(actor, 'common.Conversation', conversation);
     const below = await runtime.deps.resources.list(actor, conversation);
     const progress = conversationProgress(conversation, root ? [root, ...below] : below, { now: new Date() });
-    if (progress.status !== 'done' && progress.status !== 'failed')
+    if (progress.status !== 'done' && progress.status !== 'partial' && progress.status !== 'failed')
       result.lost.push(`${conversation}: ${progress.status} after the second run`);
   }
   return result;

@@ -25,6 +25,7 @@ import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { keyOf } from '../../shared/urn.js';
 import { deliveredEvent, type EventBridgeStub, startEventBridgeStub } from '../helpers/eventbridge-stub.js';
+import { PARTIAL_QUESTION } from '../helpers/partial.js';
 
 const MINUTE = 60_000;
 let dataDir: string;
@@ -146,6 +147,36 @@ describe('sweeper redrive through EventBridge PutEvents', () => {
     clock += runtime.deps.limits.stallAfterMs + MINUTE;
     const next = await sweep(sweepDeps(), { mode: 'sweep', conversations: [started.conversation] });
     expect(next[0]?.action).toBe('closed');
+    expect((await runtime.openConversations.list()).map((o) => o.conversation)).not.toContain(
+      started.conversation,
+    );
+  });
+
+  it('closes a conversation answered partial and re-drives nothing for it (issue 21)', async () => {
+    const started = await startConversation(
+      runtime.deps.resources,
+      {
+        user: 'cli:redrive',
+        channel: { kind: 'cli' },
+        content: PARTIAL_QUESTION,
+        conversationName: 'redrive-partial',
+        now: new Date(clock),
+      },
+      { openConversations: runtime.openConversations },
+    );
+    await runtime.bus.idle();
+    const answer = (await runtime.deps.resources.find(SYSTEM_ACTOR, 'common.Message', started.answer)) as
+      | Message
+      | undefined;
+    expect(answer?.error).toBeUndefined();
+    expect(answer?.unanswered).toHaveLength(1);
+    const requests = stub.requests.length;
+    clock += runtime.deps.limits.stallAfterMs + MINUTE;
+
+    const [outcome] = await sweep(sweepDeps(), { mode: 'sweep', conversations: [started.conversation] });
+
+    expect(outcome?.action).toBe('closed');
+    expect(stub.requests.length).toBe(requests);
     expect((await runtime.openConversations.list()).map((o) => o.conversation)).not.toContain(
       started.conversation,
     );

@@ -57,6 +57,9 @@ describe('worstStatus', () => {
     [['pending', 'done'], 'pending'],
     [['running', 'pending'], 'running'],
     [['done', 'stalled', 'running'], 'stalled'],
+    [['done', 'partial'], 'partial'],
+    [['partial', 'failed'], 'failed'],
+    [['partial', 'pending'], 'pending'],
   ])('%j → %s', (statuses, worst) => {
     expect(worstStatus(statuses)).toBe(worst);
   });
@@ -142,6 +145,20 @@ describe('conversationProgress', () => {
     );
     expect(progress.turns.map((t) => t.status)).toEqual(['running', 'done']);
     expect(progress.status).toBe('running');
+  });
+
+  it('is partial, closed and never stalled when every message is answered and one left parts unanswered', () => {
+    const unanswered = [{ task: m1.meta.id, title: 'part 3', reason: 'cites no source' }];
+    const a1 = answerMessage(m1.meta.id, { content: 'parts 1-2', unanswered }, NOW);
+    const a2 = answerMessage(m2.meta.id, { content: 'yes' }, NOW);
+    const progress = conversationProgress(c.meta.id, [c, m1, m2, a1, a2], {
+      now: new Date(NOW.getTime() + 24 * 3_600_000),
+      stallAfterMs: 60_000,
+    });
+    expect(a1.unanswered).toEqual(unanswered);
+    expect(progress.turns.map((t) => t.status)).toEqual(['partial', 'done']);
+    expect(progress.status).toBe('partial');
+    expect(progress.turns.every((t) => isEnded(t.status) && t.redrive.length === 0)).toBe(true);
   });
 
   it('is failed when every message is answered and one answer carries an error', () => {
