@@ -4,9 +4,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLE_FILE, PROJECT_ROOT } from '../../infra/lib/bundling.js';
+import { rulesOfRoute } from '../../infra/lib/stack.js';
 import rules from '../../policies/rules.json' with { type: 'json' };
 import { encodeS3EventKey, type S3ObjectCreatedEvent } from '../../shared/events/envelope.js';
 import { type EventPattern, matchesPattern } from '../../shared/events/pattern.js';
+import { routingTable } from '../../shared/events/routing.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import { SYSTEM_ACTOR, seedCatalog } from '../../shared/runtime/compose.js';
@@ -297,11 +299,10 @@ afterAll(() => {
 });
 
 describe('the synthesized EventBridge rules', () => {
-  it('are one rule per route, each on Object Created events of the resources bucket with key wildcards only', () => {
-    expect(templateRules.map((r) => r.targets)).toEqual(
-      expect.arrayContaining([['plan'], ['assistant'], ['tool'], ['tool'], ['reply'], ['reply'], ['reply']]),
-    );
-    expect(templateRules).toHaveLength(7);
+  it('are the rules of the routes (one per route, or one per shape above the complexity limit), each on Object Created events of the resources bucket with key wildcards only', () => {
+    const expected = routingTable(BUCKET).flatMap((route) => rulesOfRoute(route).map(() => [route.target]));
+    expect(expected.length).toBe(9);
+    expect(templateRules.map((r) => r.targets).sort()).toEqual(expected.sort());
     for (const rule of templateRules) {
       // S3's Object Created, and the sweeper's RESOURCE_PUT (source cld) for the same keys.
       expect(rule.pattern).toMatchObject({
