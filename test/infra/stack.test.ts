@@ -656,10 +656,10 @@ describe('least privilege', () => {
     plan: [],
     assistant: [],
     tool: [],
-    reply: ['slackBotToken'],
+    reply: ['slackBotToken', 'teamsWebhookUrl'],
     http: [],
     slack: ['slackSigningSecret'],
-    teams: ['teamsSecurityToken', 'teamsWebhookUrl'],
+    teams: ['teamsSecurityToken'],
     deadletter: [],
     sweeper: [],
   };
