@@ -13,6 +13,7 @@ import {
   storedToken,
 } from './auth.js';
 import { CitationDialog } from './citation.js';
+import { afterPoll, nextPollDelayMs, type PollState, resetAfterAction } from './polling.js';
 import { Timeline } from './timeline.js';
 import { Status, Turn } from './tree.js';
 
@@ -20,10 +21,6 @@ import { Status, Turn } from './tree.js';
  * The web console (issue 15): sign in, list one's conversations, ask and follow up, and watch a
  * conversation's task tree, answer, citations and timeline update by conditional polling.
  */
-
-/** Milliseconds between two polls of an open conversation, and of a finished one. */
-const POLL_OPEN_MS = 1_000;
-const POLL_CLOSED_MS = 10_000;
 
 function App() {
   const [auth, setAuth] = useState<ConsoleAuth | undefined>();
@@ -235,14 +232,17 @@ function Ask(props: { label: string; onSend: (message: string) => Promise<void> 
   );
 }
 
-/** One conversation, polled with `If-None-Match` until it closes (then more slowly). */
+/**
+ * One conversation, polled with `If-None-Match` on the backing-off schedule of polling.ts until
+ * it finishes; a follow-up or a decision polls again at once.
+ */
 function Conversation(props: { api: Api; id: string; onChange: () => void }) {
   const { api, id } = props;
   const [view, setView] = useState<ConversationView | undefined>();
   const [error, setError] = useState<string | undefined>();
   const [citation, setCitation] = useState<string | undefined>();
   const etag = useRef<string | undefined>(undefined);
-  const status = useRef<string | undefined>(undefined);
+  const schedule = useRef<PollState>({ status: undefined, unchanged: 0, failures: 0 });
   const poll = useRef<() => void>(() => undefined);
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -253,19 +253,25 @@ function Conversation(props: { api: Api; id: string; onChange: () => void }) {
         const result = await api.view(id, etag.current);
         if (!result.unchanged) {
           etag.current = result.etag;
-          if (status.current !== result.view.status) props.onChange();
-          status.current = result.view.status;
+          if (schedule.current.status !== result.view.status) props.onChange();
+          schedule.current = afterPoll(schedule.current, { kind: 'changed', status: result.view.status });
           setView(result.view);
-        }
+        } else schedule.current = afterPoll(schedule.current, { kind: 'unchanged' });
         setError(undefined);
       } catch (e) {
+        schedule.current = afterPoll(schedule.current, { kind: 'failed' });
         setError(describe(e));
       }
       if (stopped) return;
-      const open = !['done', 'partial', 'failed'].includes(status.current ?? '');
-      timer = setTimeout(tick, open ? POLL_OPEN_MS : POLL_CLOSED_MS);
+      const delay = nextPollDelayMs(schedule.current);
+      if (delay !== undefined) timer = setTimeout(tick, delay);
     };
-    poll.current = () => void tick();
+    // The user acted (a follow-up, a decision): poll now, and start the schedule over, with the
+    // status unknown so that polling goes on until the view shows what the action started.
+    poll.current = () => {
+      schedule.current = resetAfterAction();
+      void tick();
+    };
     void tick();
     return () => {
       stopped = true;

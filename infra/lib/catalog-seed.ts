@@ -19,18 +19,33 @@ export interface CatalogSeedProps {
   objects?: readonly CatalogObject[];
 }
 
+/**
+ * The construct id of a catalog definition's custom resource: its type and name, not its
+ * version, so an edit is an update of the same resource (a new key stored), not a new resource.
+ */
+export function catalogObjectId(object: Pick<CatalogObject, 'type' | 'name'>): string {
+  return `${object.type.slice(object.type.indexOf('.') + 1)}-${object.name}`;
+}
+
 /** The S3 error name of a conditional write whose key exists (HTTP 412): the object is already stored. */
 export const ALREADY_STORED = 'PreconditionFailed';
 
 /**
  * Stores the default catalog (shared/catalog/) in the resources bucket at deploy, so that no
  * function's cold start writes (and no function may write the catalog). One CloudFormation custom
- * resource per catalog object (CDK `AwsCustomResource`, resource type `Custom::CldCatalogObject`):
- * on create and update, an S3 `PutObject` of the object's key (`keyOf(urn)`) and body (the
- * resource as `ResourceIndex.put` stores it) with `If-None-Match: *`, as every write of the
- * system is create-only: an object that exists is left as it is (S3 answers 412
- * `PreconditionFailed`, which the call ignores), so a deploy never overwrites a stored resource;
- * on delete, nothing (the bucket's removal policy decides). The custom resources share one
+ * resource per catalog definition (CDK `AwsCustomResource`, resource type
+ * `Custom::CldCatalogObject`, logical id from its type and name: {@link catalogObjectId}): on
+ * create and update, an S3 `PutObject` of the object's key (`keyOf(urn)`) and body (the resource
+ * as `ResourceIndex.put` stores it) with `If-None-Match: *`, as every write of the system is
+ * create-only. The URN is versioned by content (`meta.version`, shared/catalog/catalog.ts
+ * `contentVersion`), so an edited definition changes the resource's properties (key, body and
+ * physical id): CloudFormation updates it, the put creates the new version's key, and the old
+ * version's object stays (CloudFormation's delete of the old physical id does nothing) for the
+ * Tasks that link to it. A put of a key that exists (a redeploy of the same content, a rollback)
+ * is left as it is (S3 answers 412 `PreconditionFailed`, which the call ignores, and the content
+ * at a versioned key is that version's by construction); on delete, nothing (the bucket's
+ * removal policy decides). The stack makes every function depend on this construct, so a
+ * function whose bundled catalog names a new version is updated after that version is stored. The custom resources share one
  * singleton function (Node.js, the SDK of the Lambda runtime: `installLatestAwsSdk: false`, so
  * nothing is downloaded at deploy) with its own log group and role: the role may write that log
  * group and `s3:PutObject` these exact keys, only with `If-None-Match` (the functions'
@@ -63,7 +78,7 @@ export class CatalogSeed extends Construct {
     }))
       this.role.addToPolicy(statement);
     const created = new Map<string, AwsCustomResource>();
-    objects.forEach((object, index) => {
+    for (const object of objects) {
       const put: AwsSdkCall = {
         service: 'S3',
         action: 'PutObject',
@@ -77,7 +92,7 @@ export class CatalogSeed extends Construct {
         physicalResourceId: PhysicalResourceId.of(object.key),
         ignoreErrorCodesMatching: `^${ALREADY_STORED}$`,
       };
-      const resource = new AwsCustomResource(this, `Object${index}`, {
+      const resource = new AwsCustomResource(this, catalogObjectId(object), {
         resourceType: 'Custom::CldCatalogObject',
         onCreate: put,
         onUpdate: put,
@@ -89,7 +104,7 @@ export class CatalogSeed extends Construct {
       // The put needs the role's policy in place: CloudFormation creates the policy first.
       resource.node.addDependency(this.role);
       created.set(object.key, resource);
-    });
+    }
     this.objects = created;
   }
 }

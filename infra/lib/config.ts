@@ -21,6 +21,7 @@ import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from './secrets.js';
  * | `cld:jwtIssuer` | the JWT authorizer's issuer (`iss`), an HTTPS URL, e.g. `https://cognito-idp.<region>.amazonaws.com/<pool id>` | none → no user routes (webhooks only) |
  * | `cld:jwtAudience` | the JWT authorizer's audiences (`aud`, or `client_id` of tokens without `aud`), 1–20 | `[]`; required with `cld:jwtIssuer` |
  * | `cld:apiThrottle` | `{ "rateLimit": req/s, "burstLimit": req }` of the HTTP API's `$default` stage | `{ "rateLimit": 25, "burstLimit": 50 }` |
+ * | `cld:webhookThrottle` | `{ "rateLimit": req/s, "burstLimit": req }` of each webhook route (`/slack/*`, `/teams/*`), its own route throttle apart from the console's and conversations' routes | `{ "rateLimit": 10, "burstLimit": 20 }` |
  * | `cld:secretArns` | `{ <secret>: complete Secrets Manager ARN }` of existing channel secrets (`slackSigningSecret`, `slackBotToken`, `teamsSecurityToken`, `teamsWebhookUrl`); the others are created | `{}` |
  * | `cld:reservedConcurrency` | `{ <function>: 1..1000 }`, opt-in, for the functions with `boundedConcurrency` (`assistant`, `tool`, `slack`, `teams`), e.g. `{ "assistant": 10, "tool": 10, "slack": 10, "teams": 10 }` | `{}` (none: Lambda keeps 100 of the account's concurrency unreserved, so reserving fails on accounts with a lower quota, as new accounts have) |
  * | `cld:retryAttempts` | asynchronous-invocation retries, 0–2 (Lambda's range) | `2` |
@@ -88,6 +89,14 @@ const SecretArnsSchema = z.strictObject(
   >,
 );
 
+/** An API Gateway throttle: steady rate and burst. */
+const Throttle = z.strictObject({
+  /** Steady-state requests per second (API Gateway allows fractions). */
+  rateLimit: z.number().positive().max(10_000),
+  /** Requests in a burst. */
+  burstLimit: z.number().int().min(0).max(5_000),
+});
+
 /** Schema of the resolved config. */
 export const StackConfigSchema = z
   .strictObject({
@@ -111,12 +120,9 @@ export const StackConfigSchema = z
       })
       .optional(),
     jwtAudience: z.array(z.string().trim().min(1).max(256)).max(20),
-    apiThrottle: z.strictObject({
-      /** Steady-state requests per second (API Gateway allows fractions). */
-      rateLimit: z.number().positive().max(10_000),
-      /** Requests in a burst. */
-      burstLimit: z.number().int().min(0).max(5_000),
-    }),
+    apiThrottle: Throttle,
+    /** Each webhook route's own throttle (infra/lib/http-api.ts `isWebhookRoute`). */
+    webhookThrottle: Throttle,
     secretArns: SecretArnsSchema,
     /**
      * Opt-in reserved concurrency by function name (none by default). A name that is not in the
@@ -238,6 +244,7 @@ export const CONFIG_DEFAULTS = {
   allowedOrigins: [],
   jwtAudience: [],
   apiThrottle: { rateLimit: 25, burstLimit: 50 },
+  webhookThrottle: { rateLimit: 10, burstLimit: 20 },
   secretArns: {},
   reservedConcurrency: {},
   retryAttempts: 2,
@@ -257,6 +264,7 @@ export const CONTEXT_KEYS: Record<keyof StackConfig, string> = {
   jwtIssuer: 'cld:jwtIssuer',
   jwtAudience: 'cld:jwtAudience',
   apiThrottle: 'cld:apiThrottle',
+  webhookThrottle: 'cld:webhookThrottle',
   secretArns: 'cld:secretArns',
   reservedConcurrency: 'cld:reservedConcurrency',
   retryAttempts: 'cld:retryAttempts',
@@ -277,6 +285,7 @@ const JSON_FIELDS = new Set<keyof StackConfig>([
   'allowedOrigins',
   'jwtAudience',
   'apiThrottle',
+  'webhookThrottle',
   'secretArns',
   'reservedConcurrency',
   'retryAttempts',

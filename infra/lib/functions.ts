@@ -373,7 +373,8 @@ export const FUNCTIONS = {
     // deps.idempotency: Powertools records in the `idempotency` partition only.
     table: IDEMPOTENCY_ACTIONS,
     tablePartitions: [IDEMPOTENCY_PK],
-    secrets: { CLD_SLACK_BOT_TOKEN_ARN: 'slackBotToken' },
+    // The Teams webhook URL is read here, when a reply is posted: conversations hold a reference.
+    secrets: { CLD_SLACK_BOT_TOKEN_ARN: 'slackBotToken', CLD_TEAMS_WEBHOOK_URL_ARN: 'teamsWebhookUrl' },
     environment: { CLD_DELIVERY_TIMEOUT_MS: String(REPLY_DELIVERY_TIMEOUT_MS) },
     // An undelivered answer has no task to fail (the dead-letter step ignores it): the letter stays
     // in the queue, with its alarm, for the operator to inspect and send again.
@@ -500,8 +501,9 @@ export const FUNCTIONS = {
       list: [LIST_PREFIXES.conversations],
     },
     table: [],
-    // The webhook URL is stored in each Conversation's address, where the reply step reads it.
-    secrets: { CLD_TEAMS_SECRET_ARN: 'teamsSecurityToken', CLD_TEAMS_WEBHOOK_URL_ARN: 'teamsWebhookUrl' },
+    // Only the HMAC key: a Conversation's address references the webhook secret, which only the
+    // reply function reads (shared/channels/secrets.ts TEAMS_WEBHOOK_SECRET).
+    secrets: { CLD_TEAMS_SECRET_ARN: 'teamsSecurityToken' },
   },
 } as const satisfies Record<string, FunctionSpec>;
 

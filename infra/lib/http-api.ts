@@ -1,6 +1,7 @@
 import { Annotations, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
+  type CfnStage,
   CorsHttpMethod,
   HttpApi,
   HttpMethod,
@@ -24,6 +25,21 @@ export const NO_JWT_ISSUER_WARNING = 'cld:httpApiWithoutJwtIssuer';
 
 /** Headers a browser may send to the API (CORS preflight), as the HTTP function reads them. */
 export const CORS_ALLOW_HEADERS = ['authorization', 'content-type', 'idempotency-key'] as const;
+
+/**
+ * True for a webhook route: a route the platform (Slack, Teams) calls, served by a function other
+ * than the console's and conversations' `http`, unauthenticated at the gateway (the function
+ * verifies the signature). Each gets its own route throttle (`cld:webhookThrottle`), so console
+ * traffic cannot use up what Slack and Teams need.
+ */
+export function isWebhookRoute(route: ApiRoute): boolean {
+  return route.auth === 'none' && route.function !== 'http';
+}
+
+/** The API Gateway route key of a route (`POST /slack/events`): its key in the stage's `RouteSettings`. */
+export function routeKeyOf(route: Pick<ApiRoute, 'method' | 'path'>): string {
+  return `${route.method} ${route.path}`;
+}
 
 /** Where the JWT authorizer reads the token (`Authorization: Bearer <jwt>`). */
 export const JWT_IDENTITY_SOURCE = '$request.header.Authorization';
@@ -76,8 +92,9 @@ export interface ChannelsApiProps {
  * function, invoke permission scoped to the route); the JWT authorizer (`HttpJwtAuthorizer`,
  * issuer and audiences from the config, token from `Authorization`) on the `jwt` routes and no
  * authorizer on the `none` routes (Slack's and Teams' webhooks, which the functions verify by
- * signature); the `$default` stage with auto-deploy, throttling from the config and JSON access
- * logs ({@link ACCESS_LOG_FIELDS}) to a log group with the config's retention; CORS preflight
+ * signature); the `$default` stage with auto-deploy, throttling from the config (`apiThrottle`
+ * for the stage, `webhookThrottle` as route settings of each webhook route, {@link isWebhookRoute})
+ * and JSON access logs ({@link ACCESS_LOG_FIELDS}) to a log group with the config's retention; CORS preflight
  * from `allowedOrigins` (none when the list is empty).
  *
  * Without a configured issuer the `jwt` routes are left out, with a synth warning, rather than
@@ -197,6 +214,22 @@ export class ChannelsApi extends Construct {
       }
       routes.set(`${route.method} ${route.path}`, httpRoute);
     }
+    // Route throttles of the webhooks (the L2 stage sets only the stage's): RouteSettings of
+    // AWS::ApiGatewayV2::Stage, keyed by route key; the stage waits for those routes, as
+    // API Gateway refuses settings of a route key it does not have yet.
+    const stage = this.stage.node.defaultChild as CfnStage;
+    const webhooks = props.routes.filter(isWebhookRoute);
+    stage.routeSettings = Object.fromEntries(
+      webhooks.map((route) => [
+        routeKeyOf(route),
+        // A JSON map property: CloudFormation's own casing, which CDK does not convert.
+        {
+          ThrottlingRateLimit: config.webhookThrottle.rateLimit,
+          ThrottlingBurstLimit: config.webhookThrottle.burstLimit,
+        },
+      ]),
+    );
+    for (const route of webhooks) stage.node.addDependency(routes.get(routeKeyOf(route)) as HttpRoute);
     this.routes = routes;
     this.omitted = omitted;
     if (omitted.length > 0) {

@@ -31,7 +31,8 @@ export const CHANNEL_SECRETS = {
   teamsWebhookUrl: {
     description:
       'cld: Teams incoming-webhook or Workflows URL the answers are posted to (it carries its own sig= signature)',
-    reader: 'teams',
+    // Read when a reply is posted; conversations hold only a reference (shared/channels/secrets.ts TEAMS_WEBHOOK_SECRET).
+    reader: 'reply',
   },
 } as const;
 

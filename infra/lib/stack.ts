@@ -319,6 +319,8 @@ export class CldStack extends Stack {
         ...(props.projectRoot ? { projectRoot: props.projectRoot } : {}),
         ...(consumer ? { deadLetterConsumer: consumer } : {}),
       });
+      // The catalog version the bundle names is stored before the function runs the bundle.
+      step.function.node.addDependency(this.catalogSeed);
       if (spec.trigger === 'sqs') consumer = step;
       functions.set(name, step);
     }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { withMeta } from '../resources/meta.js';
@@ -21,7 +22,11 @@ import search from './tools/search.json' with { type: 'json' };
  * The default catalog: Assistants and Tools defined as files in the repo (four description
  * fields each) and stored as root resources `cld:common.Assistant.<hash>` /
  * `cld:common.Tool.<hash>`, never hard-coded in handlers. JSON imports are bundled into each
- * function, so the catalog ships with the code that uses it.
+ * function, so the catalog ships with the code that uses it. Each resource is versioned by its
+ * content ({@link contentVersion}, `meta.version`, part of the URN's hash): an edited file is a
+ * new resource under a new URN, which the deploy stores (create-only, infra/lib/catalog-seed.ts)
+ * and the redeployed functions' bundled catalog names (Task `assistant` links, elections), while
+ * the old version stays stored for the Tasks that ran with it.
  */
 
 const Description = {
@@ -84,38 +89,84 @@ function parseFile<T extends z.ZodType>(schema: T, file: unknown, what: string):
   return parsed.data;
 }
 
-/** Builds an Assistant resource from a definition file. @throws ValidationError */
+/** JSON with object keys sorted at every level, so equal content serializes to equal bytes. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * The content version of a validated catalog definition: the first 16 hex digits of the SHA-256
+ * of its canonical JSON (keys sorted), prefixed by its kind. Any change of a field (instructions,
+ * tools, parameters, ...) gives another version, hence another URN; key order and whitespace in
+ * the file do not.
+ */
+export function contentVersion(kind: 'assistant' | 'tool', definition: unknown): string {
+  return createHash('sha256')
+    .update(`${kind}\u0000${canonicalJson(definition)}`)
+    .digest('hex')
+    .slice(0, 16);
+}
+
+/** Builds an Assistant resource from a definition file (versioned by its content). @throws ValidationError */
 export function assistantFromFile(file: unknown): Assistant {
   const def = parseFile(AssistantFileSchema, file, 'assistant');
   const { tools, servers, ...description } = def;
+  const version = contentVersion('assistant', def);
   return {
-    meta: withMeta({ type: 'common.Assistant', ...description }, CATALOG_TIME),
+    meta: withMeta({ type: 'common.Assistant', ...description, version }, CATALOG_TIME),
     tools,
     ...(servers ? { servers } : {}),
   };
 }
 
-/** Builds a Tool resource from a definition file. @throws ValidationError */
+/**
+ * Builds a Tool resource from a definition file (versioned by its content; an operator's
+ * `CLD_TOOL_APPROVAL` setting is configuration, not content, and changes no version).
+ * @throws ValidationError
+ */
 export function toolFromFile(file: unknown): Tool {
   const def = parseFile(ToolFileSchema, file, 'tool');
   const { description, parameters, timeoutMs, approval, ...meta } = def;
+  const version = contentVersion('tool', def);
   return {
-    meta: withMeta({ type: 'common.Tool', ...meta }, CATALOG_TIME),
+    meta: withMeta({ type: 'common.Tool', ...meta, version }, CATALOG_TIME),
     function: { name: def.name, description, parameters },
     timeoutMs: timeoutMs ?? 10_000,
     ...(approval ? { approval } : {}),
   };
 }
 
+/** Catalog definition files (unvalidated JSON): what shared/catalog/assistants and tools hold. */
+export interface CatalogFiles {
+  assistants: readonly unknown[];
+  tools: readonly unknown[];
+}
+
+/** The definition files of the default catalog, bundled with the code. */
+export const CATALOG_FILES: CatalogFiles = {
+  assistants: [apiReference, coordinator, editor, researcher],
+  tools: [graph, read, search],
+};
+
 /**
  * The default catalog's resources; `approval` sets the `approval` of the tools it names (a name
- * that is no catalog tool is ignored).
+ * that is no catalog tool is ignored); `files`: the definitions (default {@link CATALOG_FILES}).
  * @throws ValidationError when a file is malformed
  */
-export function defaultCatalog(approval: ToolApproval = {}): { assistants: Assistant[]; tools: Tool[] } {
+export function defaultCatalog(
+  approval: ToolApproval = {},
+  files: CatalogFiles = CATALOG_FILES,
+): { assistants: Assistant[]; tools: Tool[] } {
   return {
-    assistants: [apiReference, coordinator, editor, researcher].map(assistantFromFile),
-    tools: [graph, read, search].map(toolFromFile).map((tool) => {
+    assistants: files.assistants.map(assistantFromFile),
+    tools: files.tools.map(toolFromFile).map((tool) => {
       const setting = approval[tool.function.name];
       return setting ? { ...tool, approval: setting } : tool;
     }),
@@ -125,6 +176,12 @@ export function defaultCatalog(approval: ToolApproval = {}): { assistants: Assis
 /** One stored catalog resource: its URN, its object key and the bytes stored there. */
 export interface CatalogObject {
   urn: string;
+  /** `common.Assistant` or `common.Tool`. */
+  type: 'common.Assistant' | 'common.Tool';
+  /** The definition's name (the same for every version of it). */
+  name: string;
+  /** The content version (`meta.version`, {@link contentVersion}). */
+  version: string;
   /** `keyOf(urn)` (shared/urn.ts): the object key in the resources bucket. */
   key: string;
   /** The object's content: the resource as `ResourceIndex.put` stores it (validated, as JSON). */
@@ -132,16 +189,24 @@ export interface CatalogObject {
 }
 
 /**
- * The default catalog as the objects that store it, by key (sorted): what the stack's catalog
- * seed puts at deploy (infra/lib/catalog-seed.ts) and what `seedCatalog` stores locally.
+ * The default catalog (or `files`) as the objects that store it, by key (sorted): what the
+ * stack's catalog seed puts at deploy (infra/lib/catalog-seed.ts) and what `seedCatalog` stores
+ * locally.
  * @throws ValidationError when a file or resource is malformed
  */
-export function catalogObjects(): CatalogObject[] {
-  const catalog = defaultCatalog();
+export function catalogObjects(files: CatalogFiles = CATALOG_FILES): CatalogObject[] {
+  const catalog = defaultCatalog({}, files);
   return [...catalog.assistants, ...catalog.tools]
     .map((resource) => {
-      const urn = resource.meta.id;
-      return { urn, key: keyOf(urn), body: JSON.stringify(parseResource(resource)) };
+      const { id: urn, type, name, version } = resource.meta;
+      return {
+        urn,
+        type: type as CatalogObject['type'],
+        name,
+        version: version as string,
+        key: keyOf(urn),
+        body: JSON.stringify(parseResource(resource)),
+      };
     })
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }

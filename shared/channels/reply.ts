@@ -13,6 +13,7 @@ import { noticeText, slackApprovalBlocks, teamsApprovalText } from './approvals.
 import type { Channels } from './context.js';
 import type { TaskSummary } from './conversations.js';
 import { deliveryGuard, type Once } from './idempotency.js';
+import { TEAMS_WEBHOOK_SECRET } from './secrets.js';
 import { escapeSlackText, type SlackAddress, SlackAddressSchema } from './slack.js';
 
 /**
@@ -20,7 +21,7 @@ import { escapeSlackText, type SlackAddress, SlackAddressSchema } from './slack.
  * - a Message directly under a conversation: when it is the final answer (role `assistant`,
  *   named `answer-…` for the user Message in `inReplyTo`), it reads the Conversation and delivers
  *   ({@link answerText}: a partial answer says so first) per `channel.kind`: Slack → `chat.postMessage` in the thread (or the slash command's
- *   `response_url`), Teams → the webhook stored in the address, `http`/`cli` → nothing to push
+ *   `response_url`), Teams → the webhook the address references (read from its secret at send time), `http`/`cli` → nothing to push
  *   (clients poll `GET /conversations/{id}`);
  * - a task output of depth ≤ {@link PROGRESS_DEPTH}: for a Slack thread whose plan has two or
  *   more tasks, one progress message in the thread, posted once and then updated (`chat.update`)
@@ -41,8 +42,23 @@ import { escapeSlackText, type SlackAddress, SlackAddressSchema } from './slack.
 /** The policy identity of the reply function (a read-only user actor per conversation). */
 export const REPLY_USER = 'function:reply';
 
-/** Where a Teams reply goes, stored in the Conversation's `channel.address`. */
-export const TeamsAddressSchema = z.looseObject({ webhook: z.url({ protocol: /^https?$/ }) });
+/**
+ * Where a Teams reply goes, stored in the Conversation's `channel.address`: the name of the
+ * webhook secret (`webhookSecret: "teamsWebhookUrl"`, shared/channels/secrets.ts
+ * `TEAMS_WEBHOOK_SECRET`), resolved when the reply is posted. A `webhook` URL is accepted for
+ * conversations stored before the reference, and not used: the reply posts to the URL the
+ * secret holds now.
+ */
+export const TeamsAddressSchema = z.union([
+  z.looseObject({ webhookSecret: z.literal(TEAMS_WEBHOOK_SECRET) }),
+  z.looseObject({ webhook: z.url({ protocol: /^https?$/ }) }),
+]);
+
+/** Posts to the Teams webhook of a conversation: the URL its secret holds at send time. */
+async function postToTeams(conversation: Conversation, channels: Channels, markdown: string): Promise<void> {
+  addressOf(TeamsAddressSchema, conversation);
+  await channels.teams.post(await channels.secrets.teamsWebhookUrl(), markdown);
+}
 
 /** Runs the reply step for one `RESOURCE_PUT`. @throws ChannelError, ConfigError, ValidationError, PolicyDeniedError */
 export async function replyStep(
@@ -81,9 +97,8 @@ async function onConversationMessage(
     case 'slack':
       return deliverToSlack(answer, conversation, deps, channels, once);
     case 'teams': {
-      const address = addressOf(TeamsAddressSchema, conversation);
       await once(answer.meta.id, async () => {
-        await channels.teams.post(address.webhook, answerText(answer));
+        await postToTeams(conversation, channels, answerText(answer));
         return { delivered: 'teams' };
       });
       return { action: 'delivered', urn, detail: 'teams webhook' };
@@ -132,9 +147,8 @@ async function onApprovalRequest(
       return { action: 'delivered', urn, detail: `approval notice, slack ts ${posted.ts}` };
     }
     case 'teams': {
-      const address = addressOf(TeamsAddressSchema, conversation);
       await once(key, async () => {
-        await channels.teams.post(address.webhook, teamsApprovalText(request));
+        await postToTeams(conversation, channels, teamsApprovalText(request));
         return { delivered: 'teams' };
       });
       return { action: 'delivered', urn, detail: 'approval notice to teams webhook' };

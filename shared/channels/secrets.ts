@@ -39,6 +39,16 @@ export const SECRET_MAX_AGE_SECONDS = 300;
 
 const WebhookUrl = z.url({ protocol: /^https?$/ });
 
+/**
+ * The name of the channel secret that holds the Teams incoming-webhook/Workflows URL
+ * (infra/lib/secrets.ts `CHANNEL_SECRETS`): what a Teams Conversation's address stores instead
+ * of the URL. The reply step resolves it when it posts (`CLD_TEAMS_WEBHOOK_URL_ARN` from Secrets
+ * Manager, or `CLD_TEAMS_WEBHOOK_URL` locally), so the URL and its `sig=` stay in Secrets
+ * Manager: no stored object, function role or S3 version holds it, and a rotation applies to
+ * every conversation at its next reply.
+ */
+export const TEAMS_WEBHOOK_SECRET = 'teamsWebhookUrl';
+
 /** The secrets a channel function may need. Each getter throws ConfigError when not configured. */
 export interface ChannelSecrets {
   /** Slack app signing secret (HMAC key of `X-Slack-Signature`). */

@@ -10,6 +10,7 @@ import { ownConversation } from './conversations.js';
 import { header, rawBody } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
 import { bodyLimit, sameRoute } from './request-guards.js';
+import { TEAMS_WEBHOOK_SECRET } from './secrets.js';
 import { verifyTeamsSignature } from './verification.js';
 
 /**
@@ -18,8 +19,8 @@ import { verifyTeamsSignature } from './verification.js';
  * `Authorization: HMAC <base64>`, and waits 5 seconds for a synchronous answer. The handler
  * verifies the HMAC, stores the Conversation and user Message, and answers at once with an
  * acknowledgement; the reply step later posts the answer to the incoming-webhook/Workflows URL
- * stored in the Conversation's address. A message `approve <id> [reason]` or `deny <id> [reason]`
- * (approvals.ts `parseTypedDecision`) decides the approval request `<id>` of the conversation
+ * that the Conversation's address references ({@link TEAMS_WEBHOOK_SECRET}), read at send
+ * time. A message `approve <id> [reason]` or `deny <id> [reason]` (approvals.ts `parseTypedDecision`) decides the approval request `<id>` of the conversation
  * it is sent in, as its user, and is answered at once with the outcome; it stores no Message.
  */
 
@@ -57,11 +58,15 @@ export function teamsText(text: string): string {
 /**
  * The conversation an Activity starts or continues: one per Teams conversation (a channel thread
  * is its own conversation id), one user Message per Activity id, so a redelivery writes nothing new.
+ * Its address holds a reference to the webhook secret and the Teams conversation id, never the URL.
  */
-export function teamsConversationInput(activity: TeamsActivity, webhook: string): StartConversationInput {
+export function teamsConversationInput(activity: TeamsActivity): StartConversationInput {
   return {
     user: teamsUser(activity),
-    channel: { kind: 'teams', address: { webhook, conversation: activity.conversation.id } },
+    channel: {
+      kind: 'teams',
+      address: { webhookSecret: TEAMS_WEBHOOK_SECRET, conversation: activity.conversation.id },
+    },
     content: teamsText(activity.text),
     conversationName: `teams:${activity.conversation.id}`,
     messageName: `teams-${activity.id}`,
@@ -105,8 +110,7 @@ export function createTeamsRouter(options: {
     const parsed = TeamsActivitySchema.safeParse(json);
     if (!parsed.success)
       throw new ValidationError(`invalid Teams activity: ${z.prettifyError(parsed.error)}`);
-    const webhook = await channels.secrets.teamsWebhookUrl();
-    const input = teamsConversationInput(parsed.data, webhook);
+    const input = teamsConversationInput(parsed.data);
     if (!input.content) return { type: 'message', text: 'Ask me a question after the mention.' };
     const typed = parseTypedDecision(input.content);
     if (typed) {

@@ -17,17 +17,28 @@ export interface MetaInput extends Description {
   parent?: string | undefined;
   tokens?: number;
   score?: number;
+  /** Content version (catalog definitions): part of the identity, see {@link identityName}. */
+  version?: string | undefined;
+}
+
+/**
+ * The name a resource's hash is computed over: its name, or `<name>@<version>` when it has a
+ * content version (catalog Assistants and Tools), so each version of a definition has its own URN.
+ */
+export function identityName(name: string, version: string | undefined): string {
+  return version === undefined ? name : `${name}@${version}`;
 }
 
 /**
  * Builds complete resource `meta` (seed step 06 `withMeta()`): the hash is deterministic over
- * parent + type + name, so the same logical resource always gets the same URN.
+ * parent + type + name (+ content version, {@link identityName}), so the same logical resource
+ * always gets the same URN.
  * `createdAt` is set from `now` (ISO 8601).
  * @throws InvalidUrnError when the parent is malformed or the URN would be too long.
  */
 export function withMeta(input: MetaInput, now: Date = new Date()): ResourceMeta {
   if (input.parent !== undefined) parseUrn(input.parent);
-  const id = childUrn(input.parent, input.type, input.name);
+  const id = childUrn(input.parent, input.type, identityName(input.name, input.version));
   const hash = id.slice(id.lastIndexOf('.') + 1);
   return {
     id,
@@ -35,6 +46,7 @@ export function withMeta(input: MetaInput, now: Date = new Date()): ResourceMeta
     type: input.type,
     ...(input.parent !== undefined ? { parent: input.parent } : {}),
     hash,
+    ...(input.version !== undefined ? { version: input.version } : {}),
     purpose: input.purpose ?? '',
     instructions: input.instructions ?? '',
     applicability: input.applicability ?? '',
@@ -64,7 +76,7 @@ export function toDescription(meta: Description): string {
  * @throws ValidationError when stored JSON claims an identity its URN does not have.
  */
 export function assertMetaConsistent(meta: ResourceMeta): void {
-  const expected = childUrn(meta.parent, meta.type, meta.name);
+  const expected = childUrn(meta.parent, meta.type, identityName(meta.name, meta.version));
   if (expected !== meta.id || !expected.endsWith(`.${meta.hash}`)) {
     throw new ValidationError(`meta of ${meta.id} does not match its URN (expected ${expected})`);
   }

@@ -22,6 +22,16 @@ export const ResourceMetaSchema = z.strictObject({
   /** Parent URN; absent for root resources. */
   parent: UrnSchema.optional(),
   hash: z.string().regex(/^[0-9a-f]{16}$/),
+  /**
+   * Content version of a catalog definition (shared/catalog/catalog.ts `contentVersion`: 16 hex of
+   * the SHA-256 of its definition file). Part of the identity with parent, type and name
+   * (shared/resources/meta.ts `identityName`), so an edited Assistant or Tool is a new resource
+   * under a new URN, never an overwrite of the old one (DESIGN.md principle 1).
+   */
+  version: z
+    .string()
+    .regex(/^[0-9a-f]{16}$/)
+    .optional(),
   /** What the resource is meant to accomplish. */
   purpose: z.string().default(''),
   /** How to execute or work with the resource. */

@@ -209,6 +209,8 @@ describe('replyStep decisions', () => {
       slackBotToken: async () => 'xoxb-t',
       slackSigningSecret: async () => 's',
       teamsSecret: async () => Buffer.alloc(1),
+      // The URL the webhook secret holds now (after a rotation, say).
+      teamsWebhookUrl: async () => 'https://example.org/rotated',
     },
     slack: {
       postMessage: async (_t: string, m: { channel: string }) => {
@@ -279,9 +281,14 @@ describe('replyStep decisions', () => {
     ['an HTTP conversation: nothing to push, clients poll', { kind: 'http' }, []],
     ['a CLI conversation', { kind: 'cli' }, []],
     [
-      'a Teams conversation: the webhook in its address',
+      'a Teams conversation: the URL its webhook secret holds at send time',
+      { kind: 'teams', address: { webhookSecret: 'teamsWebhookUrl', conversation: '19:a' } },
+      ['teams:https://example.org/rotated'],
+    ],
+    [
+      'a Teams conversation stored with a URL (before the reference): the secret, not the stored URL',
       { kind: 'teams', address: { webhook: 'https://example.org/hook' } },
-      ['teams:https://example.org/hook'],
+      ['teams:https://example.org/rotated'],
     ],
     [
       'a slash command: its response_url',
@@ -308,6 +315,14 @@ describe('replyStep decisions', () => {
   it('ignores task Messages that are not outputs without reading anything', async () => {
     const outcome = await run(childUrn(T, 'common.Message', 'turn-1'));
     expect(outcome).toMatchObject({ action: 'ignored', detail: 'not a task output' });
+  });
+
+  it('fails with a ValidationError when a Teams address references another secret', async () => {
+    const { answer } = await store('broken teams', {
+      kind: 'teams',
+      address: { webhookSecret: 'slackBotToken' },
+    });
+    await expect(run(answer.meta.id)).rejects.toBeInstanceOf(ValidationError);
   });
 
   it('fails with a ValidationError when a Slack conversation has no usable address', async () => {

@@ -1,8 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Message } from '../../shared/resources/schemas.js';
+import type { Conversation, Message } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { childUrn } from '../../shared/urn.js';
+import { childUrn, keyOf } from '../../shared/urn.js';
 import { PARTIAL_QUESTION, partialAnswerProblems, UNANSWERED_PART } from '../helpers/partial.js';
 import {
   type Captured,
@@ -15,6 +17,8 @@ import {
 
 /** The security token Teams shows when the outgoing webhook is created (base64). */
 const TOKEN = randomBytes(32).toString('base64');
+/** The Workflows URL's own signature (`sig=`): whoever holds the URL can post to the channel. */
+const SIG = randomBytes(24).toString('base64url');
 
 let server: TestServe;
 let teams: Receiver;
@@ -23,7 +27,7 @@ beforeAll(async () => {
   teams = await startReceiver();
   server = await startTestServe({
     CLD_TEAMS_SECRET: TOKEN,
-    CLD_TEAMS_WEBHOOK_URL: `${teams.url}/workflows/incoming/abc`,
+    CLD_TEAMS_WEBHOOK_URL: `${teams.url}/workflows/incoming/abc?api-version=1&sig=${SIG}`,
   });
 });
 
@@ -108,6 +112,35 @@ describe('Teams outgoing webhook over real HTTP against serve', () => {
     expect(card?.content.type).toBe('AdaptiveCard');
     expect(card?.content.body[0]?.text).toBe(answer.content);
     expect(answer.content.toLowerCase()).toContain('version');
+  });
+
+  it('keeps the webhook URL in its secret: no stored object holds it, the conversation holds a reference', async () => {
+    const conversationId = `19:${randomUUID()}@thread.tacv2;messageid=1700000000009`;
+    const body = activity('How do I turn on default encryption for a bucket?', conversationId);
+    await post(body, teamsAuthorization(TOKEN, body));
+    const [delivered] = await teams.waitFor((r) => String(JSON.stringify(r.fields)).includes('encryption'));
+    await server.served.runtime.bus.idle();
+    expect(delivered?.path).toBe('/workflows/incoming/abc');
+
+    // Every file the runtime stored: resources, projections, idempotency records, indexes.
+    const files = (await readdir(server.dataDir, { recursive: true, withFileTypes: true }))
+      .filter((entry) => entry.isFile())
+      .map((entry) => join(entry.parentPath, entry.name));
+    const conversation = childUrn(undefined, 'common.Conversation', `teams:${conversationId}`);
+    expect(files).toContain(join(server.dataDir, 'resources', keyOf(conversation)));
+    for (const file of files) {
+      const text = (await readFile(file)).toString('utf8');
+      expect(text.includes(SIG), file).toBe(false);
+      expect(text.includes('/workflows/incoming/abc'), file).toBe(false);
+    }
+    const stored = (await server.served.runtime.deps.resources.get(
+      SYSTEM_ACTOR,
+      conversation,
+    )) as Conversation;
+    expect(stored.channel.address).toEqual({
+      webhookSecret: 'teamsWebhookUrl',
+      conversation: conversationId,
+    });
   });
 
   it('stores nothing new and delivers once when Teams redelivers the same activity', async () => {

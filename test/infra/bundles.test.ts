@@ -419,7 +419,7 @@ describe('channel bundles in plain Node', () => {
     expect((await invoke('slack', forged, dataDir, env)).result?.statusCode).toBe(401);
   });
 
-  it('teams: acknowledges a signed message and stores it with the webhook from config', async () => {
+  it('teams: acknowledges a signed message and stores it with a reference to the webhook secret, never the URL', async () => {
     const dataDir = mkdtempSync(join(work, 'data-'));
     const activity = JSON.stringify({
       type: 'message',
@@ -440,10 +440,15 @@ describe('channel bundles in plain Node', () => {
     const storage = new FilesystemStorage(join(dataDir, 'resources'));
     const keys = await storage.findByPrefix('cld/common.Conversation.');
     expect(keys).toHaveLength(2);
-    const conversation = JSON.parse(
-      (await storage.get(keys.find((k) => k.endsWith('_Conversation.json')) as string)).toString('utf8'),
-    ) as { channel: { address: { webhook: string } } };
-    expect(conversation.channel.address.webhook).toBe('https://example.webhook.office.com/webhookb2/abc');
+    const stored = (await storage.get(keys.find((k) => k.endsWith('_Conversation.json')) as string)).toString(
+      'utf8',
+    );
+    const conversation = JSON.parse(stored) as { channel: { address: Record<string, string> } };
+    expect(conversation.channel.address).toEqual({
+      webhookSecret: 'teamsWebhookUrl',
+      conversation: '19:abc@thread.tacv2;messageid=1710000000001',
+    });
+    expect(stored).not.toContain('webhookb2');
   });
 
   it('reply: posts a final answer to the Slack thread once, though its event arrives twice', async () => {

@@ -46,15 +46,19 @@ const EXISTING_BOT_TOKEN = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret
 let api: Synthesized;
 let webhooks: Synthesized;
 
+/** Two synths on a loaded 2-core machine (about 50 s each): room for both. */
+const SYNTH_TIMEOUT_MS = 360_000;
+
 beforeAll(() => {
   api = synthesize({ context: API_CONTEXT });
   webhooks = synthesize({
     context: {
       'cld:secretArns': JSON.stringify({ slackBotToken: EXISTING_BOT_TOKEN }),
       'cld:apiThrottle': '{"rateLimit":5,"burstLimit":10}',
+      'cld:webhookThrottle': '{"rateLimit":3,"burstLimit":6}',
     },
   });
-});
+}, SYNTH_TIMEOUT_MS);
 
 /** The logical id of a function of the table (by its `CLD_FUNCTION` variable). */
 function functionId(json: TemplateJson, name: string): string {
@@ -290,6 +294,36 @@ describe('without a JWT issuer', () => {
       ThrottlingBurstLimit: 10,
     });
   });
+
+  it.each([
+    [
+      'the default (10 req/s, burst 20)',
+      () => api.json,
+      { ThrottlingRateLimit: 10, ThrottlingBurstLimit: 20 },
+    ],
+    ['cld:webhookThrottle', () => webhooks.json, { ThrottlingRateLimit: 3, ThrottlingBurstLimit: 6 }],
+  ])('gives each webhook route its own throttle from %s, and the console and conversation routes none', (_label, json, throttle) => {
+    const template = json();
+    const stage = resourcesOfType(template, 'AWS::ApiGatewayV2::Stage')[0] as string;
+    const settings = template.Resources[stage]?.Properties?.RouteSettings as Record<string, unknown>;
+    const webhookKeys = API_ROUTES.filter((r) => r.function !== 'http').map((r) => `${r.method} ${r.path}`);
+    expect(webhookKeys).toEqual([
+      'POST /slack/events',
+      'POST /slack/commands',
+      'POST /slack/interactions',
+      'POST /teams/messages',
+    ]);
+    expect(Object.keys(settings).sort()).toEqual([...webhookKeys].sort());
+    for (const key of webhookKeys) expect(settings[key], key).toEqual(throttle);
+    // The stage waits for the routes its settings name (API Gateway refuses an unknown route key).
+    const routeIds = new Map(
+      resourcesOfType(template, 'AWS::ApiGatewayV2::Route').map(
+        (id) => [String(template.Resources[id]?.Properties?.RouteKey), id] as const,
+      ),
+    );
+    const dependsOn = [template.Resources[stage]?.DependsOn ?? []].flat();
+    for (const key of webhookKeys) expect(dependsOn, key).toContain(routeIds.get(key));
+  });
 });
 
 describe('channel secrets', () => {
@@ -319,7 +353,11 @@ describe('channel secrets', () => {
     expect(secrets.some((id) => id.startsWith('SlackBotToken'))).toBe(false);
     const statements = roleStatements(webhooks.json, roleOf(webhooks.json, 'reply'));
     const reads = statements.filter((s) => [s.Action].flat().includes('secretsmanager:GetSecretValue'));
-    expect(reads.map((s) => [s.Resource].flat().map(resolveValue))).toEqual([[EXISTING_BOT_TOKEN]]);
+    // The existing bot token and the created Teams webhook secret (reply posts to both channels).
+    const teamsWebhook = logicalId(webhooks.json, 'AWS::SecretsManager::Secret', 'TeamsWebhookUrl');
+    expect(reads.flatMap((s) => [s.Resource].flat().map(resolveValue)).sort()).toEqual(
+      [EXISTING_BOT_TOKEN, `<${teamsWebhook}>`].sort(),
+    );
     expect(envOf(webhooks.json, 'reply').CLD_SLACK_BOT_TOKEN_ARN).toBe(EXISTING_BOT_TOKEN);
     expect(webhooks.json.Outputs?.SlackBotTokenSecretArn?.Value).toBe(EXISTING_BOT_TOKEN);
     for (const name of ['slack', 'teams', 'http']) {

@@ -36,6 +36,7 @@ describe('resolveConfig', () => {
       allowedOrigins: [],
       jwtAudience: [],
       apiThrottle: { rateLimit: 25, burstLimit: 50 },
+      webhookThrottle: { rateLimit: 10, burstLimit: 20 },
       secretArns: {},
       reservedConcurrency: {},
       retryAttempts: 2,
@@ -81,6 +82,7 @@ describe('resolveConfig', () => {
       'cld:jwtIssuer': 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Ab12Cd34E',
       'cld:jwtAudience': '3n4b5urk1ft4fl3mg5e62d9ado, 7kq1example0client',
       'cld:apiThrottle': '{"rateLimit":2.5,"burstLimit":5}',
+      'cld:webhookThrottle': '{"rateLimit":4,"burstLimit":8}',
       'cld:secretArns':
         '{"slackBotToken":"arn:aws:secretsmanager:eu-west-1:111122223333:secret:cld/bot-Ab12Cd"}',
     });
@@ -88,6 +90,7 @@ describe('resolveConfig', () => {
       jwtIssuer: 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Ab12Cd34E',
       jwtAudience: ['3n4b5urk1ft4fl3mg5e62d9ado', '7kq1example0client'],
       apiThrottle: { rateLimit: 2.5, burstLimit: 5 },
+      webhookThrottle: { rateLimit: 4, burstLimit: 8 },
       secretArns: { slackBotToken: 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:cld/bot-Ab12Cd' },
       stage: 'prod',
       limits: { maxDepth: 3, maxTurns: 4 },
@@ -128,6 +131,8 @@ describe('resolveConfig', () => {
     [{ 'cld:jwtAudience': 'client-1' }, 'cld:jwtIssuer', /required with cld:jwtAudience/],
     [{ 'cld:apiThrottle': '{"rateLimit":0,"burstLimit":5}' }, 'cld:apiThrottle.rateLimit', />0/],
     [{ 'cld:apiThrottle': { rateLimit: 5 } }, 'cld:apiThrottle.burstLimit', /number/],
+    [{ 'cld:webhookThrottle': '{"rateLimit":-1,"burstLimit":5}' }, 'cld:webhookThrottle.rateLimit', />0/],
+    [{ 'cld:webhookThrottle': '{"rateLimit":5,"burstLimit":5,"x":1}' }, 'cld:webhookThrottle', /x/],
     [
       { 'cld:secretArns': { slackBotToken: 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:cld/bot' } },
       'cld:secretArns.slackBotToken',

@@ -1,6 +1,10 @@
+import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { policyBundle } from '../../infra/lib/bundling.js';
+import { CatalogSeed } from '../../infra/lib/catalog-seed.js';
 import {
   catalogKeys,
   FUNCTIONS,
@@ -13,7 +17,12 @@ import { MAX_RULE_COMPLEXITY, patternComplexity } from '../../infra/lib/rule-com
 import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from '../../infra/lib/secrets.js';
 import { rulesOfRoute } from '../../infra/lib/stack.js';
 import { ASYNC_EVENT_AGE_ALARM_SECONDS, POLICY_BUNDLE_WARNING } from '../../infra/lib/step-function.js';
-import { catalogObjects } from '../../shared/catalog/catalog.js';
+import {
+  CATALOG_FILES,
+  type CatalogFiles,
+  type CatalogObject,
+  catalogObjects,
+} from '../../shared/catalog/catalog.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { EventPattern } from '../../shared/events/pattern.js';
 import { routingTable } from '../../shared/events/routing.js';
@@ -34,6 +43,7 @@ import {
   type Statement,
   type Synthesized,
   synthesize,
+  type TemplateJson,
 } from './helpers.js';
 
 /**
@@ -646,10 +656,10 @@ describe('least privilege', () => {
     plan: [],
     assistant: [],
     tool: [],
-    reply: ['slackBotToken'],
+    reply: ['slackBotToken', 'teamsWebhookUrl'],
     http: [],
     slack: ['slackSigningSecret'],
-    teams: ['teamsSecurityToken', 'teamsWebhookUrl'],
+    teams: ['teamsSecurityToken'],
     deadletter: [],
     sweeper: [],
   };
@@ -764,6 +774,70 @@ describe('catalog seed (at deploy; no function writes the catalog)', () => {
     expect(dev.json.Resources[seed]?.DependsOn).toEqual(
       expect.arrayContaining([expect.stringMatching(/^CatalogSeedRoleDefaultPolicy/)]),
     );
+  });
+});
+
+describe('catalog seed after an edit (versioned by content)', () => {
+  /** The seed alone, in a stack of its own with a bucket (no bundling: a quick synth). */
+  function seedTemplate(files: CatalogFiles): TemplateJson {
+    const app = new App();
+    const stack = new Stack(app, 'Seed');
+    new CatalogSeed(stack, 'CatalogSeed', {
+      bucket: new Bucket(stack, 'Bucket'),
+      logRetention: RetentionDays.ONE_WEEK,
+      removalPolicy: RemovalPolicy.DESTROY,
+      objects: catalogObjects(files),
+    });
+    return app.synth().getStackArtifact(stack.artifactId).template as TemplateJson;
+  }
+
+  function createsOf(json: TemplateJson): Map<string, Record<string, unknown>> {
+    return new Map(
+      resourcesOfType(json, 'Custom::CldCatalogObject').map((id) => {
+        const props = json.Resources[id]?.Properties as Record<string, unknown>;
+        return [id, JSON.parse(resolveValue(props.Create)) as Record<string, unknown>] as const;
+      }),
+    );
+  }
+
+  it("updates the edited definition's custom resource to put a new key, create-only, and changes no other", () => {
+    const edited: CatalogFiles = {
+      ...CATALOG_FILES,
+      tools: CATALOG_FILES.tools.map((file) =>
+        (file as { name: string }).name === 'search'
+          ? { ...(file as object), description: 'Edited: search the ingested corpus.' }
+          : file,
+      ),
+    };
+    const before = createsOf(seedTemplate(CATALOG_FILES));
+    const after = createsOf(seedTemplate(edited));
+    const changedObject = catalogObjects(edited).find((o) => o.name === 'search') as CatalogObject;
+    const previousKey = catalogObjects().find((o) => o.name === 'search')?.key;
+
+    // Same logical ids (type and name): CloudFormation updates the resource, it does not replace the catalog.
+    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+    const changed = [...after].filter(
+      ([id, create]) => JSON.stringify(create) !== JSON.stringify(before.get(id)),
+    );
+    expect(changed.map(([id]) => id)).toEqual([expect.stringMatching(/^CatalogSeedToolsearch/)]);
+    const [, put] = changed[0] as [string, Record<string, unknown>];
+    const parameters = put.parameters as Record<string, string>;
+    expect(parameters.Key).toBe(changedObject.key);
+    expect(parameters.Key).not.toBe(previousKey);
+    expect(JSON.parse(parameters.Body as string).function.description).toBe(
+      'Edited: search the ingested corpus.',
+    );
+    expect(parameters.IfNoneMatch).toBe('*');
+    // A new physical id: CloudFormation's delete of the old one does nothing, so the old version stays.
+    expect(put.physicalResourceId).toEqual({ id: changedObject.key });
+  });
+
+  it('updates every function after the catalog its bundle names is stored', () => {
+    const seeds = resourcesOfType(dev.json, 'Custom::CldCatalogObject');
+    for (const name of NAMES) {
+      const dependsOn = [dev.json.Resources[ids(name).fn]?.DependsOn ?? []].flat();
+      expect(dependsOn, name).toEqual(expect.arrayContaining(seeds));
+    }
   });
 });
 
