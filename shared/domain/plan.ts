@@ -76,6 +76,7 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
 
   const assistants = deps.catalog.assistants.map((a) => `- ${a.meta.name}: ${a.meta.purpose}`).join('\n');
   const request: ConverseRequest = {
+    step: 'plan',
     system: [{ text: `${PLANNER}\n\nAvailable assistants:\n${assistants}` }],
     messages: [{ role: 'user', content: [{ text: message.content }] }],
     toolConfig: { tools: [{ toolSpec: CREATE_PLAN_SPEC }], toolChoice: { tool: { name: CREATE_PLAN } } },
