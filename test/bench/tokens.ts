@@ -15,7 +15,7 @@
  * 1,000 questions.
  *
  * Options: `--model <id>` (default `CLD_MODEL_ID`, else `us.anthropic.claude-haiku-4-5-20251001-v1:0`),
- * `--data-dir <dir>` (default a fresh temporary directory), `--json <file>`.
+ * `--data-dir <dir>` (default a fresh temporary directory), `--json <file>`, `--verbose` (every call).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -91,6 +91,7 @@ async function main(): Promise<void> {
       model: { type: 'string' },
       'data-dir': { type: 'string' },
       json: { type: 'string' },
+      verbose: { type: 'boolean', default: false },
     },
   });
   const modelId = values.model ?? process.env.CLD_MODEL_ID ?? 'us.anthropic.claude-haiku-4-5-20251001-v1:0';
@@ -137,6 +138,7 @@ async function main(): Promise<void> {
             `the quick-start question failed (${mode}, ${run}): ${answer?.error?.message ?? 'no answer'}`,
           );
         bills.push(sum(stub.calls.slice(before), mode, run, modelId));
+        if (values.verbose) for (const call of stub.calls.slice(before)) console.log(describeCall(mode, run, call));
       }
     }
   } finally {
@@ -146,6 +148,13 @@ async function main(): Promise<void> {
   }
   report(modelId, bills);
   if (values.json) writeFileSync(values.json, `${JSON.stringify({ modelId, bills }, null, 2)}\n`);
+}
+
+/** One call: its first tool, messages, prompt tokens, the prefix before each checkpoint, usage. */
+function describeCall(mode: string, run: string, call: BilledCall): string {
+  const body = call.body as { toolConfig?: { tools?: { toolSpec?: { name: string } }[] }; messages?: unknown[] };
+  const tool = body.toolConfig?.tools?.[0]?.toolSpec?.name ?? '-';
+  return `${mode} ${run}: ${tool}, ${body.messages?.length ?? 0} messages, prompt ${call.promptTokens} tokens, checkpoints at [${call.prefixTokens.join(', ')}], usage ${JSON.stringify(call.usage)}`;
 }
 
 function report(modelId: string, bills: readonly QuestionBill[]): void {

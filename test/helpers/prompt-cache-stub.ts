@@ -46,6 +46,10 @@ export interface BilledCall {
   body: Record<string, unknown>;
   /** Checkpoints the request carried. */
   checkpoints: number;
+  /** Tokens of the prefix before each checkpoint, in order. */
+  prefixTokens: number[];
+  /** Tokens of the whole prompt (input + cache read + cache write). */
+  promptTokens: number;
   usage: BedrockUsage;
 }
 
@@ -184,7 +188,13 @@ export async function startPromptCacheStub(options: PromptCacheStubOptions): Pro
       writtenTo = Math.max(writtenTo, b);
     }
     const write = (tokensAt[writtenTo] as number) - read;
-    return { total, read, write, checkpoints: checkpoints.length };
+    return {
+      total,
+      read,
+      write,
+      checkpoints: checkpoints.length,
+      prefixTokens: checkpoints.map((b) => tokensAt[b] as number),
+    };
   };
 
   const server = createServer((req, res) => {
@@ -219,7 +229,14 @@ export async function startPromptCacheStub(options: PromptCacheStubOptions): Pro
               ? { cacheReadInputTokens: billed.read, cacheWriteInputTokens: billed.write }
               : {}),
           };
-          calls.push({ modelId, body, checkpoints: billed.checkpoints, usage });
+          calls.push({
+            modelId,
+            body,
+            checkpoints: billed.checkpoints,
+            prefixTokens: billed.prefixTokens,
+            promptTokens: billed.total,
+            usage,
+          });
           reply(
             200,
             {},
