@@ -77,7 +77,9 @@ function assistantRequest(systemWords: number, messages: ConverseMessage[]): Con
   };
 }
 
-const FIRST_TURN = (task: string): ConverseMessage[] => [{ role: 'user', content: [{ text: `## Task\n${task}` }] }];
+const FIRST_TURN = (task: string): ConverseMessage[] => [
+  { role: 'user', content: [{ text: `## Task\n${task}` }] },
+];
 const SECOND_TURN = (task: string): ConverseMessage[] => [
   ...FIRST_TURN(task),
   { role: 'assistant', content: [{ toolUse: { toolUseId: 't1', name: 'search', input: { query: task } } }] },
@@ -152,7 +154,9 @@ describe('cache hits as Bedrock bills them', () => {
     expect(second.usage.cacheWriteInputTokens).toBeGreaterThan(0);
     const prompt = stub.calls[1]?.promptTokens as number;
     expect(
-      second.usage.inputTokens + (second.usage.cacheReadInputTokens ?? 0) + (second.usage.cacheWriteInputTokens ?? 0),
+      second.usage.inputTokens +
+        (second.usage.cacheReadInputTokens ?? 0) +
+        (second.usage.cacheWriteInputTokens ?? 0),
     ).toBe(prompt);
     expect(billedEquivalentInput(second.usage)).toBeLessThan(prompt / 2);
   });
@@ -234,7 +238,11 @@ describe('per-step models', () => {
 
   it('reads CLD_MODELS and CLD_MODEL_ID_<STEP>, the single variable winning', () => {
     expect(
-      stepModelsOf({ CLD_MODELS: '{"plan":"a","judge":"b"}', CLD_MODEL_ID_JUDGE: 'c', CLD_MODEL_ID_ANSWER: 'd' }),
+      stepModelsOf({
+        CLD_MODELS: '{"plan":"a","judge":"b"}',
+        CLD_MODEL_ID_JUDGE: 'c',
+        CLD_MODEL_ID_ANSWER: 'd',
+      }),
     ).toEqual({ plan: 'a', judge: 'c', answer: 'd' });
     expect(modelConfigOf({ CLD_MODEL_ID: HAIKU_45, CLD_MODEL_ID_PLAN: SONNET_45 })).toEqual({
       provider: 'bedrock',
