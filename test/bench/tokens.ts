@@ -138,7 +138,8 @@ async function main(): Promise<void> {
             `the quick-start question failed (${mode}, ${run}): ${answer?.error?.message ?? 'no answer'}`,
           );
         bills.push(sum(stub.calls.slice(before), mode, run, modelId));
-        if (values.verbose) for (const call of stub.calls.slice(before)) console.log(describeCall(mode, run, call));
+        if (values.verbose)
+          for (const call of stub.calls.slice(before)) console.log(describeCall(mode, run, call));
       }
     }
   } finally {
@@ -152,7 +153,10 @@ async function main(): Promise<void> {
 
 /** One call: its first tool, messages, prompt tokens, the prefix before each checkpoint, usage. */
 function describeCall(mode: string, run: string, call: BilledCall): string {
-  const body = call.body as { toolConfig?: { tools?: { toolSpec?: { name: string } }[] }; messages?: unknown[] };
+  const body = call.body as {
+    toolConfig?: { tools?: { toolSpec?: { name: string } }[] };
+    messages?: unknown[];
+  };
   const tool = body.toolConfig?.tools?.[0]?.toolSpec?.name ?? '-';
   return `${mode} ${run}: ${tool}, ${body.messages?.length ?? 0} messages, prompt ${call.promptTokens} tokens, checkpoints at [${call.prefixTokens.join(', ')}], usage ${JSON.stringify(call.usage)}`;
 }
