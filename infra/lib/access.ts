@@ -266,9 +266,10 @@ function profileOf(profileId: string): Extract<ModelTarget, { kind: 'inference-p
  * may route to (`arn:…:bedrock:*::foundation-model/<model>`), usable only through that profile
  * (condition `bedrock:InferenceProfileArn`), as Bedrock's cross-Region inference requires. An
  * application inference profile: its ARN and, through it only, the foundation models it wraps.
- * `offline`: no statement.
+ * `offline`: no statement. `sidSuffix` keeps the statement ids unique when a role may invoke
+ * several models (a model per step, `cld:models`).
  */
-export function bedrockStatements(scope: IConstruct, modelId: string): PolicyStatement[] {
+export function bedrockStatements(scope: IConstruct, modelId: string, sidSuffix = ''): PolicyStatement[] {
   const target = modelTarget(modelId);
   const partition = Aws.PARTITION;
   const stack = Stack.of(scope);
@@ -278,7 +279,7 @@ export function bedrockStatements(scope: IConstruct, modelId: string): PolicySta
     case 'foundation-model':
       return [
         new PolicyStatement({
-          sid: 'InvokeFoundationModel',
+          sid: `InvokeFoundationModel${sidSuffix}`,
           actions: ['bedrock:InvokeModel'],
           resources: [
             target.arn ?? `arn:${partition}:bedrock:${stack.region}::foundation-model/${target.modelId}`,
@@ -291,12 +292,12 @@ export function bedrockStatements(scope: IConstruct, modelId: string): PolicySta
         `arn:${partition}:bedrock:${stack.region}:${stack.account}:inference-profile/${target.profileId}`;
       return [
         new PolicyStatement({
-          sid: 'InvokeInferenceProfile',
+          sid: `InvokeInferenceProfile${sidSuffix}`,
           actions: ['bedrock:InvokeModel'],
           resources: [profileArn],
         }),
         new PolicyStatement({
-          sid: 'InvokeProfileModelInAnyRegion',
+          sid: `InvokeProfileModelInAnyRegion${sidSuffix}`,
           effect: Effect.ALLOW,
           actions: ['bedrock:InvokeModel'],
           resources: [`arn:${partition}:bedrock:*::foundation-model/${target.modelId}`],
@@ -307,12 +308,12 @@ export function bedrockStatements(scope: IConstruct, modelId: string): PolicySta
     case 'application-inference-profile':
       return [
         new PolicyStatement({
-          sid: 'InvokeApplicationInferenceProfile',
+          sid: `InvokeApplicationInferenceProfile${sidSuffix}`,
           actions: ['bedrock:InvokeModel'],
           resources: [target.arn],
         }),
         new PolicyStatement({
-          sid: 'InvokeProfileModels',
+          sid: `InvokeProfileModels${sidSuffix}`,
           actions: ['bedrock:InvokeModel'],
           resources: [`arn:${partition}:bedrock:*::foundation-model/*`],
           conditions: { StringEquals: { 'bedrock:InferenceProfileArn': target.arn } },

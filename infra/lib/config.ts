@@ -16,6 +16,7 @@ import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from './secrets.js';
  * |---|---|---|
  * | `cld:stage` | `[a-z][a-z0-9-]{0,19}`; `prod` retains data on delete | `dev` |
  * | `cld:modelId` | Bedrock model id, inference-profile id or ARN, or `offline` | required (cdk.json sets one) |
+ * | `cld:models` | a model per step as JSON, `{"plan","assistant","answer","judge"}` (shared/llm/steps.ts), each a Bedrock model id, inference-profile id or ARN; the functions that call the model may invoke each (→ `CLD_MODELS`) | `{}` (`cld:modelId` for every step) |
  * | `cld:limits` | partial `Limits` (shared/domain/limits.ts) as JSON | `{}` (the defaults) |
  * | `cld:allowedOrigins` | HTTPS origins for the HTTP API's CORS; `[]` → no CORS (no browser calls) | `[]` |
  * | `cld:jwtIssuer` | the JWT authorizer's issuer (`iss`), an HTTPS URL, e.g. `https://cognito-idp.<region>.amazonaws.com/<pool id>` | none → no user routes (webhooks only) |
@@ -97,6 +98,19 @@ const Throttle = z.strictObject({
   burstLimit: z.number().int().min(0).max(5_000),
 });
 
+/** A step's model (`cld:models`): a Bedrock model reference, not `offline`. */
+const StepModelIdSchema = ModelIdSchema.refine(
+  (value) => value !== OFFLINE_MODEL,
+  '"offline" is for cld:modelId only: give a Bedrock model or inference-profile id',
+);
+
+/** The models of `config.models` other than `config.modelId`, each once, in step order. */
+export function stepModelIds(config: Pick<StackConfig, 'modelId' | 'models'>): string[] {
+  return [
+    ...new Set(Object.values(config.models).filter((id): id is string => !!id && id !== config.modelId)),
+  ];
+}
+
 /** Schema of the resolved config. */
 export const StackConfigSchema = z
   .strictObject({
@@ -104,6 +118,13 @@ export const StackConfigSchema = z
       .string()
       .regex(/^[a-z][a-z0-9-]{0,19}$/, 'lower-case letters, digits and "-", starting with a letter, ≤ 20'),
     modelId: ModelIdSchema,
+    /** A model per step (shared/llm/steps.ts); a step left out uses `modelId`. */
+    models: z.strictObject({
+      plan: StepModelIdSchema.optional(),
+      assistant: StepModelIdSchema.optional(),
+      answer: StepModelIdSchema.optional(),
+      judge: StepModelIdSchema.optional(),
+    }),
     /** Only the limits given (validated against the full schema); `{}` → the code's defaults. */
     limits: z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
       const parsed = LimitsSchema.safeParse(value);
@@ -245,6 +266,7 @@ export const CONFIG_DEFAULTS = {
   jwtAudience: [],
   apiThrottle: { rateLimit: 25, burstLimit: 50 },
   webhookThrottle: { rateLimit: 10, burstLimit: 20 },
+  models: {},
   secretArns: {},
   reservedConcurrency: {},
   retryAttempts: 2,
@@ -259,6 +281,7 @@ export const CONFIG_DEFAULTS = {
 export const CONTEXT_KEYS: Record<keyof StackConfig, string> = {
   stage: 'cld:stage',
   modelId: 'cld:modelId',
+  models: 'cld:models',
   limits: 'cld:limits',
   allowedOrigins: 'cld:allowedOrigins',
   jwtIssuer: 'cld:jwtIssuer',
@@ -281,6 +304,7 @@ export const CONTEXT_KEYS: Record<keyof StackConfig, string> = {
 
 /** Fields whose context value may be JSON text (objects, arrays, numbers given with `-c`). */
 const JSON_FIELDS = new Set<keyof StackConfig>([
+  'models',
   'limits',
   'allowedOrigins',
   'jwtAudience',

@@ -31,7 +31,7 @@ import {
   PROJECT_ROOT,
   policyBundle,
 } from './bundling.js';
-import { consoleAuthOf, OFFLINE_MODEL, type StackConfig } from './config.js';
+import { consoleAuthOf, OFFLINE_MODEL, type StackConfig, stepModelIds } from './config.js';
 import { DEAD_LETTER_CONSUMPTION, type FunctionSpec, KEY_PATTERN_REASONS } from './functions.js';
 import type { ChannelSecretName } from './secrets.js';
 
@@ -236,6 +236,11 @@ export class StepFunction extends Construct {
     if (spec.model && config.modelId !== OFFLINE_MODEL) {
       for (const statement of bedrockStatements(this, config.modelId)) this.role.addToPolicy(statement);
       environment.CLD_MODEL_ID = config.modelId;
+      // A model per step (cld:models): each may be invoked, and the runtime routes each step to its own.
+      stepModelIds(config).forEach((id, i) => {
+        for (const statement of bedrockStatements(this, id, `Step${i + 1}`)) this.role.addToPolicy(statement);
+      });
+      if (Object.keys(config.models).length > 0) environment.CLD_MODELS = JSON.stringify(config.models);
     }
 
     if (spec.console) {
@@ -511,7 +516,8 @@ export class StepFunction extends Construct {
       Validations.of(this.role).acknowledge({ id: objectPatternFinding(bucket, pattern), reason });
     }
     if (spec.model && config.modelId !== OFFLINE_MODEL) {
-      for (const finding of bedrockFindings(config.modelId)) Validations.of(this.role).acknowledge(finding);
+      for (const id of [config.modelId, ...stepModelIds(config)])
+        for (const finding of bedrockFindings(id)) Validations.of(this.role).acknowledge(finding);
     }
   }
 }

@@ -197,7 +197,11 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
   });
   let response: Awaited<ReturnType<Deps['model']['converse']>>;
   try {
-    response = await deps.model.converse(window.request);
+    // The first turn picks tools; a turn after tool results usually writes the answer.
+    response = await deps.model.converse({
+      ...window.request,
+      step: turns.length === 0 ? 'assistant' : 'answer',
+    });
   } catch (error) {
     if (error instanceof ModelError && !error.retryable) return fail(task, error, deps);
     throw error; // retryable: the invocation fails and the event is retried
@@ -359,6 +363,7 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   );
   if (overBudget) return fail(task, overBudget, deps);
   const response = await deps.model.converse({
+    step: 'judge',
     system: [
       {
         text: `You are the supervisor "${assistantOf(deps, task.assistant).meta.name}".\n\n${toDescription(assistantOf(deps, task.assistant).meta)}`,

@@ -1,7 +1,7 @@
 import { LimitExceededError, ModelError, toErrorInfo, ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';
-import type { ContentBlock, ConverseMessage, ConverseRequest } from '../llm/port.js';
+import type { ContentBlock, ConverseMessage, ConverseRequest, ConverseResponse } from '../llm/port.js';
 import { budgetExceeded, charge, modelCharge, readBudget } from '../projections/budget.js';
 import { countedOutputs, countOutput } from '../projections/counters.js';
 import { withMeta } from '../resources/meta.js';
@@ -69,6 +69,7 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
 
   const assistants = deps.catalog.assistants.map((a) => `- ${a.meta.name}: ${a.meta.purpose}`).join('\n');
   const request: ConverseRequest = {
+    step: 'plan',
     system: [{ text: `${PLANNER}\n\nAvailable assistants:\n${assistants}` }],
     messages: [{ role: 'user', content: [{ text: message.content }] }],
     toolConfig: { tools: [{ toolSpec: CREATE_PLAN_SPEC }], toolChoice: { tool: { name: CREATE_PLAN } } },
@@ -76,7 +77,7 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
 
   let payload: PlanPayload | undefined;
   let failure: unknown;
-  let usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+  let usage: ConverseResponse['usage'] = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
   // One model call; a reply that is not a valid plan gets one correction with the error.
   for (let attempt = 1; attempt <= 2 && !payload; attempt++) {
     let response: Awaited<ReturnType<typeof deps.model.converse>>;
@@ -254,13 +255,15 @@ export function messageTooLong(chars: number, more = false): LimitExceededError 
   );
 }
 
-function addUsage(
-  a: { inputTokens: number; outputTokens: number; totalTokens: number },
-  b: { inputTokens: number; outputTokens: number; totalTokens: number },
-) {
-  return {
+/** The sum of two usages; a cache count is kept where either reports one. */
+function addUsage(a: ConverseResponse['usage'], b: ConverseResponse['usage']): ConverseResponse['usage'] {
+  const sum: ConverseResponse['usage'] = {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
     totalTokens: a.totalTokens + b.totalTokens,
   };
+  for (const key of ['cacheReadInputTokens', 'cacheWriteInputTokens'] as const) {
+    if (a[key] !== undefined || b[key] !== undefined) sum[key] = (a[key] ?? 0) + (b[key] ?? 0);
+  }
+  return sum;
 }

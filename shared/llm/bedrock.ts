@@ -35,6 +35,8 @@ import type {
   ToolConfig,
   ToolResultContent,
 } from './port.js';
+import { promptCacheSupport, withCachePoints } from './prompt-cache.js';
+import { modelIdOf, type StepModels } from './steps.js';
 
 /** Attempts per call (first try included) when nothing else is configured; the SDK's own default. */
 export const DEFAULT_MAX_ATTEMPTS = 3;
@@ -137,6 +139,13 @@ export interface BedrockChatModelOptions {
    * same value to {@link createBedrockClient}). Default: the client's resolved `maxAttempts`.
    */
   maxAttempts?: number;
+  /** A model id per step (shared/llm/steps.ts); a request's own `modelId` wins, then its step's. */
+  stepModels?: StepModels;
+  /**
+   * Converse `cachePoint` blocks (shared/llm/prompt-cache.ts): `auto` (default) adds them for
+   * models that support prompt caching, `off` never.
+   */
+  promptCache?: 'auto' | 'off';
 }
 
 /**
@@ -165,6 +174,8 @@ export class BedrockChatModel implements ChatModel {
   readonly #client: BedrockRuntimeClient;
   readonly #modelId: string;
   readonly #maxAttempts: number | undefined;
+  readonly #stepModels: StepModels;
+  readonly #promptCache: 'auto' | 'off';
 
   /** @throws ConfigError when `modelId` is empty or `maxAttempts` is not an integer ≥ 1. */
   constructor(options: BedrockChatModelOptions) {
@@ -177,19 +188,26 @@ export class BedrockChatModel implements ChatModel {
     this.#client = options.client;
     this.#modelId = options.modelId;
     this.#maxAttempts = options.maxAttempts;
+    this.#stepModels = { ...options.stepModels };
+    this.#promptCache = options.promptCache ?? 'auto';
     this.name = `bedrock:${options.modelId}`;
   }
 
   /**
-   * One `Converse` call (the SDK retries throttling and transient failures inside it).
+   * One `Converse` call (the SDK retries throttling and transient failures inside it), to the
+   * request's `modelId`, else its step's model, else the default; with `cachePoint` blocks after
+   * the tools, the system prompt and the stable part of the history where the model supports
+   * prompt caching (shared/llm/prompt-cache.ts).
    * @returns the validated response; `metrics.latencyMs` as reported by the service.
    * @throws ModelError see the class docs for which failures are retryable.
    */
   async converse(request: ConverseRequest): Promise<ConverseResponse> {
-    const modelId = request.modelId ?? this.#modelId;
+    const modelId = modelIdOf(request, this.#modelId, this.#stepModels);
+    const cache = this.#promptCache === 'auto' ? promptCacheSupport(modelId) : undefined;
+    const input = toConverseInput(modelId, request);
     let output: ConverseCommandOutput;
     try {
-      output = await this.#client.send(new ConverseCommand(toConverseInput(modelId, request)));
+      output = await this.#client.send(new ConverseCommand(cache ? withCachePoints(input, cache) : input));
     } catch (error) {
       throw toModelError(error, modelId, this.#maxAttempts ?? (await this.#resolvedMaxAttempts()));
     }
@@ -355,7 +373,13 @@ const ConverseOutputSchema = z.object({
     'guardrail_intervened',
     'content_filtered',
   ]),
-  usage: z.object({ inputTokens: tokenCount, outputTokens: tokenCount, totalTokens: tokenCount }),
+  usage: z.object({
+    inputTokens: tokenCount,
+    outputTokens: tokenCount,
+    totalTokens: tokenCount,
+    cacheReadInputTokens: tokenCount.optional(),
+    cacheWriteInputTokens: tokenCount.optional(),
+  }),
   metrics: z.object({ latencyMs: z.number().nonnegative() }).optional(),
 });
 
@@ -384,6 +408,12 @@ function parseConverseOutput(output: ConverseCommandOutput, modelId: string): Co
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
       totalTokens: usage.totalTokens,
+      ...(usage.cacheReadInputTokens === undefined
+        ? {}
+        : { cacheReadInputTokens: usage.cacheReadInputTokens }),
+      ...(usage.cacheWriteInputTokens === undefined
+        ? {}
+        : { cacheWriteInputTokens: usage.cacheWriteInputTokens }),
     },
     ...(metrics === undefined ? {} : { metrics: { latencyMs: metrics.latencyMs } }),
   };

@@ -38,6 +38,7 @@ import type {
   ToolConfig,
   ToolResultContent,
 } from './port.js';
+import { modelIdOf, type StepModels, StepModelsSchema } from './steps.js';
 
 /** Attempts per call (first try included) when nothing else is configured. */
 export const DEFAULT_OPENAI_MAX_ATTEMPTS = 3;
@@ -69,6 +70,8 @@ export interface OpenAIChatModelOptions {
   backoffMs?: number;
   /** The `fetch` to use; default the global one. */
   fetch?: typeof fetch;
+  /** A model name per step (shared/llm/steps.ts); a request's own `modelId` wins, then its step's. */
+  stepModels?: StepModels;
 }
 
 const OptionsSchema = z.object({
@@ -78,6 +81,7 @@ const OptionsSchema = z.object({
   maxAttempts: z.number().int().min(1).max(10).optional(),
   timeoutMs: z.number().int().min(1).optional(),
   backoffMs: z.number().int().min(0).optional(),
+  stepModels: StepModelsSchema.optional(),
 });
 
 /**
@@ -106,6 +110,7 @@ export class OpenAIChatModel implements ChatModel {
   readonly #timeoutMs: number;
   readonly #backoffMs: number;
   readonly #fetch: typeof fetch;
+  readonly #stepModels: StepModels;
 
   /** @throws ConfigError for a base URL that is not http(s), an empty model id, out-of-range numbers */
   constructor(options: OpenAIChatModelOptions) {
@@ -120,16 +125,18 @@ export class OpenAIChatModel implements ChatModel {
     this.#timeoutMs = parsed.data.timeoutMs ?? DEFAULT_OPENAI_TIMEOUT_MS;
     this.#backoffMs = parsed.data.backoffMs ?? DEFAULT_OPENAI_BACKOFF_MS;
     this.#fetch = fetchImpl ?? fetch;
+    this.#stepModels = { ...(parsed.data.stepModels as StepModels | undefined) };
     this.name = `openai:${parsed.data.modelId}`;
   }
 
   /**
-   * One chat completion, retried on 429, 5xx, timeouts and network failures.
+   * One chat completion (to the request's `modelId`, else its step's model, else the default),
+   * retried on 429, 5xx, timeouts and network failures.
    * @returns the reply as a Converse response; `metrics.latencyMs` = wall time of the last attempt
    * @throws ModelError see the class docs
    */
   async converse(request: ConverseRequest): Promise<ConverseResponse> {
-    const modelId = request.modelId ?? this.#modelId;
+    const modelId = modelIdOf(request, this.#modelId, this.#stepModels);
     const body = JSON.stringify(toChatRequest(modelId, request));
     let failure: AttemptFailure | undefined;
     for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {

@@ -38,9 +38,22 @@ export interface ToolConfig {
   toolChoice?: { auto: Record<string, never> } | { any: Record<string, never> } | { tool: { name: string } };
 }
 
-/** Converse request (model id comes from the adapter's config unless given). */
+/**
+ * The step of the system a model call serves, for the per-step model setting
+ * (shared/llm/steps.ts): `plan` (the planner's `create_plan`), `assistant` (an inner-loop turn
+ * before any tool result), `answer` (an inner-loop turn after tool results: usually the one that
+ * writes the answer), `judge` (the supervisor's `submit_verdict`).
+ */
+export type ModelStep = 'plan' | 'assistant' | 'answer' | 'judge';
+
+/**
+ * Converse request. The model id is the request's own `modelId`, else the adapter's model for
+ * `step` (its per-step setting), else the adapter's default.
+ */
 export interface ConverseRequest {
   modelId?: string;
+  /** Which step sends this request; selects that step's model where one is configured. */
+  step?: ModelStep;
   system?: { text: string }[];
   messages: ConverseMessage[];
   toolConfig?: ToolConfig;
@@ -60,7 +73,18 @@ export type StopReason =
 export interface ConverseResponse {
   output: { message: ConverseMessage };
   stopReason: StopReason;
-  usage: { inputTokens: number; outputTokens: number; totalTokens: number };
+  /**
+   * Tokens as the service bills them. With Bedrock prompt caching, `inputTokens` counts only the
+   * tokens neither read from nor written to the cache; `cacheReadInputTokens` and
+   * `cacheWriteInputTokens` (absent when the provider reports none) count the others.
+   */
+  usage: {
+    inputTokens: number;
+    outputTokens: number;
+    totalTokens: number;
+    cacheReadInputTokens?: number;
+    cacheWriteInputTokens?: number;
+  };
   /** Latency reported by the service, in milliseconds (0 offline). */
   metrics?: { latencyMs: number };
 }

@@ -79,11 +79,16 @@ export type ToolCall = z.infer<typeof ToolCallSchema>;
 /** Error info stored on failed outputs and tool results. */
 export const ErrorInfoSchema = z.strictObject({ code: z.string(), message: z.string() });
 
-/** Token usage of a model call (Bedrock Converse `usage`). */
+/**
+ * Token usage of a model call (Bedrock Converse `usage`); with prompt caching, `inputTokens` are
+ * the tokens neither read from nor written to the cache, the cache fields the others.
+ */
 export const UsageSchema = z.strictObject({
   inputTokens: z.number().int().nonnegative(),
   outputTokens: z.number().int().nonnegative(),
   totalTokens: z.number().int().nonnegative(),
+  cacheReadInputTokens: z.number().int().nonnegative().optional(),
+  cacheWriteInputTokens: z.number().int().nonnegative().optional(),
 });
 export type Usage = z.infer<typeof UsageSchema>;
 

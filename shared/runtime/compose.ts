@@ -286,6 +286,7 @@ export async function loadModel(env: Parameters<typeof modelConfigOf>[0]): Promi
     return new BedrockChatModel({
       client: createBedrockClient({ ...(config.region ? { region: config.region } : {}) }),
       modelId: config.modelId,
+      ...(config.stepModels ? { stepModels: config.stepModels } : {}),
     });
   }
   throw notUsed(BUNDLED_FUNCTION, 'the chat model');

@@ -32,6 +32,7 @@ describe('resolveConfig', () => {
     expect(config).toEqual({
       stage: 'dev',
       modelId: cdkJsonContext()['cld:modelId'],
+      models: {},
       limits: {},
       allowedOrigins: [],
       jwtAudience: [],
