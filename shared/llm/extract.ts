@@ -1,4 +1,4 @@
-import { identifierParts, termsOf } from '../search/terms.js';
+import { termsOf } from '../search/terms.js';
 
 /**
  * Extractive answers of the offline model (issue 11): deterministic plumbing, no canned text.
@@ -179,26 +179,14 @@ export function withoutRejected(question: string): string {
 /** A segment holding a term the question rules out counts this share of its score. */
 const REJECTED_WEIGHT = 0.25;
 
-/** Identifiers a question spells (`ecs.FargateService`, `eventBridgeEnabled`, `BLOCK_ALL`): as typed. */
-export function questionIdentifiers(question: string): string[] {
-  const found = question.match(
-    /[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z0-9]+[A-Z]\w*|\b[A-Z]+_[A-Z_]+\b/g,
-  );
-  return [...new Set(found ?? [])];
-}
-
-/** A hit that spells one of the question's identifiers counts this many times its rank weight. */
-const IDENTIFIER_BOOST = 1.5;
-
 /**
  * The offline answer to `question` from search hits (best first). Question terms are weighted
  * by how few hits contain them (1 + ln(hits / hits with the term)), so the subject that tells
  * neighbouring modules apart ("S3" in "send S3 events to EventBridge") counts more than the words
  * every hit shares. A hit's sentences and code count by its rank, by its coverage of the
- * question (heading trail and text, relative to the best-covering hit) and, when it spells an
- * identifier of the question ({@link questionIdentifiers}: the API a back-reference resolved to),
- * {@link IDENTIFIER_BOOST} times more. What the question rules out ({@link rejectedTerms}) is no
- * question term, and a segment holding it counts {@link REJECTED_WEIGHT} of its score.
+ * question (heading trail and text, relative to the best-covering hit). What the question rules
+ * out ({@link rejectedTerms}) is no question term, and a segment holding it counts
+ * {@link REJECTED_WEIGHT} of its score.
  *
  * The answer leads with the fact: it opens with the best-scoring sentence or code block (a code
  * block with the sentence that introduces it), then up to two more sentences in reading order and
@@ -225,14 +213,6 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     const sum = [...terms].reduce((total, term) => total + (weights.get(term) ?? 0), 0);
     return [...terms].some((term) => rejected.has(term)) ? sum * REJECTED_WEIGHT : sum;
   };
-  // A hit spells an identifier when it has it as typed (`sns.Topic`) or, for a name of two parts
-  // or more (`FargateService`), the name alone; a one-word name (`Topic`) alone is too common.
-  const spellings = questionIdentifiers(question).flatMap((id) => {
-    const name = id.split('.').at(-1) as string;
-    return identifierParts(name).length >= 2 && name !== id ? [id, name] : [id];
-  });
-  const spells = (hit: ExtractHit) =>
-    spellings.some((id) => new RegExp(`(?<![\\w$])${id.replace(/[.$]/g, '\\$&')}(?![\\w$])`).test(hit.text));
   const coverage = hitTerms.map(
     (terms, rank) => rankWeight(rank) * [...terms].reduce((sum, term) => sum + (weights.get(term) ?? 0), 0),
   );
@@ -240,12 +220,8 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   const sentences: Scored<Extract<Segment, { kind: 'sentence' }>>[] = [];
   const codes: Scored<Extract<Segment, { kind: 'code' }>>[] = [];
   hits.forEach((hit, rank) => {
-    // A hit counts by its rank, by how much of the question its heading and text cover, and
-    // more when it spells an identifier of the question.
-    const weight =
-      rankWeight(rank) *
-      (most > 0 ? 0.5 + (0.5 * (coverage[rank] ?? 0)) / most : 1) *
-      (spells(hit) ? IDENTIFIER_BOOST : 1);
+    // A hit counts by its rank and by how much of the question its heading and text cover.
+    const weight = rankWeight(rank) * (most > 0 ? 0.5 + (0.5 * (coverage[rank] ?? 0)) / most : 1);
     for (const segment of segmentChunk(hit.text)) {
       const matched = weigh(segment.text);
       if (matched === 0) continue;
