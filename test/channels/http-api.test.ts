@@ -108,12 +108,14 @@ describe('HTTP API over real HTTP against serve', () => {
     expect(partialAnswerProblems(view.answer?.content ?? '')).toEqual([]);
     expect(view.answer?.unanswered).toHaveLength(1);
     expect(view.answer?.unanswered?.[0]?.title).toMatch(UNANSWERED_PART);
-    expect(view.answer?.unanswered?.[0]?.reason).toMatch(/still failing after 2 corrective rounds/);
+    // The judge names what is missing; a corrective round that finds nothing new ends the rounds early.
+    expect(view.answer?.unanswered?.[0]?.reason).toMatch(/^cites no source/);
     // The root task is partial; the parts that passed are done; the last try of part 3 is failed by its verdict.
     const root = turn?.tasks[0] as TaskView;
     expect(root.status).toBe('partial');
     expect(root.unanswered).toEqual(view.answer?.unanswered);
-    expect(root.verdicts.map((v) => v.pass)).toEqual([false, false, false]);
+    expect(root.verdicts.length).toBeGreaterThanOrEqual(2);
+    expect(root.verdicts.every((v) => !v.pass)).toBe(true);
     const planned = root.subtasks.filter((t) => t.round === 0);
     expect(planned.map((t) => t.status)).toEqual(['done', 'done', 'done']);
     expect(view.answer?.citations.length).toBeGreaterThanOrEqual(2);

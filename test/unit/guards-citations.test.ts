@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultCatalog } from '../../shared/catalog/catalog.js';
 import { CREATE_PLAN } from '../../shared/domain/payloads.js';
 import type { ChatModel, ContentBlock, ConverseRequest, ConverseResponse } from '../../shared/llm/port.js';
-import { withMeta } from '../../shared/resources/meta.js';
-import type { Message } from '../../shared/resources/schemas.js';
+import type { Assistant, Message } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
@@ -18,8 +18,8 @@ import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/loca
  * JSON carries its URN), then an answer naming that URN and an invented one.
  */
 
-/** Returned by the `read` call (the catalog's editor). */
-const RETURNED = withMeta({ type: 'common.Assistant', name: 'editor' }).id;
+/** Returned by the `read` call: the catalog's editor (its URN carries its content version). */
+const RETURNED = (defaultCatalog().assistants.find((a) => a.meta.name === 'editor') as Assistant).meta.id;
 /** Written by the model, returned by no tool. */
 const INVENTED = 'cld:doc.Document.0123456789abcdef/doc.Chunk.fedcba9876543210';
 
