@@ -23,23 +23,22 @@ const Iso = z.string().describe('ISO 8601 date and time');
  * with an error: a failed task, a used-up budget, a dead letter, a stall the sweeper gave up on),
  * `partial` (answered, with part of the work failed).
  */
-export const TurnStatusSchema = z.enum(['pending', 'running', 'stalled', 'done', 'failed', 'partial']);
-API_SCHEMAS.add(TurnStatusSchema, {
-  id: 'ConversationStatus',
-  description:
+export const TurnStatusSchema = z
+  .enum(['pending', 'running', 'stalled', 'done', 'failed', 'partial'])
+  .describe(
     '`pending` (not planned yet), `running`, `stalled` (no progress for the stall time), `done`, ' +
-    '`failed` (answered with an error: a failed task, a used-up budget, a dead letter, a stall the ' +
-    'sweeper gave up on), `partial` (answered, with part of the work failed).',
-});
+      '`failed` (answered with an error: a failed task, a used-up budget, a dead letter, a stall the ' +
+      'sweeper gave up on), `partial` (answered, with part of the work failed).',
+  );
+API_SCHEMAS.add(TurnStatusSchema, { id: 'ConversationStatus' });
 // Every status the domain produces is one the contract names.
 const statusCovered: readonly z.infer<typeof TurnStatusSchema>[] = [] as TurnStatus[];
 void statusCovered;
 
 /** The `{code, message}` a failed step, plan or answer stores (`code`: an {@link ERROR_CODES} value, or `ERROR`). */
-export const ErrorInfoViewSchema = ErrorInfoSchema.register(API_SCHEMAS, {
-  id: 'ErrorInfo',
-  description: `A stored failure. \`code\` is one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}, or \`ERROR\` for an unexpected one.`,
-});
+export const ErrorInfoViewSchema = ErrorInfoSchema.describe(
+  `A stored failure. \`code\` is one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}, or \`ERROR\` for an unexpected one.`,
+).register(API_SCHEMAS, { id: 'ErrorInfo' });
 
 /** Model calls and tokens of a task's own turns, or of a user Message's whole subtree. */
 export const UsageViewSchema = z
