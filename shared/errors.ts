@@ -4,26 +4,30 @@
  * codes to status codes; everything else treats them as data.
  */
 
-/** Stable machine-readable error codes used across the system. */
-export type ErrorCode =
-  | 'VALIDATION'
-  | 'INVALID_URN'
-  | 'NOT_FOUND'
-  | 'POLICY_DENIED'
-  | 'LIMIT_EXCEEDED'
-  | 'BUDGET_EXCEEDED'
-  | 'MODEL_ERROR'
-  | 'CONFIG'
-  | 'TOOL_ERROR'
-  | 'TOOL_UNAVAILABLE'
-  | 'DELIVERY_FAILED'
-  | 'STALLED'
-  | 'CHANNEL_ERROR'
-  | 'IDEMPOTENCY_CONFLICT'
-  | 'APPROVAL_DECIDED'
-  | 'APPROVAL_EXPIRED'
-  | 'MESSAGE_ENDED'
-  | 'DECISION_CONFLICT';
+/** Stable machine-readable error codes used across the system (the OpenAPI document lists them). */
+export const ERROR_CODES = [
+  'VALIDATION',
+  'INVALID_URN',
+  'NOT_FOUND',
+  'POLICY_DENIED',
+  'LIMIT_EXCEEDED',
+  'BUDGET_EXCEEDED',
+  'MODEL_ERROR',
+  'CONFIG',
+  'TOOL_ERROR',
+  'TOOL_UNAVAILABLE',
+  'DELIVERY_FAILED',
+  'STALLED',
+  'CHANNEL_ERROR',
+  'IDEMPOTENCY_CONFLICT',
+  'APPROVAL_DECIDED',
+  'APPROVAL_EXPIRED',
+  'MESSAGE_ENDED',
+  'DECISION_CONFLICT',
+] as const;
+
+/** One of {@link ERROR_CODES}. */
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** Base class: every error the domain throws on purpose is a `CldError`. */
 export class CldError extends Error {

@@ -3,6 +3,7 @@ import { outcomeOf } from '../domain/outcome.js';
 import type { ResourceTree } from '../domain/progress.js';
 import type { AnyResource, Message, Plan, Task, ToolCallResource, Verdict } from '../resources/schemas.js';
 import { childUrn, rootOf } from '../urn.js';
+import type { CallView, TaskTimes, TimelineStep, UsageView } from './api-schemas.js';
 
 /**
  * What a task did, read from its resources for the status view and the console (issue 15): its
@@ -14,43 +15,8 @@ import { childUrn, rootOf } from '../urn.js';
 /** Largest tool result text a view carries, in characters (the rest is cut, `truncated` set). */
 export const MAX_RESULT_CHARS = 2_000;
 
-/** One tool call of a task and its result. */
-export interface CallView {
-  urn: string;
-  /** Tool function name. */
-  name: string;
-  /** Arguments as the model gave them. */
-  input: unknown;
-  /** When the call was stored (ISO 8601). */
-  requestedAt?: string;
-  /** The result, once the tool step stored it. */
-  result?: {
-    status: NonNullable<Message['status']>;
-    /** Size of the result's content, in bytes (UTF-8). */
-    bytes: number;
-    /** The content, cut to {@link MAX_RESULT_CHARS} characters. */
-    content: string;
-    truncated: boolean;
-    /** When the result was stored (ISO 8601). */
-    at?: string;
-    /** Milliseconds between the call and its result. */
-    ms?: number;
-  };
-}
-
-/** Model calls and tokens of a task's own turns, or of a user Message's whole subtree. */
-export interface UsageView {
-  modelCalls: number;
-  tokens: number;
-  toolCalls: number;
-}
-
-/** Times of a task (ISO 8601): stored (queued), first resource of its own (started), output (finished). */
-export interface TaskTimes {
-  queuedAt?: string;
-  startedAt?: string;
-  finishedAt?: string;
-}
+/** Views of a task's activity: zod schemas in api-schemas.ts, the one source of the API's contract. */
+export type { CallView, TaskTimes, TimelineStep, UsageView } from './api-schemas.js';
 
 /** The tool calls of a task, oldest first, each with its result when stored. */
 export function callsOf(task: Task, tree: ResourceTree): CallView[] {
@@ -138,25 +104,6 @@ export function taskTimes(task: Task, tree: ResourceTree): TaskTimes {
     ...(startedAt ? { startedAt } : {}),
     ...(finished ? { finishedAt: finished } : {}),
   };
-}
-
-/** One step on a user Message's timeline. */
-export interface TimelineStep {
-  /** `plan`, `task`, `tool`, `verdict` or `answer`. */
-  kind: 'plan' | 'task' | 'tool' | 'verdict' | 'answer';
-  /** URN of the resource the step is about (the task, the call, the verdict...). */
-  urn: string;
-  label: string;
-  /** Depth in the task tree (0 for the plan and the answer). */
-  depth: number;
-  /** When the step's input was stored (what made it runnable), ISO 8601. */
-  queuedAt?: string;
-  /** When the step first wrote something (tasks only). */
-  startedAt?: string;
-  /** When the step's result was stored; absent while it runs. */
-  finishedAt?: string;
-  /** `ok`, `partial` (a task or answer that left parts unanswered), `failed` or `open` (not finished). */
-  outcome: 'ok' | 'partial' | 'failed' | 'open';
 }
 
 /**

@@ -7,6 +7,7 @@ import { MAX_LIST_LIMIT, type UserConversationStore } from '../projections/user-
 import type { ResourceIndex } from '../resources/resource-index.js';
 import { userActor } from '../runtime/conversation.js';
 import { childUrn } from '../urn.js';
+import type { ConversationList, ConversationSummary } from './api-schemas.js';
 
 /**
  * `GET /conversations` (issue 15): the caller's own conversations, newest first, from the
@@ -17,29 +18,8 @@ import { childUrn } from '../urn.js';
  * status view tells `pending`, `running` and `stalled` apart).
  */
 
-/** One row of the list. */
-export interface ConversationSummary {
-  /** Public id (`GET /conversations/{id}`). */
-  id: string;
-  urn: string;
-  /** The first message, cut to 200 characters. */
-  title: string;
-  createdAt: string;
-  /**
-   * `running` while a message is unanswered; else `failed` when an answer failed, else `partial`
-   * when an answer left parts unanswered, else `done`.
-   */
-  status: Extract<TurnStatus, 'running' | 'done' | 'partial' | 'failed'>;
-  /** How many user messages it holds. */
-  messages: number;
-}
-
-/** The body of `GET /conversations`. */
-export interface ConversationList {
-  conversations: ConversationSummary[];
-  /** Cursor of the next (older) page: pass it as `?after=`. */
-  next?: string;
-}
+/** A row of the list and the list (`z.infer` of api-schemas.ts, what the OpenAPI document is generated from). */
+export type { ConversationList, ConversationSummary } from './api-schemas.js';
 
 /** Query of `GET /conversations`: `limit` 1-100 (default 20), `after` a cursor from `next`. */
 export const ListQuerySchema = z.strictObject({

@@ -1,37 +1,23 @@
-import type { z } from 'zod';
-import { type ApprovalView, approvalsOf } from '../domain/approval.js';
+import { approvalsOf } from '../domain/approval.js';
 import { NAMES, outputUrn } from '../domain/common.js';
 import type { Limits } from '../domain/limits.js';
-import { type Outcome, outcomeOf } from '../domain/outcome.js';
+import { outcomeOf } from '../domain/outcome.js';
 import { type ProgressOptions, type TurnStatus, turnProgress, worstStatus } from '../domain/progress.js';
 import { NotFoundError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
-import type {
-  AnyResource,
-  Conversation,
-  ErrorInfoSchema,
-  Message,
-  Plan,
-  Task,
-  UnansweredPart,
-  Verdict,
-} from '../resources/schemas.js';
+import type { AnyResource, Conversation, Message, Plan, Task, Verdict } from '../resources/schemas.js';
 import { userActor } from '../runtime/conversation.js';
 import { childUrn, parentOf, parseUrn, rootOf } from '../urn.js';
-import {
-  type CallView,
-  callsOf,
-  type TaskTimes,
-  type TimelineStep,
-  taskTimes,
-  timelineOf,
-  turnUsage,
-  type UsageView,
-  usageOf,
-} from './activity.js';
-
-type ErrorInfo = z.infer<typeof ErrorInfoSchema>;
+import { callsOf, taskTimes, timelineOf, turnUsage, usageOf } from './activity.js';
+import type {
+  AnswerView,
+  ConversationView,
+  TaskStatus,
+  TaskView,
+  TurnView,
+  UsageView,
+} from './api-schemas.js';
 
 /**
  * Conversations as a channel caller sees them: ownership (callers see only their own
@@ -120,10 +106,11 @@ async function readOrNotFound(resources: ResourceIndex, actor: Actor, urn: strin
 }
 
 /**
- * Status of a task, derived from its children (the same rule as the CLI tree): `partial` when its
- * output keeps the parts that passed and names the ones that did not (shared/domain/outcome.ts).
+ * The status view's types: `z.infer` of the zod schemas in api-schemas.ts, from which the OpenAPI
+ * document is generated too (`TaskStatus`: `pending|running|waiting|done|failed`; `TurnView.status`
+ * and `ConversationView.status`: `ConversationStatus`).
  */
-export type TaskStatus = 'pending' | 'running' | 'waiting' | 'done' | 'partial' | 'failed';
+export type { AnswerView, ConversationView, TaskStatus, TaskView, TurnView } from './api-schemas.js';
 
 /** A task as progress displays show it (Slack/Teams progress, the status view's base). */
 export type TaskSummary = Omit<
@@ -132,121 +119,6 @@ export type TaskSummary = Omit<
 > & {
   subtasks: TaskSummary[];
 };
-
-/** A task in the status view. */
-export interface TaskView {
-  urn: string;
-  title: string;
-  status: TaskStatus;
-  /** Name of the elected Assistant and its similarity score. */
-  assistant: string;
-  score: number;
-  /** The assistant with the next best score, when there was one. */
-  runnerUp?: { name: string; score: number };
-  /** What the task's output must meet (the task's `evaluation`, what its supervisor judges by). */
-  evaluation: string;
-  depth: number;
-  /** Corrective round that created it (0 for planned tasks). */
-  round: number;
-  /** For a corrective task: the task it redoes. */
-  corrects?: string;
-  /** The failure of a failed task. */
-  error?: ErrorInfo;
-  /** For a partial task: the parts its output does not answer, and why. */
-  unanswered?: UnansweredPart[];
-  /**
-   * Supervisor verdicts on this task's subtasks, by round, with the corrective subtasks each added;
-   * per subtask, what the supervisor found `missing`, when it said.
-   */
-  verdicts: {
-    round: number;
-    pass: boolean;
-    reason: string;
-    subtasks: { urn: string; pass: boolean; reason: string; missing?: string[] | undefined }[];
-    corrective: string[];
-  }[];
-  /** Its tool calls with arguments and results. */
-  calls: CallView[];
-  /** Model calls and tokens of its own turns and verdicts, and its tool calls. */
-  usage: UsageView;
-  /** When it was queued, started and finished. */
-  times: TaskTimes;
-  /** Citations of its output. */
-  citations: string[];
-  subtasks: TaskView[];
-}
-
-/** The final answer to one user message. */
-export interface AnswerView {
-  urn: string;
-  /**
-   * `done`; `partial`: the content answers some parts and names under "Not answered:" the ones it
-   * does not (listed in `unanswered`); `failed`: `error` says why.
-   */
-  status: Outcome;
-  content: string;
-  /** URNs of the document chunks the answer relies on. */
-  citations: string[];
-  error?: ErrorInfo;
-  /** For a partial answer: each part not answered (`task`, `title`), and why (`reason`). */
-  unanswered?: UnansweredPart[];
-  createdAt?: string;
-}
-
-/** One user message and what the system did with it. */
-export interface TurnView {
-  urn: string;
-  content: string;
-  createdAt?: string;
-  /**
-   * `pending` (not planned yet), `running`, `stalled` (unanswered and no resource created for the
-   * stall time, `limits.stallAfterMs`), `done`, `partial` (answered, but some parts not: the
-   * answer keeps the parts that passed and names the others with why), `failed` (answered with an
-   * error: every part failed, a used-up budget, a dead letter, a stall the sweeper gave up on).
-   */
-  status: TurnStatus;
-  /** What an unanswered message waits for (shared/domain/progress.ts), e.g. `the result of tool search for "…"`. */
-  waitingFor?: string[];
-  /** When the message last made progress: the newest resource of its subtree (ISO 8601). */
-  lastProgress?: string;
-  plan?: { tasks: number; model: string; error?: ErrorInfo };
-  tasks: TaskView[];
-  answer?: AnswerView;
-  /** What the message's steps used (model calls, tokens, tool calls), answer included. */
-  usage: UsageView;
-  /** Its steps on a time axis (activity.ts). */
-  timeline: TimelineStep[];
-}
-
-/** `GET /conversations/{id}`. */
-export interface ConversationView {
-  id: string;
-  urn: string;
-  channel: Conversation['channel']['kind'];
-  createdAt?: string;
-  /**
-   * The most severe status of its messages (shared/domain/progress.ts `STATUS_SEVERITY`: an open
-   * message outranks answered ones, `stalled` outranks all): `done` only when every message is
-   * answered in full, `partial` when every message is answered and one left parts unanswered,
-   * `failed` when every message is answered and one failed.
-   */
-  status: TurnStatus;
-  messages: TurnView[];
-  /** The latest final answer, when there is one. */
-  answer?: AnswerView;
-  /**
-   * The conversation's requests for the user's approval of a tool call, at any task depth, newest
-   * first (shared/domain/approval.ts `ApprovalView`): `{id, urn, call, tool, input, task, status,
-   * requestedAt, expiresAt, decision?}`, `status` one of `pending`, `approved`, `denied`,
-   * `expired`. Decide a pending one with `POST /conversations/{id}/approvals/{approvalId}`.
-   */
-  approvals: ApprovalView[];
-  /**
-   * The conversation's budgets (limits `conversationTokens`, `conversationModelCalls`,
-   * `conversationToolCalls`) and what its messages used, summed from their resources.
-   */
-  budget: { used: UsageView; limits: UsageView };
-}
 
 /**
  * Builds the status view of a conversation from its stored subtree (read as `user`): each user
@@ -333,7 +205,7 @@ function turnView(
   byParent: ReadonlyMap<string, AnyResource[]>,
   byUrn: ReadonlyMap<string, AnyResource>,
   options: ProgressOptions,
-): TurnView {
+): TurnView & { status: TurnStatus } {
   const urn = message.meta.id;
   const plan = byUrn.get(childUrn(urn, 'plan.Plan', NAMES.plan)) as Plan | undefined;
   const answer = byUrn.get(childUrn(rootOf(urn), 'common.Message', NAMES.answer(urn))) as Message | undefined;

@@ -6,6 +6,7 @@ import { decideApproval } from '../domain/approval.js';
 import { MAX_MESSAGE_CHARS } from '../domain/limits.js';
 import { ConfigError, NotFoundError, ValidationError } from '../errors.js';
 import { startConversation } from '../runtime/conversation.js';
+import type { Accepted } from './api-schemas.js';
 import { compression } from './compression.js';
 import { consoleResponse, noneMatch, parseConsoleAuth, strongEtag } from './console-assets.js';
 import type { ChannelDeps, Channels } from './context.js';
@@ -21,6 +22,7 @@ import {
 import { callerSubject, header, mediaTypeOf } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
 import { assertSameRequest, checkPriorRequest, requestFingerprint } from './idempotency.js';
+import { openApiFile } from './openapi.js';
 import { isOperatorPath, operatorActor, registerOperatorRoutes } from './operator-routes.js';
 import { bodyLimit, sameRoute } from './request-guards.js';
 
@@ -37,6 +39,7 @@ import { bodyLimit, sameRoute } from './request-guards.js';
  *   → 409 `MESSAGE_ENDED` with `details: {message, status, endedAt}`; an expired request → 410
  *   `APPROVAL_EXPIRED`; an unknown request or someone else's conversation → 404
  * - `GET /` and `GET /console/{file}` → the web console (console-assets.ts), no caller needed
+ * - `GET /openapi.json` → this API's OpenAPI 3.1 document (openapi.ts), no caller needed, with a strong `ETag`
  * - `GET /resources/{urn}` → one resource, through the policy gate: of the caller's own
  *   conversations, or of the shared document corpora (what an answer's `citations` name)
  * - `GET /tools`, `POST /tools/{name}/approve|revoke` → the operator routes (operator-routes.ts)
@@ -66,9 +69,11 @@ export const StartConversationBodySchema = z.strictObject({
 /** Body of `POST /conversations/{id}/messages`. */
 export const AddMessageBodySchema = StartConversationBodySchema;
 
-const PathId = z.strictObject({ id: z.uuid({ message: 'conversation id must be a UUID' }) });
+/** Path of the `/conversations/{id}` routes. */
+export const PathId = z.strictObject({ id: z.uuid({ message: 'conversation id must be a UUID' }) });
 
-const ApprovalPath = z.strictObject({
+/** Path of `POST /conversations/{id}/approvals/{approvalId}`. */
+export const ApprovalPath = z.strictObject({
   id: PathId.shape.id,
   approvalId: z.string().regex(/^[0-9a-f]{16}$/, 'approval id must be 16 lowercase hex digits'),
 });
@@ -81,20 +86,8 @@ export const DecideBodySchema = z.strictObject({
   reason: z.string().trim().min(1).max(1_000).optional(),
 });
 
-/** What `POST` answers (202). */
-export interface Accepted {
-  /** Public conversation id (use it in `GET /conversations/{id}`). */
-  id: string;
-  /** Conversation URN. */
-  conversation: string;
-  /** URN of the stored user Message. */
-  message: string;
-  /**
-   * Absolute URL of the status view: `CLD_PUBLIC_BASE_URL` or the API's domain, never the
-   * request's `Host` header (`Location` holds the relative path).
-   */
-  statusUrl: string;
-}
+/** What `POST` answers (202): `z.infer` of api-schemas.ts `AcceptedSchema`. */
+export type { Accepted } from './api-schemas.js';
 
 type Env = { store: { request: { user: string } } };
 
@@ -118,9 +111,13 @@ export function createHttpApi(options: {
   app.use(sameRoute());
   app.use(bodyLimit(() => options.channels().config.CLD_HTTP_MAX_BODY_BYTES));
   app.use(async ({ reqCtx, next }) => {
-    // The console's static files hold no data: they are the only routes without a caller.
+    // The console's static files and the OpenAPI document hold no data: the only routes without a caller.
     const path = new URL(reqCtx.req.url).pathname;
-    if (reqCtx.req.method === 'GET' && (path === '/' || path.startsWith('/console/'))) return next();
+    if (
+      reqCtx.req.method === 'GET' &&
+      (path === '/' || path === '/openapi.json' || path.startsWith('/console/'))
+    )
+      return next();
     const subject = callerSubject(reqCtx.event);
     if (!subject) throw new UnauthorizedError('missing or invalid credentials');
     reqCtx.set('user', httpUser(subject));
@@ -301,6 +298,14 @@ export function createHttpApi(options: {
       header(event, 'if-none-match'),
     );
   };
+  // The contract, generated once per cold start from the same schemas (openapi.ts); public and cacheable.
+  app.get('/openapi.json', (reqCtx) => {
+    const { body, etag } = openApiFile();
+    const headers = { etag, 'cache-control': 'public, max-age=300, must-revalidate' };
+    if (noneMatch(header(reqCtx.event as APIGatewayProxyEventV2, 'if-none-match'), etag))
+      return new Response(null, { status: 304, headers });
+    return new Response(body, { status: 200, headers: { ...headers, 'content-type': 'application/json' } });
+  });
   app.get('/', (reqCtx) => consoleFile(reqCtx.event as APIGatewayProxyEventV2, 'index.html'));
   app.get('/console/:file', (reqCtx) =>
     consoleFile(reqCtx.event as APIGatewayProxyEventV2, reqCtx.params.file as string),

@@ -3,6 +3,7 @@ import { HttpError, RequestValidationError } from '@aws-lambda-powertools/event-
 import { IdempotencyAlreadyInProgressError } from '@aws-lambda-powertools/idempotency';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { CldError, type ErrorCode } from '../errors.js';
+import { type ErrorBody, HTTP_ERROR_CODES } from './api-schemas.js';
 
 /**
  * The HTTP edge's error mapping (STYLE.md: only the HTTP edge maps errors to status codes):
@@ -12,20 +13,8 @@ import { CldError, type ErrorCode } from '../errors.js';
  * message (and is logged in full).
  */
 
-/** The JSON body of every error response. */
-export interface ErrorBody {
-  /** Stable machine-readable code (`VALIDATION`, `NOT_FOUND`, `UNAUTHORIZED`, ...). */
-  code: string;
-  /** Human-readable explanation; safe to show. */
-  message: string;
-  /**
-   * Machine-readable facts, only for codes whose details are about the caller's own resources
-   * ({@link PUBLIC_DETAILS}): for `MESSAGE_ENDED`, the message's `message` URN, `status` and `endedAt`.
-   */
-  details?: Record<string, unknown>;
-  /** For a 409 `DECISION_CONFLICT`: the state that won (`{status, decision}`), so the caller need not read again. */
-  current?: Record<string, unknown>;
-}
+/** The JSON body of every error response (`z.infer` of api-schemas.ts `ErrorBodySchema`). */
+export type { ErrorBody } from './api-schemas.js';
 
 /** Status code per domain error code. */
 const STATUS: Partial<Record<ErrorCode, number>> = {
@@ -46,7 +35,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
 const PUBLIC_DETAILS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['MESSAGE_ENDED']);
 
 /** Codes of Powertools' HTTP errors, by `errorType`. */
-const HTTP_CODES: Record<string, string> = {
+const HTTP_CODES: Record<string, ErrorBody['code']> = {
   BadRequestError: 'BAD_REQUEST',
   UnauthorizedError: 'UNAUTHORIZED',
   ForbiddenError: 'FORBIDDEN',
@@ -70,10 +59,12 @@ export function errorResponse(error: unknown): { status: number; body: ErrorBody
     const status = STATUS[error.code];
     if (status === undefined) return internal();
     if (error.code === 'POLICY_DENIED') return { status, body: { code: 'NOT_FOUND', message: 'not found' } };
-    if (error.code === 'DECISION_CONFLICT' && error.details)
-      return { status, body: { code: error.code, message: error.message, current: error.details } };
-    const details = PUBLIC_DETAILS.has(error.code) && error.details ? { details: error.details } : {};
-    return { status, body: { code: error.code, message: error.message, ...details } };
+    const code = error.code;
+    if (!isHttpCode(code)) return internal();
+    if (code === 'DECISION_CONFLICT' && error.details)
+      return { status, body: { code, message: error.message, current: error.details } };
+    const details = PUBLIC_DETAILS.has(code) && error.details ? { details: error.details } : {};
+    return { status, body: { code, message: error.message, ...details } };
   }
   if (error instanceof URIError)
     return { status: 400, body: { code: 'VALIDATION', message: 'malformed percent-encoding in the path' } };
@@ -106,6 +97,11 @@ function validationBody(error: RequestValidationError): ErrorBody {
         .join('; ')
     : error.message;
   return { code: 'VALIDATION', message };
+}
+
+/** Whether a domain code is one the contract names for error responses (api-schemas.ts `HTTP_ERROR_CODES`). */
+function isHttpCode(code: string): code is ErrorBody['code'] {
+  return (HTTP_ERROR_CODES as readonly string[]).includes(code);
 }
 
 function internal(): { status: number; body: ErrorBody } {

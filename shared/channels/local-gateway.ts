@@ -193,7 +193,7 @@ async function serveOne(req: IncomingMessage, res: ServerResponse, serving: Serv
     serving.limits[matched.route.function] ?? GATEWAY_MAX_BODY_BYTES,
     GATEWAY_MAX_BODY_BYTES,
   );
-  const tooLarge = { code: 'PAYLOAD_TOO_LARGE', message: `request body exceeds ${limit} bytes` };
+  const tooLarge: ErrorBody = { code: 'PAYLOAD_TOO_LARGE', message: `request body exceeds ${limit} bytes` };
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) return refuse(req, res, 413, tooLarge);
   const body = await readBody(req, limit);

@@ -27,7 +27,8 @@ export const DecisionBodySchema = z.strictObject({
   reason: z.string().trim().min(1).max(2_000).optional(),
 });
 
-const PathName = z.strictObject({
+/** Path of `POST /tools/{name}/approve|revoke`. */
+export const PathName = z.strictObject({
   name: z
     .string()
     .regex(/^[a-z][a-z0-9-]*__[A-Za-z0-9_-]{1,62}$/, 'a discovered tool name, <server>__<tool>'),
@@ -37,7 +38,7 @@ const PathName = z.strictObject({
 export const TOOLS_PAGE = { default: 100, max: 500 } as const;
 
 /** Query of `GET /tools`: `limit` (1–500, default 100) and the `cursor` a previous page returned. */
-const ToolsQuery = z.strictObject({
+export const ToolsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(TOOLS_PAGE.max).default(TOOLS_PAGE.default),
   cursor: z
     .string()

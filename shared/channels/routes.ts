@@ -83,6 +83,14 @@ export const API_ROUTES: readonly ApiRoute[] = [
   },
   {
     method: 'GET',
+    path: '/openapi.json',
+    function: 'http',
+    auth: 'none',
+    description:
+      'This API’s OpenAPI 3.1 document (generated from the code; public, like the console’s files).',
+  },
+  {
+    method: 'GET',
     path: '/tools',
     function: 'http',
     auth: 'jwt',

@@ -1,3 +1,4 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler as httpHandler } from '../../functions/http/handler.js';
@@ -7,6 +8,8 @@ import {
   readCallerResource,
   type TaskView,
 } from '../../shared/channels/conversations.js';
+import { openApiDocument, openApiFile, openApiPath } from '../../shared/channels/openapi.js';
+import { matchRoute } from '../../shared/channels/routes.js';
 import { NotFoundError, PolicyDeniedError } from '../../shared/errors.js';
 import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
@@ -30,22 +33,76 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/**
+ * The contract (issue 26): every response `call` receives is checked against the OpenAPI document
+ * the code generates (the one committed as openapi.json): its status must be one the operation
+ * documents, its JSON body must match that response's schema (ajv, JSON Schema 2020-12, the
+ * dialect of OpenAPI 3.1; the view schemas are strict, so an undocumented field fails too), and
+ * the headers it documents (`Location`, `ETag`, `Cache-Control`) must be there.
+ */
+const contract = openApiDocument() as {
+  paths: Record<string, Record<string, { responses: Record<string, ContractResponse> }>>;
+};
+type ContractResponse = { headers?: Record<string, unknown>; content?: Record<string, unknown> };
+const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+ajv.addSchema(contract, 'openapi.json');
+
+function pointer(...tokens: string[]): string {
+  return tokens.map((t) => t.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
+}
+
+/** Fails unless a response (status, headers, text body) is what the document says of its route. */
+function expectContract(method: string, path: string, status: number, headers: Headers, text: string): void {
+  const matched = matchRoute(method, path.split('?')[0] as string);
+  const where = `${method} ${path} → ${status}`;
+  if (!matched) {
+    // The gateway's own 404: no route, so no operation; still an `Error` body.
+    const validate = ajv.getSchema('openapi.json#/components/schemas/Error');
+    expect(validate?.(JSON.parse(text)), `${where}: ${ajv.errorsText(validate?.errors)}`).toBe(true);
+    return;
+  }
+  const template = openApiPath(matched.route.path);
+  const operation = contract.paths[template]?.[method.toLowerCase()];
+  const documented = operation?.responses[String(status)];
+  expect(
+    documented,
+    `${where}: status not documented (${Object.keys(operation?.responses ?? {})})`,
+  ).toBeDefined();
+  for (const name of Object.keys(documented?.headers ?? {}))
+    expect(headers.get(name), `${where}: documented header ${name} missing`).not.toBeNull();
+  if (!documented?.content?.['application/json']) {
+    expect(text, `${where}: a body the document does not describe`).toBe('');
+    return;
+  }
+  const ref = `openapi.json#/${pointer('paths', template, method.toLowerCase(), 'responses', String(status), 'content', 'application/json', 'schema')}`;
+  const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
+  expect(validate(JSON.parse(text)), `${where}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+}
+
 async function call(
   method: string,
   path: string,
-  options: { token?: string; body?: string; contentType?: string; key?: string } = {},
-): Promise<{ status: number; headers: Headers; json: Record<string, unknown> }> {
+  options: {
+    token?: string;
+    body?: string;
+    contentType?: string;
+    key?: string;
+    headers?: Record<string, string>;
+  } = {},
+): Promise<{ status: number; headers: Headers; json: Record<string, unknown>; text: string }> {
   const response = await fetch(`${server.url}${path}`, {
     method,
     headers: {
       ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
       ...(options.key ? { 'idempotency-key': options.key } : {}),
       ...(options.body !== undefined ? { 'content-type': options.contentType ?? 'application/json' } : {}),
+      ...options.headers,
     },
     ...(options.body !== undefined ? { body: options.body } : {}),
   });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, json: text ? JSON.parse(text) : {} };
+  expectContract(method, path, response.status, response.headers, text);
+  return { status: response.status, headers: response.headers, json: text ? JSON.parse(text) : {}, text };
 }
 
 async function ask(token: string, message: string) {
@@ -271,6 +328,20 @@ describe('HTTP API over real HTTP against serve', () => {
     );
     expect(foreign).toBeInstanceOf(NotFoundError);
     expect(own.meta.id).toBe(accepted.conversation);
+  });
+
+  it('serves its OpenAPI document at GET /openapi.json without a caller: the committed bytes, cacheable, 304 when unchanged', async () => {
+    const first = await call('GET', '/openapi.json');
+    expect(first.status).toBe(200);
+    expect(first.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(first.text).toBe(openApiFile().body);
+    expect(first.headers.get('cache-control')).toMatch(/^public, max-age=\d+/);
+    const etag = first.headers.get('etag') as string;
+    expect(etag).toMatch(/^(W\/)?"[A-Za-z0-9_-]+"$/);
+
+    const again = await call('GET', '/openapi.json', { headers: { 'if-none-match': etag } });
+    expect(again.status).toBe(304);
+    expect(again.text).toBe('');
   });
 
   it('stores nothing new for a POST retried with the same Idempotency-Key', async () => {

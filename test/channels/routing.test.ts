@@ -136,6 +136,8 @@ describe('the API route table', () => {
       // The web console's static page and assets: they hold no data and sign in before any call.
       '/',
       '/console/{file}',
+      // The API's OpenAPI document: generated from the code, no caller's data.
+      '/openapi.json',
       '/slack/events',
       '/slack/commands',
       '/slack/interactions',

@@ -402,6 +402,18 @@ describe('channel bundles in plain Node', () => {
     expect(JSON.parse(String(unsigned.result?.body))).toMatchObject({ code: 'UNAUTHORIZED' });
   });
 
+  it('http: serves GET /openapi.json from the bundle without claims: the committed openapi.json', async () => {
+    const event = apiEvent('GET /openapi.json', '/openapi.json', '', { 'accept-encoding': 'identity' });
+    const { authorizer: _none, ...context } = event.requestContext;
+    const served = await invoke(
+      'http',
+      { ...event, requestContext: context },
+      mkdtempSync(join(work, 'data-')),
+    );
+    expect(served.result?.statusCode).toBe(200);
+    expect(String(served.result?.body)).toBe(readFileSync(join(PROJECT_ROOT, 'openapi.json'), 'utf8'));
+  });
+
   it('slack: answers a signed url_verification and rejects a forged signature before parsing', async () => {
     const dataDir = mkdtempSync(join(work, 'data-'));
     const body = JSON.stringify({ token: 'x', challenge: 'bundle-challenge', type: 'url_verification' });

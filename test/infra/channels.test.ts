@@ -249,6 +249,7 @@ describe('the HTTP API, generated from API_ROUTES', () => {
     expect(acknowledged.sort()).toEqual([
       'Get',
       'GetConsoleFile',
+      'GetOpenapiJson',
       'PostSlackCommands',
       'PostSlackEvents',
       'PostSlackInteractions',
