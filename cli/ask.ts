@@ -1,17 +1,23 @@
-import { userInfo } from 'node:os';
+import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
 import logUpdate from 'log-update';
-import { ValidationError } from '../shared/errors.js';
-import type { AnyResource, Message } from '../shared/resources/schemas.js';
-import { embedderFor, mcpFor, modelFor } from '../shared/runtime/compose.js';
+import { approvalsOf, decideApproval } from '../shared/domain/approval.js';
+import { NAMES } from '../shared/domain/common.js';
+import { conversationProgress } from '../shared/domain/progress.js';
+import { isEnded } from '../shared/domain/turn.js';
+import { NotFoundError, ValidationError } from '../shared/errors.js';
+import type { ResourceIndex } from '../shared/resources/resource-index.js';
+import type { AnyResource, Conversation, Message } from '../shared/resources/schemas.js';
+import { embedderFor, mcpFor, modelFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { addUserMessage, type StartedConversation } from '../shared/runtime/conversation.js';
-import { createLocalRuntime } from '../shared/runtime/local.js';
+import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.js';
 import { resumeLocal, settleLocal } from '../shared/runtime/local-recovery.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
-import { isWithin } from '../shared/urn.js';
-import { CliFailure } from './errors.js';
+import { childUrn, isWithin } from '../shared/urn.js';
+import { approvalLines, cliUser, decideLines } from './approvals.js';
+import { CliFailure, EXIT } from './errors.js';
 import { readMessage } from './message.js';
-import { runIngest, subtree } from './resources.js';
+import { conversationUrnProblem, runIngest, subtree } from './resources.js';
 import type { CliSettings } from './settings.js';
 import { causalOrder, describeNew, renderTree } from './tree.js';
 
@@ -38,6 +44,7 @@ export async function askCommand(args: string[], dataDir: string, settings: CliS
     options: {
       docs: { type: 'string', multiple: true },
       conversation: { type: 'string' },
+      new: { type: 'boolean' },
       file: { type: 'string' },
     },
   });
@@ -55,24 +62,49 @@ export async function askCommand(args: string[], dataDir: string, settings: CliS
     ...(mcp ? { mcp } : {}),
   });
   console.log(`model: ${model.name}   data: ${dataDir}`);
+  const conversationName = await conversationNameOf(
+    runtime.deps.resources,
+    values.conversation,
+    values.new === true,
+  );
   if (values.docs?.length) {
     await runIngest(runtime.deps, values.docs);
     await runtime.bus.idle();
   } else if ((runtime.deps.search as MiniSearchIndex).size === 0) {
     throw new ValidationError('nothing has been ingested yet: pass --docs <folder>');
   }
-  // What an earlier, interrupted run left pending (an interrupted message of this conversation too).
-  await resumeLocal(runtime, { dataDir, print: (line) => console.log(line) });
+  // What an earlier, interrupted run of this user left unanswered is offered, not resumed behind
+  // their back (issue 23): on a terminal, y/N, then its answer; piped, the `cld resume` line.
+  const interrupted = await unfinishedOf(runtime, cliUser());
+  const others = (await runtime.openConversations.list())
+    .map((open) => open.conversation)
+    .filter((urn) => !interrupted.some((turn) => turn.conversation === urn));
+  await resumeLocal(runtime, { dataDir, conversations: others, print: (line) => console.log(line) });
+  for (const turn of interrupted) {
+    const line = `conversation ${turn.conversation} was interrupted before its answer to "${turn.content.slice(0, 80)}"`;
+    if (!interactive()) {
+      console.log(`${line}; to finish it: cld resume ${turn.conversation}`);
+      continue;
+    }
+    if (!(await confirm(`${line}. Resume it? [y/N] `))) continue;
+    await resumeLocal(runtime, { dataDir, conversations: [turn.conversation] });
+    await settleLocal(runtime, { conversations: [turn.conversation] });
+    const answer = await runtime.deps.resources.find(SYSTEM_ACTOR, 'common.Message', turn.answer);
+    console.log(`\n${answer?.content ?? `no answer yet: cld show ${turn.conversation}`}\n`);
+    console.log(`conversation: ${turn.conversation}`);
+    // The same question again: its answer is the one just shown, not a duplicate's.
+    if (turn.content === content) return answer && !answer.error ? EXIT.OK : EXIT.FAILED;
+  }
 
   const askStarted = Date.now();
   const routedBefore = runtime.bus.stats.routed;
   const asked = await addUserMessage(
     runtime.deps.resources,
     {
-      user: `cli:${userInfo().username}`,
+      user: cliUser(),
       channel: { kind: 'cli' },
       content,
-      conversationName: values.conversation ?? crypto.randomUUID(),
+      conversationName,
     },
     { openConversations: runtime.openConversations },
   );
@@ -95,15 +127,43 @@ export async function askCommand(args: string[], dataDir: string, settings: CliS
       }
     return resources;
   };
-  const timer = setInterval(() => void render().catch(() => undefined), tty ? 150 : 250);
-  // Idle with a message unanswered means work was lost (an earlier run's events): re-drive it.
-  await settleLocal(runtime, { conversations: [asked.conversation] });
-  clearInterval(timer);
-  const resources = await render();
-  if (tty) logUpdate.done();
+  let resources: AnyResource[];
+  let answer: Message | undefined;
+  for (;;) {
+    const timer = setInterval(() => void render().catch(() => undefined), tty ? 150 : 250);
+    // Idle with a message unanswered means work was lost (an earlier run's events): re-drive it.
+    await settleLocal(runtime, { conversations: [asked.conversation] });
+    clearInterval(timer);
+    resources = await render();
+    if (tty) logUpdate.done();
+    answer = resources.find((r) => r.meta.id === asked.answer) as Message | undefined;
+    if (answer) break;
+    // No answer: a tool call that needs approval may be what it waits for (issue 23).
+    const waiting = approvalsOf(resources, new Date()).filter((view) => view.status === 'pending');
+    if (waiting.length === 0) break;
+    for (const view of waiting) console.log(approvalLines(view).join('\n'));
+    if (!interactive()) {
+      process.removeListener('SIGINT', stopOnInterrupt);
+      for (const view of waiting) console.log(decideLines(view.urn).join('\n'));
+      console.log(`conversation: ${asked.conversation}`);
+      console.error(`cld: waiting for approval of ${waiting.length} tool call(s): decide with cld approvals`);
+      return EXIT.APPROVAL_NEEDED;
+    }
+    const conversation = resources.find((r) => r.meta.id === asked.conversation) as Conversation;
+    for (const view of waiting) {
+      const approve = await confirm(`approve ${view.tool}? [y/N] `);
+      await decideApproval(runtime.deps.resources, {
+        user: cliUser(),
+        channel: 'cli',
+        conversation,
+        request: view.urn,
+        decision: approve ? 'approve' : 'deny',
+        now: new Date(),
+      });
+    }
+  }
   process.removeListener('SIGINT', stopOnInterrupt);
 
-  const answer = resources.find((r) => r.meta.id === asked.answer) as Message | undefined;
   const letters = runtime.bus.deadLetters;
   const letter = letters[0];
   if (letter)
@@ -116,11 +176,93 @@ export async function askCommand(args: string[], dataDir: string, settings: CliS
   const unlisted = (answer.citations ?? []).filter((urn) => !answer.content.includes(urn));
   if (unlisted.length) console.log(`Sources:\n${unlisted.map((urn) => `- ${urn}`).join('\n')}\n`);
   console.log(`conversation: ${asked.conversation} (${asked.messageName})`);
+  console.log(`continue with: cld ask --conversation ${asked.conversation} "…"`);
   console.log(
     `${resources.length} resources, ${runtime.bus.stats.routed - routedBefore} events routed, ask ${((Date.now() - askStarted) / 1000).toFixed(2)} s (total ${((Date.now() - started) / 1000).toFixed(2)} s)`,
   );
   if (answer.error) throw new CliFailure(`the request failed: ${answer.error.message}`);
   return 0;
+}
+
+/** True when the user can answer a question: standard input and output are terminals. */
+function interactive(): boolean {
+  return process.stdin.isTTY === true && process.stdout.isTTY === true;
+}
+
+/** Asks a y/N question on the terminal; true only for an answer starting with y or Y. */
+async function confirm(question: string): Promise<boolean> {
+  const terminal = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    return /^y/i.test((await terminal.question(question)).trim());
+  } finally {
+    terminal.close();
+  }
+}
+
+/**
+ * The conversation name `ask` adds the message to (issue 23): a new random one without
+ * `--conversation`; for a conversation URN (what the CLI prints), the stored conversation's name;
+ * for a name, that name — when it exists, or with `--new`.
+ * @throws ValidationError for a URN that is not a conversation's; NotFoundError (exit code 3) for
+ *   a URN with no conversation stored, or a name without one and without `--new`
+ */
+export async function conversationNameOf(
+  resources: ResourceIndex,
+  given: string | undefined,
+  allowNew: boolean,
+): Promise<string> {
+  if (given === undefined) return crypto.randomUUID();
+  if (given.startsWith('cld:')) {
+    const problem = conversationUrnProblem(given);
+    if (problem) throw new ValidationError(problem);
+    const stored = await resources.find(SYSTEM_ACTOR, 'common.Conversation', given);
+    if (!stored)
+      throw new NotFoundError(
+        `no conversation stored at ${given}; to start one, give a name: --conversation <name> --new`,
+      );
+    return stored.meta.name;
+  }
+  const urn = childUrn(undefined, 'common.Conversation', given);
+  if (!allowNew && !(await resources.find(SYSTEM_ACTOR, 'common.Conversation', urn)))
+    throw new NotFoundError(`no conversation named "${given}" (${urn}); add --new to start it`);
+  return given;
+}
+
+/** A user message of an open conversation that has no answer yet. */
+interface UnfinishedTurn {
+  conversation: string;
+  content: string;
+  /** URN of the answer it waits for. */
+  answer: string;
+}
+
+/**
+ * The unanswered messages of `user`'s open conversations (the open-conversations projection),
+ * newest first: what an interrupted `ask` left (or one waiting for an approval).
+ */
+async function unfinishedOf(runtime: LocalRuntime, user: string): Promise<UnfinishedTurn[]> {
+  const { resources } = runtime.deps;
+  const turns: (UnfinishedTurn & { at: string })[] = [];
+  for (const open of await runtime.openConversations.list()) {
+    const root = (await resources.find(SYSTEM_ACTOR, 'common.Conversation', open.conversation)) as
+      | Conversation
+      | undefined;
+    if (root?.actor !== user) continue;
+    const below = await resources.list(SYSTEM_ACTOR, open.conversation);
+    const progress = conversationProgress(open.conversation, [root, ...below], { now: new Date() });
+    for (const turn of progress.turns) {
+      if (isEnded(turn.status)) continue;
+      const message = below.find((r) => r.meta.id === turn.message) as Message | undefined;
+      if (!message) continue;
+      turns.push({
+        conversation: open.conversation,
+        content: message.content,
+        answer: childUrn(open.conversation, 'common.Message', NAMES.answer(message.meta.id)),
+        at: message.meta.createdAt ?? '',
+      });
+    }
+  }
+  return turns.sort((a, b) => b.at.localeCompare(a.at));
 }
 
 /** The conversation itself, this message's subtree and its answer: not earlier messages of the conversation. */

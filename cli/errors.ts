@@ -11,9 +11,18 @@ import { ConfigError, InvalidUrnError, NotFoundError, ValidationError } from '..
  *   malformed, has an unknown key or is out of range — the message names it;
  * - `NOT_FOUND` 3: a well-formed URN or name with nothing stored under it (`show`, `replay`,
  *   `resume <urn>`, `tools approve|revoke`);
+ * - `APPROVAL_NEEDED` 5: `ask` without a terminal stopped at a tool call that waits for approval; it
+ *   printed the request and the `cld approvals approve|deny <request-urn>` commands that decide it;
  * - `INTERRUPTED` 130: stopped by Ctrl-C (128 + SIGINT), what was stored stays.
  */
-export const EXIT = { OK: 0, FAILED: 1, USAGE: 2, NOT_FOUND: 3, INTERRUPTED: 130 } as const;
+export const EXIT = {
+  OK: 0,
+  FAILED: 1,
+  USAGE: 2,
+  NOT_FOUND: 3,
+  APPROVAL_NEEDED: 5,
+  INTERRUPTED: 130,
+} as const;
 
 /** Bad command-line usage: printed with the usage text, exit code 2. */
 export class UsageError extends Error {}
