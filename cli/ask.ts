@@ -73,27 +73,30 @@ export async function askCommand(args: string[], dataDir: string, settings: CliS
   } else if ((runtime.deps.search as MiniSearchIndex).size === 0) {
     throw new ValidationError('nothing has been ingested yet: pass --docs <folder>');
   }
-  // What an earlier, interrupted run of this user left unanswered is offered, not resumed behind
-  // their back (issue 23): on a terminal, y/N, then its answer; piped, the `cld resume` line.
-  const interrupted = await unfinishedOf(runtime, cliUser());
-  const others = (await runtime.openConversations.list())
+  // What an earlier, interrupted run of this user left unanswered (issue 23): the conversation
+  // named with --conversation is picked up; any other is offered, not resumed behind the user's
+  // back — on a terminal y/N, then its answer; piped, the `cld resume` line.
+  const named = values.conversation === undefined ? undefined : conversationUrnOf(conversationName);
+  const print = (line: string) => console.log(line);
+  const offered = (await unfinishedOf(runtime, cliUser())).filter((turn) => turn.conversation !== named);
+  const resumed = (await runtime.openConversations.list())
     .map((open) => open.conversation)
-    .filter((urn) => !interrupted.some((turn) => turn.conversation === urn));
-  await resumeLocal(runtime, { dataDir, conversations: others, print: (line) => console.log(line) });
-  for (const turn of interrupted) {
+    .filter((urn) => !offered.some((turn) => turn.conversation === urn));
+  await resumeLocal(runtime, { dataDir, conversations: resumed, print });
+  const repeated = named ? await unfinishedTurn(runtime, named, content) : undefined;
+  if (repeated) return showResumed(runtime, repeated, started);
+  for (const turn of offered) {
     const line = `conversation ${turn.conversation} was interrupted before its answer to "${turn.content.slice(0, 80)}"`;
     if (!interactive()) {
       console.log(`${line}; to finish it: cld resume ${turn.conversation}`);
       continue;
     }
     if (!(await confirm(`${line}. Resume it? [y/N] `))) continue;
-    await resumeLocal(runtime, { dataDir, conversations: [turn.conversation] });
+    await resumeLocal(runtime, { dataDir, conversations: [turn.conversation], print });
+    // The same question again: its answer is the one to show, not a duplicate's.
+    if (turn.content === content) return showResumed(runtime, turn, started);
     await settleLocal(runtime, { conversations: [turn.conversation] });
-    const answer = await runtime.deps.resources.find(SYSTEM_ACTOR, 'common.Message', turn.answer);
-    console.log(`\n${answer?.content ?? `no answer yet: cld show ${turn.conversation}`}\n`);
-    console.log(`conversation: ${turn.conversation}`);
-    // The same question again: its answer is the one just shown, not a duplicate's.
-    if (turn.content === content) return answer && !answer.error ? EXIT.OK : EXIT.FAILED;
+    console.log(`answered: cld show ${turn.conversation}`);
   }
 
   const askStarted = Date.now();
@@ -228,22 +231,62 @@ export async function conversationNameOf(
   return given;
 }
 
+/** URN of the conversation named `name` (shared/resources/meta.ts: parent + type + name). */
+function conversationUrnOf(name: string): string {
+  return childUrn(undefined, 'common.Conversation', name);
+}
+
+/** The unanswered user message of `conversation` whose text is `content`, if there is one. */
+async function unfinishedTurn(
+  runtime: LocalRuntime,
+  conversation: string,
+  content: string,
+): Promise<UnfinishedTurn | undefined> {
+  return (await unfinishedOf(runtime, cliUser(), [conversation])).find((turn) => turn.content === content);
+}
+
+/**
+ * Runs a resumed message's work to the end and prints its answer as a new one's is printed.
+ * @returns exit code 0 (cli/errors.ts EXIT)
+ * @throws CliFailure when there is still no answer, or the answer carries an error
+ */
+async function showResumed(runtime: LocalRuntime, turn: UnfinishedTurn, started: number): Promise<number> {
+  await settleLocal(runtime, { conversations: [turn.conversation] });
+  const answer = await runtime.deps.resources.find(SYSTEM_ACTOR, 'common.Message', turn.answer);
+  if (!answer)
+    throw new CliFailure(`no answer was produced for ${turn.message}: cld show ${turn.conversation}`);
+  console.log(`\n${answer.content}\n`);
+  console.log(`conversation: ${turn.conversation} (resumed)`);
+  console.log(`continue with: cld ask --conversation ${turn.conversation} "…"`);
+  console.log(`total ${((Date.now() - started) / 1000).toFixed(2)} s`);
+  if (answer.error) throw new CliFailure(`the request failed: ${answer.error.message}`);
+  return EXIT.OK;
+}
+
 /** A user message of an open conversation that has no answer yet. */
 interface UnfinishedTurn {
   conversation: string;
+  /** URN of the user message. */
+  message: string;
   content: string;
   /** URN of the answer it waits for. */
   answer: string;
 }
 
 /**
- * The unanswered messages of `user`'s open conversations (the open-conversations projection),
- * newest first: what an interrupted `ask` left (or one waiting for an approval).
+ * The unanswered messages of `user`'s open conversations (the open-conversations projection), or
+ * of `conversations`, newest first: what an interrupted `ask` left (or one waiting for an approval).
  */
-async function unfinishedOf(runtime: LocalRuntime, user: string): Promise<UnfinishedTurn[]> {
+async function unfinishedOf(
+  runtime: LocalRuntime,
+  user: string,
+  conversations?: readonly string[],
+): Promise<UnfinishedTurn[]> {
   const { resources } = runtime.deps;
   const turns: (UnfinishedTurn & { at: string })[] = [];
-  for (const open of await runtime.openConversations.list()) {
+  const urns = conversations ?? (await runtime.openConversations.list()).map((open) => open.conversation);
+  for (const conversation of urns) {
+    const open = { conversation };
     const root = (await resources.find(SYSTEM_ACTOR, 'common.Conversation', open.conversation)) as
       | Conversation
       | undefined;
@@ -256,6 +299,7 @@ async function unfinishedOf(runtime: LocalRuntime, user: string): Promise<Unfini
       if (!message) continue;
       turns.push({
         conversation: open.conversation,
+        message: message.meta.id,
         content: message.content,
         answer: childUrn(open.conversation, 'common.Message', NAMES.answer(message.meta.id)),
         at: message.meta.createdAt ?? '',
