@@ -25,16 +25,25 @@ import { causalOrder, describeNew, renderTree } from './tree.js';
 export const INTERRUPTED_EXIT_CODE = 130;
 
 /**
- * `cld ask [--docs <dir>]... [--conversation <name>] [--file <path> | - | "<message>"]`: ingests
- * `--docs`, adds the message to the conversation (a new one, or the named one under its next
- * free `message-<n>`), runs the embedded default until the bus is idle, and prints the answer.
+ * `cld ask [--docs <dir>]... [--conversation <urn-or-name> [--new]] [--file <path> | - | "<message>"]`:
+ * ingests `--docs`, adds the message to the conversation (a new one; the one whose URN the CLI
+ * printed; or the named one, which must exist unless `--new`) under its next free `message-<n>`,
+ * runs the embedded default until the bus is idle, and prints the answer.
  *
  * Output: on a terminal the task tree redrawn live; piped, one line per new resource in causal
  * order (creation time, then parent before child, call before result). Then the answer, its
- * sources once (those the answer text does not list already), the conversation URN and counts.
- * Ctrl-C (SIGINT) stops the run at once with exit code {@link INTERRUPTED_EXIT_CODE}; what was
- * stored stays. Exit 1 when no answer came or the answer carries an error.
- * @throws UsageError, ValidationError, LimitExceededError (see readMessage), CliFailure
+ * sources once (those the answer text does not list already), the conversation URN, the
+ * `continue with:` line and counts. A tool call waiting for approval is shown (tool, input, asking
+ * task, request URN): on a terminal the user decides y/N (shared/domain/approval.ts
+ * `decideApproval`) and the run goes on; piped, exit code 5 (EXIT.APPROVAL_NEEDED) with the
+ * `cld approvals approve|deny` lines. An unanswered message of the user's other open
+ * conversations (an interrupted `ask`) is offered y/N on a terminal, named with its `cld resume`
+ * line when piped; one of the conversation named is picked up (the same message again: its
+ * answer, no duplicate). Ctrl-C (SIGINT) stops the run at once with exit code
+ * {@link INTERRUPTED_EXIT_CODE}; what was stored stays. Exit 1 when no answer came or the answer
+ * carries an error.
+ * @throws UsageError, ValidationError, LimitExceededError (see readMessage), CliFailure;
+ *   NotFoundError (exit 3) for a conversation URN or name (without `--new`) not stored
  */
 export async function askCommand(args: string[], dataDir: string, settings: CliSettings): Promise<number> {
   const { env } = settings;

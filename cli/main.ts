@@ -18,11 +18,13 @@ import { CliFailure, EXIT, exitCodeOf, UsageError } from './errors.js';
 const USAGE = `usage:
   cld ingest <dir-or-file>...             split documents into chunks and index them
                                           (into the deployed bucket when CLD_BUCKET is set)
-  cld ask [--docs <dir>]... [--conversation <name>] "<message>" | - | --file <path>
+  cld ask [--docs <dir>]... [--conversation <urn-or-name> [--new]] "<message>" | - | --file <path>
                                           plan, run and answer (ingests --docs first); the
                                           message as arguments, from standard input (-) or a
                                           file, at most 16,000 characters; --conversation adds
-                                          it to that conversation as its next message
+                                          it to the conversation whose URN ask printed, or to a
+                                          stored name (--new: start it); a tool call waiting for
+                                          approval is asked y/N (piped: exit 5, see approvals)
   cld show <urn>                          a chunk's source file and text, or a stored subtree
   cld resume [<conversation-urn>]         re-drive what an interrupted run left pending
   cld replay <conversation-urn> [--rebuild]
