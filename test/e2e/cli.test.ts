@@ -86,7 +86,7 @@ function withoutNpmNoise(stderr: string): string {
     .join('\n');
 }
 
-const SOURCE = /^- (cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16})$/gm;
+const SOURCE = /^- (?:.* \()?(cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16})\)?$/gm;
 const Q_EVENTS = 'How do I send S3 object events to EventBridge?';
 const Q_PREFIX = 'How do I match only keys with a given prefix in an event rule?';
 
