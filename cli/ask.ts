@@ -95,6 +95,12 @@ export async function askCommand(args: string[], dataDir: string, settings: CliS
   const repeated = named ? await unfinishedTurn(runtime, named, content) : undefined;
   if (repeated) return showResumed(runtime, repeated, started);
   for (const turn of offered) {
+    if (turn.waitsForApproval) {
+      console.log(
+        `conversation ${turn.conversation} waits for your approval of a tool call: cld approvals list ${turn.conversation}`,
+      );
+      continue;
+    }
     const line = `conversation ${turn.conversation} was interrupted before its answer to "${turn.content.slice(0, 80)}"`;
     if (!interactive()) {
       console.log(`${line}; to finish it: cld resume ${turn.conversation}`);
@@ -280,6 +286,8 @@ interface UnfinishedTurn {
   content: string;
   /** URN of the answer it waits for. */
   answer: string;
+  /** True when it waits for the user's decision on an approval request (nothing to resume). */
+  waitsForApproval: boolean;
 }
 
 /**
@@ -310,6 +318,7 @@ async function unfinishedOf(
         conversation: open.conversation,
         message: message.meta.id,
         content: message.content,
+        waitsForApproval: turn.waitingFor.some((line) => line.startsWith("the user's approval")),
         answer: childUrn(open.conversation, 'common.Message', NAMES.answer(message.meta.id)),
         at: message.meta.createdAt ?? '',
       });

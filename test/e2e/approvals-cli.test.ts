@@ -64,6 +64,13 @@ describe('ask without a terminal, then cld approvals', () => {
     const asked = await cli(['ask', QUESTION]);
     expect(asked.code).toBe(5);
     const request = REQUEST.exec(asked.stdout)?.[1] as string;
+    const conversation = request.split('/')[0] as string;
+    // The next ask names the waiting conversation and how to see what it waits for, not "resume".
+    const next = await cli(['ask', QUESTION]);
+    expect(next.stdout).toContain(
+      `conversation ${conversation} waits for your approval of a tool call: cld approvals list ${conversation}`,
+    );
+    expect(next.stdout).not.toContain(`cld resume ${conversation}`);
     const denied = await cli(['approvals', 'deny', request, '--reason', 'not now']);
     expect(denied.code).toBe(0);
     expect(denied.stdout).toContain(`recorded: denied search (${request})`);
