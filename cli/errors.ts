@@ -13,9 +13,19 @@ import { ConfigError, InvalidUrnError, NotFoundError, ValidationError } from '..
  *   `resume <urn>`, `tools approve|revoke`);
  * - `PARTIAL` 4: `ask`'s answer is partial (issue 21): printed in full, some parts answered and
  *   the others named under "Not answered:" with why;
+ * - `APPROVAL_NEEDED` 5: `ask` without a terminal stopped at a tool call that waits for approval; it
+ *   printed the request and the `cld approvals approve|deny <request-urn>` commands that decide it;
  * - `INTERRUPTED` 130: stopped by Ctrl-C (128 + SIGINT), what was stored stays.
  */
-export const EXIT = { OK: 0, FAILED: 1, USAGE: 2, NOT_FOUND: 3, PARTIAL: 4, INTERRUPTED: 130 } as const;
+export const EXIT = {
+  OK: 0,
+  FAILED: 1,
+  USAGE: 2,
+  NOT_FOUND: 3,
+  PARTIAL: 4,
+  APPROVAL_NEEDED: 5,
+  INTERRUPTED: 130,
+} as const;
 
 /** Bad command-line usage: printed with the usage text, exit code 2. */
 export class UsageError extends Error {}

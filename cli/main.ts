@@ -1,8 +1,8 @@
+#!/usr/bin/env node
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CldError } from '../shared/errors.js';
 import { CliFailure, EXIT, exitCodeOf, UsageError } from './errors.js';
-import { loadCliSettings } from './settings.js';
 
 /**
  * `cld` — the local CLI (`npm start -- <command>`): `ingest`, `ask`, `show`. Runs the embedded
@@ -12,17 +12,19 @@ import { loadCliSettings } from './settings.js';
  * shared/llm/config.ts). Every command but `help` first parses the whole environment
  * (cli/settings.ts): a bad setting stops it with exit code 2 naming the variable. Exit codes, the
  * same for every command: cli/errors.ts {@link EXIT} (0 done, 1 failed, 2 usage or bad input,
- * 3 not found, 4 a partial answer of `ask`, 130 interrupted).
+ * 3 not found, 4 a partial answer of `ask`, 5 waiting for an approval, 130 interrupted).
  */
 
 const USAGE = `usage:
   cld ingest <dir-or-file>...             split documents into chunks and index them
                                           (into the deployed bucket when CLD_BUCKET is set)
-  cld ask [--docs <dir>]... [--conversation <name>] "<message>" | - | --file <path>
+  cld ask [--docs <dir>]... [--conversation <urn-or-name> [--new]] "<message>" | - | --file <path>
                                           plan, run and answer (ingests --docs first); the
                                           message as arguments, from standard input (-) or a
                                           file, at most 16,000 characters; --conversation adds
-                                          it to that conversation as its next message
+                                          it to the conversation whose URN ask printed, or to a
+                                          stored name (--new: start it); a tool call waiting for
+                                          approval is asked y/N (piped: exit 5, see approvals)
   cld show <urn>                          a chunk's source file and text, or a stored subtree
   cld resume [<conversation-urn>]         re-drive what an interrupted run left pending
   cld replay <conversation-urn> [--rebuild]
@@ -34,7 +36,12 @@ const USAGE = `usage:
                                           or CLD_MCP_CONFIG); a changed tool is pending again
   cld tools approve|revoke <server>__<tool> [--reason <text>]
                                           record an operator's decision on a discovered tool
-exit codes: 0 done, 1 failed, 2 bad usage, input or setting (CLD_*), 3 not found, 130 interrupted`;
+  cld approvals list [--all] [<conversation-urn>]
+                                          tool calls waiting for your approval
+  cld approvals approve|deny <request-urn> [--reason <text>]
+                                          decide one, then run the conversation on and answer
+exit codes: 0 done, 1 failed, 2 bad usage, input or setting (CLD_*), 3 not found,
+  5 waiting for an approval (ask without a terminal), 130 interrupted`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -42,7 +49,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return command === undefined ? EXIT.USAGE : EXIT.OK;
   }
-  const settings = loadCliSettings(process.env);
+  // Loaded here, not at the top: `cld --help` loads no more than this file (issue 23).
+  const settings = (await import('./settings.js')).loadCliSettings(process.env);
   const { env } = settings;
   const dataDir = resolve(env.CLD_DATA_DIR);
   switch (command) {
@@ -90,6 +98,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./resume.js')).resumeCommand(rest, dataDir, settings);
     case 'tools':
       return (await import('./tools.js')).toolsCommand(rest, dataDir, settings);
+    case 'approvals':
+      return (await import('./approvals.js')).approvalsCommand(rest, dataDir, settings);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }

@@ -9,6 +9,7 @@ import type { LocalRuntime } from '../shared/runtime/local.js';
 import { INGEST_EXTENSIONS, ingest } from '../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { parseUrn } from '../shared/urn.js';
+import { subtreeOf } from './subtree.js';
 
 /**
  * Ingests documents through `deps` (the embedded default's, or the deployed bucket's): Markdown
@@ -83,13 +84,8 @@ async function ingestGraphOf(deps: Deps, index: MiniSearchIndex, paths: string[]
 }
 
 /** The resource at `urn` (when stored) and everything under it, read as the operator. */
-export async function subtree(runtime: LocalRuntime, urn: string): Promise<AnyResource[]> {
-  const { resources } = runtime.deps;
-  const self = await resources
-    .find(SYSTEM_ACTOR, parseUrn(urn).elements.at(-1)?.type as never, urn)
-    .catch(() => undefined);
-  const below = await resources.list(SYSTEM_ACTOR, urn);
-  return self ? [self as AnyResource, ...below] : below;
+export async function subtree(runtime: Pick<LocalRuntime, 'deps'>, urn: string): Promise<AnyResource[]> {
+  return subtreeOf(runtime.deps.resources, urn);
 }
 
 /**

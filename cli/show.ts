@@ -1,12 +1,11 @@
 import { parseArgs } from 'node:util';
 import { NotFoundError } from '../shared/errors.js';
 import type { Chunk, Document, Message } from '../shared/resources/schemas.js';
-import { modelFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
-import { createLocalRuntime } from '../shared/runtime/local.js';
+import { SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { parentOf, parseUrn } from '../shared/urn.js';
 import { UsageError } from './errors.js';
-import { subtree } from './resources.js';
 import type { CliSettings } from './settings.js';
+import { readOnlyResources, subtreeOf } from './subtree.js';
 import { causalOrder, renderTree, statusLines } from './tree.js';
 
 /**
@@ -21,24 +20,21 @@ export async function showCommand(args: string[], dataDir: string, settings: Cli
   if (positionals.length !== 1) throw new UsageError('show needs exactly one URN');
   const urn = positionals[0] as string;
   const type = parseUrn(urn).elements.at(-1)?.type;
-  const runtime = await createLocalRuntime({
-    dataDir,
-    model: modelFor(settings.env),
-    limits: settings.limits,
-  });
+  // Read only: the stored resources, not the runtime (no bus, handlers or search index).
+  const resources = readOnlyResources(dataDir);
   if (type === 'doc.Chunk') {
-    const chunk = await runtime.deps.resources.find(SYSTEM_ACTOR, 'doc.Chunk', urn);
+    const chunk = await resources.find(SYSTEM_ACTOR, 'doc.Chunk', urn);
     if (!chunk) throw new NotFoundError(`nothing stored at ${urn}`);
-    const document = await runtime.deps.resources.find(SYSTEM_ACTOR, 'doc.Document', parentOf(urn) as string);
+    const document = await resources.find(SYSTEM_ACTOR, 'doc.Document', parentOf(urn) as string);
     console.log(chunkView(chunk, document));
     return 0;
   }
-  const resources = await subtree(runtime, urn);
-  if (resources.length === 0) throw new NotFoundError(`nothing stored at ${urn}`);
-  console.log(renderTree(resources, urn).join('\n'));
-  if (parseUrn(urn).elements.length === 1 && resources[0]?.meta.type === 'common.Conversation')
-    console.log(statusLines(resources, urn, runtime.deps.limits.stallAfterMs).join('\n'));
-  const answers = causalOrder(resources).filter(
+  const stored = await subtreeOf(resources, urn);
+  if (stored.length === 0) throw new NotFoundError(`nothing stored at ${urn}`);
+  console.log(renderTree(stored, urn).join('\n'));
+  if (parseUrn(urn).elements.length === 1 && stored[0]?.meta.type === 'common.Conversation')
+    console.log(statusLines(stored, urn, settings.limits.stallAfterMs).join('\n'));
+  const answers = causalOrder(stored).filter(
     (r): r is Message => r.meta.type === 'common.Message' && (r as Message).inReplyTo !== undefined,
   );
   for (const answer of answers) console.log(`\n${answer.content}`);

@@ -22,7 +22,6 @@ import type { ChunkSearch, SearchHit } from '../search/port.js';
 import { HashingEmbedder } from '../search/similarity.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import type { StorageInterface } from '../storage/port.js';
-import { createS3Client, S3Storage } from '../storage/s3.js';
 import { parseMcpServers } from '../tools/mcp/config.js';
 import type { McpRuntime } from '../tools/mcp/execute.js';
 import type { ToolImplementation } from '../tools/port.js';
@@ -604,6 +603,8 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
     ...(fn ? { function: fn } : {}),
   };
   if (env.CLD_BUCKET) {
+    // Loaded only with a bucket: the CLI's settings path (cli/settings.ts) imports this file.
+    const { createS3Client, S3Storage } = await import('../storage/s3.js');
     const client = createS3Client({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
     const storage = new S3Storage({ client, bucket: env.CLD_BUCKET });
     return assembleDeps({ storage, indexStorage: storage, ...common });

@@ -87,7 +87,7 @@ function withoutNpmNoise(stderr: string): string {
     .join('\n');
 }
 
-const SOURCE = /^- (cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16})$/gm;
+const SOURCE = /^- (?:.* \()?(cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16})\)?$/gm;
 const Q_EVENTS = 'How do I send S3 object events to EventBridge?';
 const Q_PREFIX = 'How do I match only keys with a given prefix in an event rule?';
 
@@ -190,14 +190,16 @@ describe('ask --conversation', () => {
   it(
     'adds a follow-up question as the next message and answers it, not the first one again',
     async () => {
-      const first = await cli(['ask', '--conversation', 'follow-up', Q_EVENTS], { dataDir });
-      const second = await cli(['ask', '--conversation', 'follow-up', Q_PREFIX], { dataDir });
+      const first = await cli(['ask', '--conversation', 'follow-up', '--new', Q_EVENTS], { dataDir });
       expect(first.code).toBe(0);
-      expect(second.code).toBe(0);
       const urn = /^conversation: (cld:common\.Conversation\.[0-9a-f]{16}) \(message-1\)$/m.exec(
         first.stdout,
       )?.[1];
       expect(urn).toBeDefined();
+      // The handle the CLI prints to continue with: the conversation's URN (issue 23).
+      expect(first.stdout).toContain(`continue with: cld ask --conversation ${urn} "…"`);
+      const second = await cli(['ask', '--conversation', urn as string, Q_PREFIX], { dataDir });
+      expect(second.code).toBe(0);
       expect(second.stdout).toContain(`conversation: ${urn} (message-2)`);
       expect(second.stdout).toContain(`user: "${Q_PREFIX}"`);
       expect(second.stdout).not.toContain(`user: "${Q_EVENTS}"`);
@@ -214,8 +216,8 @@ describe('ask --conversation', () => {
     'answers two concurrent asks on one conversation, each its own question',
     async () => {
       const [a, b] = await Promise.all([
-        cli(['ask', '--conversation', 'concurrent', Q_EVENTS], { dataDir }),
-        cli(['ask', '--conversation', 'concurrent', Q_PREFIX], { dataDir }),
+        cli(['ask', '--conversation', 'concurrent', '--new', Q_EVENTS], { dataDir }),
+        cli(['ask', '--conversation', 'concurrent', '--new', Q_PREFIX], { dataDir }),
       ]);
       expect([a.code, b.code]).toEqual([0, 0]);
       const names = [a, b].map((r) => /\((message-\d+)\)$/m.exec(r.stdout)?.[1]);
@@ -377,7 +379,7 @@ describe('an OpenAI-compatible model over HTTP (CLD_MODEL_PROVIDER=openai)', () 
     'fails the task with a clear error when the model sends malformed tool-call JSON, keeping the run',
     async () => {
       stub.respond = scriptedModel('{"query": "S3 EventBridge');
-      const asked = await cli(['ask', '--conversation', 'malformed', Q_EVENTS], { dataDir, env });
+      const asked = await cli(['ask', '--conversation', 'malformed', '--new', Q_EVENTS], { dataDir, env });
       expect(asked.code).toBe(1);
       expect(asked.stderr).toMatch(
         /^cld: the request failed: OpenAI-compatible model stub-model called tool "search" \(call call_1\) with malformed arguments: they are not JSON .*; the arguments began: \{"query": "S3 EventBridge$/m,

@@ -337,7 +337,7 @@ export interface AskResult {
 }
 
 /**
- * `cld ask --conversation <name>` interrupted with SIGINT at a random point after its first line
+ * `cld ask --conversation <name> --new` interrupted with SIGINT at a random point after its first line
  * (`model: …`, printed once the runtime is up: the interrupt falls into the resume, the store of
  * the message or the run), then run again with the same arguments: the second run must resume
  * the conversation and answer it.
@@ -366,7 +366,7 @@ export async function runAskInterrupts(options: {
   const conversations: string[] = [];
   for (let i = 1; i <= options.interrupts; i++) {
     const name = `ask-interrupted-${i}`;
-    const args = ['ask', '--conversation', name, QUESTION];
+    const args = ['ask', '--conversation', name, '--new', QUESTION];
     const [low, high] = options.afterMs;
     let signalled = false;
     const first = await runCli(args, dataDir, {
