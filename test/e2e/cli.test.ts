@@ -164,7 +164,7 @@ describe('ask and show, piped', () => {
 
 describe('a partial answer (issue 21)', () => {
   it('prints parts 1–2 and the part not answered, and exits 4, for a question whose third part the corpus cannot answer', async () => {
-    const asked = await cli(['ask', '--conversation', 'partial', PARTIAL_QUESTION], { dataDir });
+    const asked = await cli(['ask', '--conversation', 'partial', '--new', PARTIAL_QUESTION], { dataDir });
 
     expect(asked.code).toBe(4);
     expect(asked.stderr).toMatch(
