@@ -67,14 +67,15 @@ export const PackCoreSchema = z.object({
   documentCount: z.number().int().nonnegative(),
   nextId: z.number().int().nonnegative(),
   fieldIds: z.record(z.string(), z.number().int()),
-  averageFieldLength: z.array(z.number()),
+  /** Per field id; null for a field no chunk has (minisearch's NaN, as JSON writes it). */
+  averageFieldLength: z.array(z.number().nullable()),
   dirtCount: z.number().int().nonnegative(),
   /** Per chunk, in the serialisation's order: [shortId, URN, type index, source index or -1, text shard]. */
   docs: z.array(
     z.tuple([z.number().int(), z.string(), z.number().int(), z.number().int(), z.number().int()]),
   ),
-  /** shortId → field lengths by field id (minisearch's `fieldLength`). */
-  fieldLength: z.record(z.string(), z.array(z.number())),
+  /** shortId → field lengths by field id (minisearch's `fieldLength`; null for a field the chunk lacks). */
+  fieldLength: z.record(z.string(), z.array(z.number().nullable())),
   types: z.array(z.string()),
   sources: z.array(z.string()),
   /** Every term, in the order of minisearch's serialisation. */
@@ -120,7 +121,8 @@ export function parseCore(raw: unknown): PackCore | undefined {
   if (!Array.isArray(terms) || !terms.every((term) => typeof term === 'string')) return undefined;
   if (typeof fieldLength !== 'object' || fieldLength === null) return undefined;
   for (const lengths of Object.values(fieldLength)) {
-    if (!Array.isArray(lengths) || !lengths.every((length) => typeof length === 'number')) return undefined;
+    if (!Array.isArray(lengths) || !lengths.every((length) => length === null || typeof length === 'number'))
+      return undefined;
   }
   const ownersParsed = PackCoreSchema.shape.owners.safeParse(owners);
   if (!ownersParsed.success) return undefined;

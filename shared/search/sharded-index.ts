@@ -324,7 +324,7 @@ function coreOf(core: PackCore, generation: number): Core {
     if (path !== undefined) stored.source = path;
     storedFields.set(shortId, stored);
   }
-  const fieldLength = new Map<number, number[]>();
+  const fieldLength = new Map<number, (number | null)[]>();
   for (const [shortId, lengths] of Object.entries(core.fieldLength))
     fieldLength.set(Number.parseInt(shortId, 10), lengths);
   Object.assign(engine, {
