@@ -22,7 +22,6 @@ import type { ChunkSearch, SearchHit } from '../search/port.js';
 import { HashingEmbedder } from '../search/similarity.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import type { StorageInterface } from '../storage/port.js';
-import { createS3Client, S3Storage } from '../storage/s3.js';
 import { parseMcpServers } from '../tools/mcp/config.js';
 import type { McpRuntime } from '../tools/mcp/execute.js';
 import type { ToolImplementation } from '../tools/port.js';
@@ -397,19 +396,32 @@ async function loadTools(
   indexStorage: StorageInterface,
   resources: ResourceIndex,
   embedder: Embedder,
+  chunkIndex: 'whole' | 'sharded',
 ): Promise<{ search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> }> {
   if (process.env.CLD_BUNDLE_TOOLS !== 'false') {
-    const [{ MiniSearchIndex }, { searchTool }, { readTool }, { createGraphTool }, { GraphIndex }] =
-      await Promise.all([
-        import('../search/minisearch-index.js'),
-        import('../tools/search.js'),
-        import('../tools/read.js'),
-        import('../tools/graph.js'),
-        import('../graph/graph-index.js'),
-      ]);
+    const [
+      { MiniSearchIndex },
+      { ShardedChunkIndex },
+      { searchTool },
+      { readTool },
+      { createGraphTool },
+      { GraphIndex },
+    ] = await Promise.all([
+      import('../search/minisearch-index.js'),
+      import('../search/sharded-index.js'),
+      import('../tools/search.js'),
+      import('../tools/read.js'),
+      import('../tools/graph.js'),
+      import('../graph/graph-index.js'),
+    ]);
     // The graph index manifest is read at the first graph call, not at cold start.
     const graphTool = createGraphTool(() => GraphIndex.open(indexStorage, resources));
-    const index = await MiniSearchIndex.open(indexStorage);
+    // A function's cold start opens the shard pack (the first search reads only the shards its
+    // query needs); the local runtime opens the whole generation, which ingest extends.
+    const index =
+      chunkIndex === 'sharded'
+        ? await ShardedChunkIndex.open(indexStorage)
+        : await MiniSearchIndex.open(indexStorage);
     // Hybrid retrieval with a semantic embedder; the offline hashing embedder adds nothing to BM25.
     if (!(embedder instanceof HashingEmbedder)) index.useEmbedder(embedder);
     return {
@@ -505,6 +517,11 @@ export async function assembleDeps(options: {
   toolApproval?: ToolApproval;
   /** MCP servers and sessions (only where tools run); default: none. */
   mcp?: McpRuntime;
+  /**
+   * How the chunk index opens: `whole` (default; a `MiniSearchIndex` ingest can extend) or
+   * `sharded` (read-only `ShardedChunkIndex`, what a function's cold start uses).
+   */
+  chunkIndex?: 'whole' | 'sharded';
 }): Promise<Deps> {
   const uses = options.uses ?? EVERYTHING;
   const embedder = options.embedder ?? new HashingEmbedder();
@@ -515,7 +532,8 @@ export async function assembleDeps(options: {
   );
   const catalog = defaultCatalog(options.toolApproval);
   let tools: { search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> };
-  if (uses.tools) tools = await loadTools(options.indexStorage, resources, embedder);
+  if (uses.tools)
+    tools = await loadTools(options.indexStorage, resources, embedder, options.chunkIndex ?? 'whole');
   else tools = { search: new UnusedSearch(options.function), tools: new Map() };
   return {
     resources,
@@ -601,8 +619,12 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
     embedder,
     toolApproval,
     ...(fn ? { function: fn } : {}),
+    chunkIndex: 'sharded' as const,
   };
   if (env.CLD_BUCKET) {
+    // The S3 client (the largest AWS SDK module a function loads) is imported with the storage it
+    // serves, so a bundle's import and the embedded (filesystem) runtime do not pay for it.
+    const { createS3Client, S3Storage } = await import('../storage/s3.js');
     const client = createS3Client({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
     const storage = new S3Storage({ client, bucket: env.CLD_BUCKET });
     return assembleDeps({ storage, indexStorage: storage, ...common });
