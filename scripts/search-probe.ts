@@ -1,3 +1,4 @@
+import { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { ShardedChunkIndex } from '../shared/search/sharded-index.js';
 import { FilesystemStorage } from '../shared/storage/filesystem.js';
 
@@ -7,9 +8,16 @@ import { FilesystemStorage } from '../shared/storage/filesystem.js';
  * shared/runtime/compose.ts `loadTools` does it in a function (the shard pack on the data
  * directory's `indexes/`), and its first search.
  * @param dataDir the data directory (`CLD_DATA_DIR`) whose `indexes/` holds the chunk index
+ * @param mode `whole` opens the whole generation instead, as the tool step did before the pack
  * @returns how many hits the first search returned
  */
-export async function firstSearch(dataDir: string, query: string): Promise<number> {
-  const index = await ShardedChunkIndex.open(new FilesystemStorage(dataDir));
+export async function firstSearch(
+  dataDir: string,
+  query: string,
+  mode: 'sharded' | 'whole' = 'sharded',
+): Promise<number> {
+  const storage = new FilesystemStorage(dataDir);
+  const index =
+    mode === 'whole' ? await MiniSearchIndex.open(storage) : await ShardedChunkIndex.open(storage);
   return (await index.search(query)).length;
 }

@@ -173,11 +173,11 @@ const done = performance.now();
 if (typeof module.handler !== 'function') throw new Error('the bundle exports no handler function');
 const timing = { externalsMs: loaded - started, bundleMs: done - loaded, importCpuMs: cpu() - cpuStarted };
 if (process.argv[4]) {
-  const { entry, dataDir, query } = JSON.parse(process.argv[4]);
+  const { entry, dataDir, query, mode } = JSON.parse(process.argv[4]);
   const before = performance.now();
   const cpuBefore = cpu();
   const probe = await import(entry);
-  const hits = await probe.firstSearch(dataDir, query);
+  const hits = await probe.firstSearch(dataDir, query, mode);
   Object.assign(timing, { firstSearchMs: performance.now() - before, firstSearchCpuMs: cpu() - cpuBefore, hits });
 } else if (process.argv[3]) {
   const event = JSON.parse(readFileSync(process.argv[3], 'utf8'));
@@ -246,6 +246,8 @@ export interface SearchProbe {
   entry: string;
   dataDir: string;
   query: string;
+  /** `sharded` (the shard pack, default) or `whole` (the whole generation, as before issue 25). */
+  mode?: 'sharded' | 'whole';
 }
 
 /** A handler call for {@link importOnce}: the event and the environment of the child process. */

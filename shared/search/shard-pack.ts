@@ -92,7 +92,7 @@ export type PackCore = z.infer<typeof PackCoreSchema>;
 
 /**
  * Parses a stored core: {@link PackCoreSchema} for the small fields, and a hand-written walk over
- * the four large arrays and the field lengths (tens of thousands of entries, which zod checks in
+ * the large arrays (chunks, terms, owned names) and the field lengths (tens of thousands of entries, which zod checks in
  * hundreds of milliseconds: the time this format exists to save).
  * @returns the core, or undefined when `raw` is not a core of this version
  */
@@ -124,14 +124,32 @@ export function parseCore(raw: unknown): PackCore | undefined {
     if (!Array.isArray(lengths) || !lengths.every((length) => length === null || typeof length === 'number'))
       return undefined;
   }
-  const ownersParsed = PackCoreSchema.shape.owners.safeParse(owners);
-  if (!ownersParsed.success) return undefined;
+  const isStrings = (value: unknown) =>
+    Array.isArray(value) && value.every((item) => typeof item === 'string');
+  if (
+    !Array.isArray(owners) ||
+    !owners.every(
+      (owned) =>
+        Array.isArray(owned) &&
+        owned.length === 2 &&
+        isStrings(owned[0]) &&
+        Array.isArray(owned[1]) &&
+        owned[1].every(
+          (share: unknown) =>
+            Array.isArray(share) &&
+            share.length === 2 &&
+            typeof share[0] === 'string' &&
+            typeof share[1] === 'number',
+        ),
+    )
+  )
+    return undefined;
   return {
     ...head.data,
     docs: docs as PackCore['docs'],
     fieldLength: fieldLength as PackCore['fieldLength'],
     terms: terms as string[],
-    owners: ownersParsed.data,
+    owners: owners as PackCore['owners'],
   };
 }
 
@@ -158,6 +176,20 @@ export function parsePostingShard(raw: unknown): z.infer<typeof PostingShardSche
     }
   }
   return raw as z.infer<typeof PostingShardSchema>;
+}
+
+/**
+ * Parses a stored text shard ({@link TextShardSchema}, checked by hand like the posting shards).
+ * @returns the shard, or undefined when `raw` is not one
+ */
+export function parseTextShard(raw: unknown): z.infer<typeof TextShardSchema> | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  for (const entry of Object.values(raw)) {
+    if (typeof entry !== 'object' || entry === null) return undefined;
+    const { title, text } = entry as { title?: unknown; text?: unknown };
+    if (typeof text !== 'string' || (title !== undefined && typeof title !== 'string')) return undefined;
+  }
+  return raw as z.infer<typeof TextShardSchema>;
 }
 
 /** A text shard: shortId → heading trail and text. */

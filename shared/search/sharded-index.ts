@@ -22,8 +22,8 @@ import {
   type PackCore,
   parseCore,
   parsePostingShard,
+  parseTextShard,
   postingsKey,
-  TextShardSchema,
   textsKey,
 } from './shard-pack.js';
 
@@ -184,11 +184,12 @@ export class ShardedChunkIndex implements ChunkSearch {
       pending = this.read(postingsKey(this.key, core.generation, shard)).then((raw) => {
         const parsed = parsePostingShard(raw);
         if (!parsed) throw new ValidationError(`posting shard ${shard} of the chunk index does not parse`);
+        core.terms.supply(shard, parsed);
         return parsed;
       });
       this.postings.set(shard, pending);
     }
-    return pending.then((postings) => core.terms.supply(postings));
+    return pending.then(() => undefined);
   }
 
   private loadTexts(shard: number): Promise<Record<string, { title?: string | undefined; text: string }>> {
@@ -196,10 +197,9 @@ export class ShardedChunkIndex implements ChunkSearch {
     if (!pending) {
       const generation = this.generation as number;
       pending = this.read(textsKey(this.key, generation, shard)).then((raw) => {
-        const parsed = TextShardSchema.safeParse(raw);
-        if (!parsed.success)
-          throw new ValidationError(`text shard ${shard} of the chunk index does not parse`);
-        return parsed.data;
+        const parsed = parseTextShard(raw);
+        if (!parsed) throw new ValidationError(`text shard ${shard} of the chunk index does not parse`);
+        return parsed;
       });
       this.texts.set(shard, pending);
     }
@@ -218,6 +218,7 @@ export class ShardedChunkIndex implements ChunkSearch {
 class LazyTerms {
   recording: Set<string> | undefined;
   private readonly loaded = new Map<string, Postings>();
+  private readonly shards = new Map<number, Record<string, Record<string, Record<string, number>>>>();
   private readonly dictionary = new SearchableMap<true>();
   /** Expansions of the current query (the dry run and the search ask the same ones). */
   private readonly expansions = new Map<string, readonly (readonly [string, number])[]>();
@@ -241,19 +242,9 @@ class LazyTerms {
     return low;
   }
 
-  /** Makes the posting lists of a shard available. */
-  supply(shard: Record<string, Record<string, Record<string, number>>>): void {
-    for (const [term, fields] of Object.entries(shard)) {
-      if (this.loaded.has(term)) continue;
-      const postings: Postings = new Map();
-      for (const [fieldId, docs] of Object.entries(fields)) {
-        const frequencies = new Map<number, number>();
-        for (const [shortId, frequency] of Object.entries(docs))
-          frequencies.set(Number.parseInt(shortId, 10), frequency);
-        postings.set(Number.parseInt(fieldId, 10), frequencies);
-      }
-      this.loaded.set(term, postings);
-    }
+  /** Makes the posting lists of a shard available (converted to minisearch's Maps when first asked for). */
+  supply(index: number, shard: Record<string, Record<string, Record<string, number>>>): void {
+    this.shards.set(index, shard);
   }
 
   private postingsOf(term: string): Postings | undefined {
@@ -261,7 +252,20 @@ class LazyTerms {
       this.recording.add(term);
       return undefined;
     }
-    return this.loaded.get(term);
+    let postings = this.loaded.get(term);
+    if (postings) return postings;
+    const shard = this.shards.get(this.shardOf(term));
+    const fields = shard && Object.hasOwn(shard, term) ? shard[term] : undefined;
+    if (!fields) return undefined;
+    postings = new Map();
+    for (const [fieldId, docs] of Object.entries(fields)) {
+      const frequencies = new Map<number, number>();
+      for (const [shortId, frequency] of Object.entries(docs))
+        frequencies.set(Number.parseInt(shortId, 10), frequency);
+      postings.set(Number.parseInt(fieldId, 10), frequencies);
+    }
+    this.loaded.set(term, postings);
+    return postings;
   }
 
   has(term: string): boolean {
