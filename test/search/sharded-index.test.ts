@@ -118,6 +118,8 @@ describe('ShardedChunkIndex', () => {
     const sharded = await ShardedChunkIndex.open(storage);
     const postingShards = (await storage.findByPrefix('indexes/chunks-shards/1/postings.')).length;
     expect(postingShards).toBeGreaterThan(4);
+    // Opening reads nothing (a cold start that only asks the graph pays one listing).
+    expect(sharded.reads).toEqual([]);
 
     await sharded.search('dead letter queue for a function');
 
