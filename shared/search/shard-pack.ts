@@ -1,4 +1,5 @@
 import type { AsPlainObject } from 'minisearch';
+import SearchableMap from 'minisearch/SearchableMap';
 import * as z from 'zod';
 import type { StorageInterface } from '../storage/port.js';
 import type { ResolvedOwners } from './owners.js';
@@ -26,7 +27,7 @@ import type { ResolvedOwners } from './owners.js';
  */
 
 /** Version of the pack layout; a reader treats a pack of another version as absent. */
-export const SHARD_PACK_VERSION = 1;
+export const SHARD_PACK_VERSION = 2;
 
 /** Target size of a posting shard's JSON, in bytes (a shard holds whole terms, so it may exceed it). */
 export const POSTING_SHARD_BYTES = 48 * 1024;
@@ -78,8 +79,13 @@ export const PackCoreSchema = z.object({
   fieldLength: z.record(z.string(), z.array(z.number().nullable())),
   types: z.array(z.string()),
   sources: z.array(z.string()),
-  /** Every term, in the order of minisearch's serialisation. */
-  terms: z.array(z.string()),
+  /**
+   * The term dictionary: minisearch's radix tree (`SearchableMap`) built by inserting every term in
+   * the order of minisearch's serialisation, as `MiniSearch.loadJS` builds it, written node by node
+   * (`[edge, child]` pairs in the tree's own order; a leaf's child is 1), so the reader rebuilds the
+   * same tree without inserting 17,000 terms one by one.
+   */
+  tree: z.array(z.unknown()),
   /** First term (in code unit order) of each posting shard. */
   bounds: z.array(z.string()),
   owners: z.array(z.tuple([z.array(z.string()), z.array(z.tuple([z.string(), z.number()]))])),
@@ -92,14 +98,14 @@ export type PackCore = z.infer<typeof PackCoreSchema>;
 
 /**
  * Parses a stored core: {@link PackCoreSchema} for the small fields, and a hand-written walk over
- * the large arrays (chunks, terms, owned names) and the field lengths (tens of thousands of entries, which zod checks in
+ * the large arrays (chunks, owned names) and the field lengths (tens of thousands of entries, which zod checks in
  * hundreds of milliseconds: the time this format exists to save).
  * @returns the core, or undefined when `raw` is not a core of this version
  */
 export function parseCore(raw: unknown): PackCore | undefined {
   if (typeof raw !== 'object' || raw === null) return undefined;
-  const { docs, fieldLength, terms, owners, ...small } = raw as Record<string, unknown>;
-  const head = PackCoreSchema.omit({ docs: true, fieldLength: true, terms: true, owners: true }).safeParse(
+  const { docs, fieldLength, tree, owners, ...small } = raw as Record<string, unknown>;
+  const head = PackCoreSchema.omit({ docs: true, fieldLength: true, tree: true, owners: true }).safeParse(
     small,
   );
   if (!head.success) return undefined;
@@ -118,7 +124,7 @@ export function parseCore(raw: unknown): PackCore | undefined {
     )
   )
     return undefined;
-  if (!Array.isArray(terms) || !terms.every((term) => typeof term === 'string')) return undefined;
+  if (!Array.isArray(tree)) return undefined;
   if (typeof fieldLength !== 'object' || fieldLength === null) return undefined;
   for (const lengths of Object.values(fieldLength)) {
     if (!Array.isArray(lengths) || !lengths.every((length) => length === null || typeof length === 'number'))
@@ -148,7 +154,7 @@ export function parseCore(raw: unknown): PackCore | undefined {
     ...head.data,
     docs: docs as PackCore['docs'],
     fieldLength: fieldLength as PackCore['fieldLength'],
-    terms: terms as string[],
+    tree,
     owners: owners as PackCore['owners'],
   };
 }
@@ -266,7 +272,9 @@ export async function writeShardPack(
   }
   if (currentBytes > 0) textShards.push(current);
 
-  const terms = plain.index.map(([term]) => term);
+  const dictionary = new SearchableMap<true>();
+  for (const [term] of plain.index) dictionary.set(term, true);
+  const tree = treeToJSON((dictionary as unknown as { _tree: RadixNode })._tree);
   const sorted = [...plain.index].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const postingShards: Record<string, unknown>[] = [];
   const bounds: string[] = [];
@@ -305,7 +313,7 @@ export async function writeShardPack(
     fieldLength: plain.fieldLength,
     types,
     sources,
-    terms,
+    tree,
     bounds,
     owners,
     textShards: textShards.length,
@@ -314,4 +322,33 @@ export async function writeShardPack(
   if (vectors) core.vectors = vectors.model;
   await storage.put(coreKey(stem, generation), JSON.stringify(core));
   return puts.length + 1;
+}
+
+/** A node of minisearch's radix tree: edge label → child node, or `''` → the value at a leaf. */
+type RadixNode = Map<string, RadixNode | true>;
+
+function treeToJSON(node: RadixNode): unknown[] {
+  return [...node].map(([edge, child]) => [edge, child === true ? 1 : treeToJSON(child)]);
+}
+
+/**
+ * The radix tree of a pack's `tree` (see {@link PackCoreSchema}), for `new SearchableMap(tree)`.
+ * @returns undefined when the JSON is not such a tree
+ */
+export function treeFromJSON(json: readonly unknown[]): RadixNode | undefined {
+  const node: RadixNode = new Map();
+  for (const entry of json) {
+    if (!Array.isArray(entry) || entry.length !== 2 || typeof entry[0] !== 'string') return undefined;
+    const [edge, child] = entry as [string, unknown];
+    if (edge === '') {
+      if (child !== 1) return undefined;
+      node.set(edge, true);
+      continue;
+    }
+    if (!Array.isArray(child)) return undefined;
+    const sub = treeFromJSON(child);
+    if (!sub) return undefined;
+    node.set(edge, sub);
+  }
+  return node;
 }

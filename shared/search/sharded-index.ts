@@ -25,6 +25,7 @@ import {
   parseTextShard,
   postingsKey,
   textsKey,
+  treeFromJSON,
 } from './shard-pack.js';
 
 /** minisearch's in-memory posting list of one term: fieldId → shortId → term frequency. */
@@ -210,25 +211,21 @@ export class ShardedChunkIndex implements ChunkSearch {
 /**
  * The part of minisearch's `SearchableMap` that its search reads (`get`, `atPrefix`, `fuzzyGet`,
  * `has`), over the term dictionary with posting lists supplied shard by shard. The dictionary is a
- * real `SearchableMap` built by inserting the terms in the serialisation's order, as
- * `MiniSearch.loadJS` does, so expansions come out in the same order and scores add up in the
- * same order. While {@link recording} is set, every term asked for is recorded and answered as
+ * real `SearchableMap` over the same radix tree `MiniSearch.loadJS` builds (shard-pack.ts writes
+ * it node by node), so expansions come out in the same order and scores add up in the same order. While {@link recording} is set, every term asked for is recorded and answered as
  * absent (a dry run that finds the shards a query needs).
  */
 class LazyTerms {
   recording: Set<string> | undefined;
   private readonly loaded = new Map<string, Postings>();
   private readonly shards = new Map<number, Record<string, Record<string, Record<string, number>>>>();
-  private readonly dictionary = new SearchableMap<true>();
   /** Expansions of the current query (the dry run and the search ask the same ones). */
   private readonly expansions = new Map<string, readonly (readonly [string, number])[]>();
 
   constructor(
-    terms: readonly string[],
+    private readonly dictionary: SearchableMap<true>,
     private readonly bounds: readonly string[],
-  ) {
-    for (const term of terms) this.dictionary.set(term, true);
-  }
+  ) {}
 
   /** Index of the posting shard holding `term` (the last bound ≤ term). */
   shardOf(term: string): number {
@@ -314,7 +311,9 @@ class LazyTerms {
  */
 function coreOf(core: PackCore, generation: number): Core {
   const engine = new MiniSearch<StoredFields>(ENGINE_OPTIONS);
-  const terms = new LazyTerms(core.terms, core.bounds);
+  const tree = treeFromJSON(core.tree);
+  if (!tree) throw new ValidationError('the term dictionary of the chunk index does not parse');
+  const terms = new LazyTerms(new SearchableMap<true>(tree as Map<string, never>), core.bounds);
   const documentIds = new Map<number, string>();
   const shortIds = new Map<string, number>();
   const storedFields = new Map<number, Partial<StoredFields>>();
