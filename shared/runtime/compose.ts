@@ -389,7 +389,8 @@ export async function projectionsFor(
 }
 
 /**
- * The chunk index on `indexStorage` and the tool implementations, loaded now.
+ * The chunk index on `indexStorage` (`sharded`: its shard pack, read from the first search on;
+ * `whole`: the whole newest generation, loaded now) and the tool implementations.
  * @throws ConfigError when the code was bundled without them
  */
 async function loadTools(
