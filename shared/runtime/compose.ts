@@ -22,6 +22,7 @@ import type { ChunkSearch, SearchHit } from '../search/port.js';
 import { HashingEmbedder } from '../search/similarity.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import type { StorageInterface } from '../storage/port.js';
+import { createS3Client, S3Storage } from '../storage/s3.js';
 import { parseMcpServers } from '../tools/mcp/config.js';
 import type { McpRuntime } from '../tools/mcp/execute.js';
 import type { ToolImplementation } from '../tools/port.js';
@@ -623,9 +624,6 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
     chunkIndex: 'sharded' as const,
   };
   if (env.CLD_BUCKET) {
-    // The S3 client (the largest AWS SDK module a function loads) is imported with the storage it
-    // serves, so a bundle's import and the embedded (filesystem) runtime do not pay for it.
-    const { createS3Client, S3Storage } = await import('../storage/s3.js');
     const client = createS3Client({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
     const storage = new S3Storage({ client, bucket: env.CLD_BUCKET });
     return assembleDeps({ storage, indexStorage: storage, ...common });
