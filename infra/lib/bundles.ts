@@ -81,6 +81,18 @@ export async function buildBundle(
   };
 }
 
+/**
+ * Builds scripts/search-probe.ts (a {@link SearchProbe}'s entry) with the tool function's
+ * esbuild options into `<outRoot>/search-probe/index.mjs`.
+ * @returns the built file
+ */
+export async function buildSearchProbe(outRoot: string = BUNDLE_CACHE_DIR): Promise<string> {
+  const dir = join(outRoot, 'search-probe');
+  rmSync(dir, { recursive: true, force: true });
+  await build(esbuildOptions('tool', 'scripts/search-probe.ts', dir));
+  return join(dir, BUNDLE_FILE);
+}
+
 function directoryBytes(dir: string): number {
   let total = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -142,21 +154,32 @@ function sourceOf(input: string): string {
 /**
  * Code a child `node` runs: `await import()` of the run-time external modules given in argv[1]
  * (JSON array; may be empty), then of the bundle at argv[2], each timed with performance.now()
- * inside the child; then, when argv[3] names an event file, calls the bundle's `handler` with that
- * event twice (a Lambda-shaped context), timing each call. Prints `PROBE <json>` as its last line
+ * inside the child; then, when argv[4] holds a {@link SearchProbe}, runs its first search, else
+ * when argv[3] names an event file, calls the bundle's `handler` with that event twice (a
+ * Lambda-shaped context), timing each call. Wall and CPU time both: CPU time depends less on
+ * how loaded the machine is. Prints `PROBE <json>` as its last line
  * (the handler may log to stdout before).
  */
 const IMPORT_PROBE = `
 import { readFileSync } from 'node:fs';
 const externals = JSON.parse(process.argv[1]);
+const cpu = () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000; };
 const started = performance.now();
+const cpuStarted = cpu();
 for (const specifier of externals) await import(specifier);
 const loaded = performance.now();
 const module = await import(process.argv[2]);
 const done = performance.now();
 if (typeof module.handler !== 'function') throw new Error('the bundle exports no handler function');
-const timing = { externalsMs: loaded - started, bundleMs: done - loaded };
-if (process.argv[3]) {
+const timing = { externalsMs: loaded - started, bundleMs: done - loaded, importCpuMs: cpu() - cpuStarted };
+if (process.argv[4]) {
+  const { entry, dataDir, query, mode } = JSON.parse(process.argv[4]);
+  const before = performance.now();
+  const cpuBefore = cpu();
+  const probe = await import(entry);
+  const hits = await probe.firstSearch(dataDir, query, mode);
+  Object.assign(timing, { firstSearchMs: performance.now() - before, firstSearchCpuMs: cpu() - cpuBefore, hits });
+} else if (process.argv[3]) {
   const event = JSON.parse(readFileSync(process.argv[3], 'utf8'));
   const context = {
     functionName: 'probe', functionVersion: '$LATEST', memoryLimitInMB: '1024',
@@ -176,9 +199,11 @@ if (process.argv[3]) {
     }
     return { ms: performance.now() - before, outcome };
   };
+  const cpuBefore = cpu();
   const first = await call();
+  const firstCallCpuMs = cpu() - cpuBefore;
   const warm = await call();
-  Object.assign(timing, { firstCallMs: first.ms, warmCallMs: warm.ms, outcome: first.outcome });
+  Object.assign(timing, { firstCallMs: first.ms, firstCallCpuMs, warmCallMs: warm.ms, outcome: first.outcome });
 }
 process.stdout.write('\\nPROBE ' + JSON.stringify(timing) + '\\n');
 `;
@@ -199,6 +224,30 @@ export interface ImportTiming {
   warmCallMs?: number;
   /** With an invocation: how the first call ended (`ok`, `status <code>` or the error's name). */
   outcome?: string;
+  /** CPU time (user + system) of the process while importing the externals and the bundle. */
+  importCpuMs: number;
+  /** With an invocation: CPU time of the first handler call. */
+  firstCallCpuMs?: number;
+  /** With a {@link SearchProbe}: the cold open of the chunk index and its first search, after the import. */
+  firstSearchMs?: number;
+  /** With a {@link SearchProbe}: CPU time of that first search. */
+  firstSearchCpuMs?: number;
+  /** With a {@link SearchProbe}: how many hits the first search returned. */
+  hits?: number;
+}
+
+/**
+ * A first search for {@link importOnce}, instead of a handler call: after the bundle's import,
+ * the child imports `entry` (a bundle of scripts/search-probe.ts, built with the function
+ * bundles' options) and runs its `firstSearch(dataDir, query)`: the tool step's cold open of the
+ * chunk index (compose.ts `loadTools`) and its first query.
+ */
+export interface SearchProbe {
+  entry: string;
+  dataDir: string;
+  query: string;
+  /** `sharded` (the shard pack, default) or `whole` (the whole generation, as before issue 25). */
+  mode?: 'sharded' | 'whole';
 }
 
 /** A handler call for {@link importOnce}: the event and the environment of the child process. */
@@ -220,6 +269,7 @@ export function importOnce(
   file: string,
   externals: readonly string[] = [],
   invocation?: ProbeInvocation,
+  search?: SearchProbe,
 ): Promise<ImportTiming> {
   const env: NodeJS.ProcessEnv = invocation
     ? { PATH: process.env.PATH ?? '', ...invocation.env }
@@ -231,7 +281,8 @@ export function importOnce(
     IMPORT_PROBE,
     JSON.stringify(externals),
     pathToFileURL(file).href,
-    ...(invocation ? [invocation.eventFile] : []),
+    invocation ? invocation.eventFile : '',
+    ...(search ? [JSON.stringify({ ...search, entry: pathToFileURL(search.entry).href })] : []),
   ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {

@@ -34,7 +34,8 @@ export const KEYS = {
    */
   documents: 'cld/doc.*',
   /**
-   * The chunk index generations (`indexes/chunks.<n>.json`), opened at the tool step's cold start
+   * The chunk index generations (`indexes/chunks.<n>.json`) and their shard packs
+   * (`indexes/chunks-shards/<n>/…`, read from the first search on) of the tool step
    * (the only function that composes `deps.search`: `FUNCTION_USES` in shared/runtime/compose.ts).
    */
   index: 'indexes/*',

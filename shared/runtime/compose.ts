@@ -390,26 +390,40 @@ export async function projectionsFor(
 }
 
 /**
- * The chunk index on `indexStorage` and the tool implementations, loaded now.
+ * The chunk index on `indexStorage` (`sharded`: its shard pack, read from the first search on;
+ * `whole`: the whole newest generation, loaded now) and the tool implementations.
  * @throws ConfigError when the code was bundled without them
  */
 async function loadTools(
   indexStorage: StorageInterface,
   resources: ResourceIndex,
   embedder: Embedder,
+  chunkIndex: 'whole' | 'sharded',
 ): Promise<{ search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> }> {
   if (process.env.CLD_BUNDLE_TOOLS !== 'false') {
-    const [{ MiniSearchIndex }, { searchTool }, { readTool }, { createGraphTool }, { GraphIndex }] =
-      await Promise.all([
-        import('../search/minisearch-index.js'),
-        import('../tools/search.js'),
-        import('../tools/read.js'),
-        import('../tools/graph.js'),
-        import('../graph/graph-index.js'),
-      ]);
+    const [
+      { MiniSearchIndex },
+      { ShardedChunkIndex },
+      { searchTool },
+      { readTool },
+      { createGraphTool },
+      { GraphIndex },
+    ] = await Promise.all([
+      import('../search/minisearch-index.js'),
+      import('../search/sharded-index.js'),
+      import('../tools/search.js'),
+      import('../tools/read.js'),
+      import('../tools/graph.js'),
+      import('../graph/graph-index.js'),
+    ]);
     // The graph index manifest is read at the first graph call, not at cold start.
     const graphTool = createGraphTool(() => GraphIndex.open(indexStorage, resources));
-    const index = await MiniSearchIndex.open(indexStorage);
+    // A function's cold start opens the shard pack (the first search reads only the shards its
+    // query needs); the local runtime opens the whole generation, which ingest extends.
+    const index =
+      chunkIndex === 'sharded'
+        ? await ShardedChunkIndex.open(indexStorage)
+        : await MiniSearchIndex.open(indexStorage);
     // Hybrid retrieval with a semantic embedder; the offline hashing embedder adds nothing to BM25.
     if (!(embedder instanceof HashingEmbedder)) index.useEmbedder(embedder);
     return {
@@ -505,6 +519,11 @@ export async function assembleDeps(options: {
   toolApproval?: ToolApproval;
   /** MCP servers and sessions (only where tools run); default: none. */
   mcp?: McpRuntime;
+  /**
+   * How the chunk index opens: `whole` (default; a `MiniSearchIndex` ingest can extend) or
+   * `sharded` (read-only `ShardedChunkIndex`, what a function's cold start uses).
+   */
+  chunkIndex?: 'whole' | 'sharded';
 }): Promise<Deps> {
   const uses = options.uses ?? EVERYTHING;
   const embedder = options.embedder ?? new HashingEmbedder();
@@ -515,7 +534,8 @@ export async function assembleDeps(options: {
   );
   const catalog = defaultCatalog(options.toolApproval);
   let tools: { search: ChunkSearch; tools: ReadonlyMap<string, ToolImplementation> };
-  if (uses.tools) tools = await loadTools(options.indexStorage, resources, embedder);
+  if (uses.tools)
+    tools = await loadTools(options.indexStorage, resources, embedder, options.chunkIndex ?? 'whole');
   else tools = { search: new UnusedSearch(options.function), tools: new Map() };
   return {
     resources,
@@ -601,6 +621,7 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
     embedder,
     toolApproval,
     ...(fn ? { function: fn } : {}),
+    chunkIndex: 'sharded' as const,
   };
   if (env.CLD_BUCKET) {
     // Loaded only with a bucket: the CLI's settings path (cli/settings.ts) imports this file.

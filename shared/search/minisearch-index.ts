@@ -5,6 +5,7 @@ import type { StorageInterface } from '../storage/port.js';
 import { isWithin } from '../urn.js';
 import { folderOf, NameOwners } from './owners.js';
 import type { ChunkSearch, IndexedItem, SearchFilter, SearchHit } from './port.js';
+import { writeShardPack } from './shard-pack.js';
 import { processTerm, tokenize } from './terms.js';
 
 /** Default storage key stem of the chunk index: generations are `indexes/chunks.<n>.json`. */
@@ -50,7 +51,7 @@ export const RRF_K = 60;
 const SAVE_ATTEMPTS = 5;
 
 /** The fields stored with every entry (returned with hits without reading the resource). */
-interface StoredFields {
+export interface StoredFields {
   urn: string;
   type: string;
   title?: string;
@@ -66,7 +67,7 @@ interface StoredFields {
  * with it); fuzzy search (edit distance ≈ 15 % of the term, at most 2) only for terms of 6+
  * characters, to absorb typos without drowning short terms.
  */
-const OPTIONS: Options<StoredFields> = {
+export const ENGINE_OPTIONS: Options<StoredFields> = {
   idField: 'urn',
   fields: ['title', 'text', 'source'],
   storeFields: ['urn', 'type', 'title', 'text', 'source'],
@@ -109,7 +110,7 @@ export class MiniSearchIndex implements ChunkSearch {
 
   /** An empty index, or one wrapping a loaded minisearch instance (see {@link load}, {@link open}). */
   constructor(engine?: MiniSearch<StoredFields>) {
-    this.engine = engine ?? new MiniSearch<StoredFields>(OPTIONS);
+    this.engine = engine ?? new MiniSearch<StoredFields>(ENGINE_OPTIONS);
   }
 
   /** Number of indexed items. */
@@ -308,7 +309,7 @@ export class MiniSearchIndex implements ChunkSearch {
       const plain = (typeof json === 'string' ? JSON.parse(json) : json) as AsPlainObject & {
         cldVectors?: { model?: unknown; vectors?: Record<string, unknown> };
       };
-      const index = new MiniSearchIndex(MiniSearch.loadJS<StoredFields>(plain, OPTIONS));
+      const index = new MiniSearchIndex(MiniSearch.loadJS<StoredFields>(plain, ENGINE_OPTIONS));
       // The module prior is derived data: rebuilt from the stored chunk texts.
       for (const stored of Object.values(plain.storedFields ?? {}) as Partial<StoredFields>[]) {
         if (typeof stored?.text === 'string') index.owners.add(stored.text, stored.source);
@@ -332,7 +333,8 @@ export class MiniSearchIndex implements ChunkSearch {
 
   /**
    * Writes this index as the next generation `<key>.<n+1>.json` (n = highest generation in
-   * storage, 0 when none) and remembers it as this index's location. When another writer took
+   * storage, 0 when none), then its shard pack (`<key>-shards/<n+1>/…`, shared/search/shard-pack.ts,
+   * what `ShardedChunkIndex` in sharded-index.ts opens at a cold start), and remembers it as this index's location. When another writer took
    * that generation first, tries the next one (up to 5 times).
    * @param storage defaults to the storage this index was opened from or last saved to
    * @param key key stem, defaults to the stem it was opened with, else {@link DEFAULT_INDEX_KEY}
@@ -344,7 +346,8 @@ export class MiniSearchIndex implements ChunkSearch {
     const target = storage ?? this.origin?.storage;
     if (!target) throw new ValidationError('index has no storage to save to: pass one to save()');
     const stem = key ?? this.origin?.key ?? DEFAULT_INDEX_KEY;
-    const data = JSON.stringify(this);
+    const json = this.toJSON();
+    const data = JSON.stringify(json);
     let generation = (await latestGeneration(target, stem)) ?? 0;
     for (let attempt = 0; attempt < SAVE_ATTEMPTS; attempt += 1) {
       generation += 1;
@@ -352,6 +355,8 @@ export class MiniSearchIndex implements ChunkSearch {
       const { created } = await target.put(generationKey, data);
       if (created) {
         this.origin = { storage: target, key: stem, generation };
+        // The cold-start form of the same generation (shared/search/shard-pack.ts).
+        await writeShardPack(target, stem, generation, json, this.owners.toResolved(), json.cldVectors);
         return generationKey;
       }
     }
@@ -424,7 +429,7 @@ export async function latestGeneration(storage: StorageInterface, stem: string):
  * the best {@link PRIOR_TOP} results of the same document (its `source`, else the URN's parent),
  * sorted again. Stable for equal scores.
  */
-function withDocumentPrior(results: readonly SearchResult[]): SearchResult[] {
+export function withDocumentPrior(results: readonly SearchResult[]): SearchResult[] {
   const documentOf = (result: SearchResult) =>
     typeof result.source === 'string' ? result.source : String(result.id).replace(/\/[^/]*$/, '');
   const top = new Map<string, number[]>();
@@ -448,7 +453,7 @@ function withDocumentPrior(results: readonly SearchResult[]): SearchResult[] {
  * Results re-scored with the module prior: score × (1 + {@link OWNER_WEIGHT} · prior of the hit's
  * folder), sorted again; unchanged when the prior is empty. Stable for equal scores.
  */
-function withOwnerPrior(results: SearchResult[], prior: ReadonlyMap<string, number>): SearchResult[] {
+export function withOwnerPrior(results: SearchResult[], prior: ReadonlyMap<string, number>): SearchResult[] {
   if (prior.size === 0) return results;
   return results
     .map((result, order) => {
@@ -476,7 +481,8 @@ function dot(a: readonly number[], b: Float32Array): number {
   return sum;
 }
 
-function matchesFilter(result: SearchResult, filter: SearchFilter): boolean {
+/** True when a result passes the type and path-boundary-aware prefix filters. */
+export function matchesFilter(result: SearchResult, filter: SearchFilter): boolean {
   if (filter.type !== undefined && result.type !== filter.type) return false;
   if (filter.prefix !== undefined && !isWithin(result.id as string, filter.prefix)) return false;
   return true;

@@ -16,6 +16,9 @@ const NAMESPACE_IMPORT = /\bimport\s+\*\s+as\s+([A-Za-z_$][\w$]*)\s+from\s+['"](
 /** A qualified use of an exported name: `alias.Name` (the name starts with a capital letter). */
 const QUALIFIED_NAME = /(?<![\w$.])([a-z_$][\w$]*)\.([A-Z][A-Za-z0-9]*)\b/g;
 
+/** {@link NameOwners.toResolved}: per owned name, its index terms and its owners with their shares. */
+export type ResolvedOwners = [terms: string[], owners: [folder: string, share: number][]][];
+
 /** A name and the share of its uses per owning folder. */
 interface Owned {
   /** Index terms of the name's parts (`PolicyStatement` → `polici`, `statement`). */
@@ -81,6 +84,22 @@ export class NameOwners {
     const best = Math.max(0, ...weights.values());
     if (best > 0) for (const [folder, weight] of weights) weights.set(folder, weight / best);
     return weights;
+  }
+
+  /**
+   * The resolved ownership as plain JSON (`[name terms, [folder, share][]][]`), all that
+   * {@link prior} reads: what the sharded index stores so a cold start need not re-read every
+   * chunk text (shared/search/shard-pack.ts).
+   */
+  toResolved(): ResolvedOwners {
+    return this.names().map(({ terms, owners }) => [terms, [...owners]]);
+  }
+
+  /** Ownership from {@link toResolved}'s output; answers {@link prior} exactly as the original. Read-only: {@link add} starts over from the counts, which it does not have. */
+  static fromResolved(resolved: ResolvedOwners): NameOwners {
+    const owners = new NameOwners();
+    owners.resolved = resolved.map(([terms, shares]) => ({ terms: [...terms], owners: new Map(shares) }));
+    return owners;
   }
 
   /** Names with their owners: each `alias.Name` use resolved through the alias's most imported folder. */

@@ -179,9 +179,13 @@ describe('ingest', () => {
 
     expect(env.index.size).toBe(report.chunks);
     expect(env.index.has(chunkUrn(docUrn('docs/guide.md'), 0))).toBe(true);
-    expect(env.storage.puts.filter((put) => put.key.startsWith('indexes/'))).toEqual([
+    expect(env.storage.puts.filter((put) => put.key.startsWith('indexes/chunks.'))).toEqual([
       { key: 'indexes/chunks.1.json', created: true },
     ]);
+    // Then the generation's shard pack, its core last (shared/search/shard-pack.ts).
+    const pack = env.storage.puts.filter((put) => put.key.startsWith('indexes/chunks-shards/1/'));
+    expect(pack.at(-1)).toEqual({ key: 'indexes/chunks-shards/1/core.json', created: true });
+    expect(pack.some((put) => put.key.includes('/postings.'))).toBe(true);
     expect((await MiniSearchIndex.open(env.storage)).size).toBe(report.chunks);
   });
 

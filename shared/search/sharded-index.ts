@@ -1,0 +1,346 @@
+import MiniSearch, { type SearchResult } from 'minisearch';
+import SearchableMap from 'minisearch/SearchableMap';
+import { NotFoundError, ValidationError } from '../errors.js';
+import type { Embedder } from '../llm/port.js';
+import type { StorageInterface } from '../storage/port.js';
+import {
+  DEFAULT_INDEX_KEY,
+  DEFAULT_SEARCH_LIMIT,
+  ENGINE_OPTIONS,
+  latestGeneration,
+  MiniSearchIndex,
+  matchesFilter,
+  type StoredFields,
+  TERMS_VERSION,
+  withDocumentPrior,
+  withOwnerPrior,
+} from './minisearch-index.js';
+import { NameOwners } from './owners.js';
+import type { ChunkSearch, SearchFilter, SearchHit } from './port.js';
+import {
+  coreKey,
+  type PackCore,
+  parseCore,
+  parsePostingShard,
+  parseTextShard,
+  postingsKey,
+  textsKey,
+  treeFromJSON,
+} from './shard-pack.js';
+
+/** minisearch's in-memory posting list of one term: fieldId → shortId → term frequency. */
+type Postings = Map<number, Map<number, number>>;
+
+/** The loaded core: what every query needs. */
+interface Core {
+  engine: MiniSearch<StoredFields>;
+  owners: NameOwners;
+  terms: LazyTerms;
+  /** shortId of each URN, and the text shard of each shortId. */
+  shortIds: Map<string, number>;
+  textShardOf: Map<number, number>;
+  generation: number;
+}
+
+/**
+ * The chunk index as the `tool` function's cold start opens it (issue 25 item 5): the shard pack
+ * of the newest generation (shared/search/shard-pack.ts) read piecemeal. The first search reads
+ * the core (statistics, term dictionary, chunk types and sources), then only the posting shards
+ * holding the terms its query expands to (exact, prefix and fuzzy matches, found in the
+ * dictionary) and the text shards of the hits it returns; later searches read what earlier ones
+ * have not. Ranking is minisearch's own code over the same data, so the hits are those of
+ * {@link MiniSearchIndex.open} on the whole generation, score for score
+ * (test/search/sharded-index.test.ts).
+ *
+ * Read-only. Falls back to {@link MiniSearchIndex.open} (the whole generation) when the newest
+ * generation has no pack (written before packs existed) or when hybrid search needs the stored
+ * vectors. A generation built with other term processing is empty, as {@link MiniSearchIndex.open}
+ * treats it.
+ */
+export class ShardedChunkIndex implements ChunkSearch {
+  private core: Promise<Core | MiniSearchIndex | undefined> | undefined;
+  private readonly postings = new Map<
+    number,
+    Promise<Record<string, Record<string, Record<string, number>>>>
+  >();
+  private readonly texts = new Map<
+    number,
+    Promise<Record<string, { title?: string | undefined; text: string }>>
+  >();
+  private embedder: Embedder | undefined;
+  /** Storage keys read so far, in order (what a cold search cost; for tests and measurements). */
+  readonly reads: string[] = [];
+
+  private constructor(
+    private readonly storage: StorageInterface,
+    private readonly key: string,
+    private readonly generation: number | undefined,
+  ) {}
+
+  /**
+   * Finds the newest generation under `key` (one listing) and returns an index that reads it at
+   * its first search.
+   */
+  static async open(storage: StorageInterface, key: string = DEFAULT_INDEX_KEY): Promise<ShardedChunkIndex> {
+    return new ShardedChunkIndex(storage, key, await latestGeneration(storage, key));
+  }
+
+  /** As {@link MiniSearchIndex.useEmbedder}: hybrid search (read from the whole generation). */
+  useEmbedder(embedder: Embedder): void {
+    this.embedder = embedder;
+  }
+
+  /**
+   * Ranked hits for `query`, as {@link MiniSearchIndex.search}.
+   * @throws ValidationError for a limit that is not a positive integer, or a pack that does not parse
+   */
+  async search(
+    query: string,
+    options: { filter?: SearchFilter; limit?: number; accept?: (urn: string) => boolean } = {},
+  ): Promise<SearchHit[]> {
+    const { filter = {}, limit = DEFAULT_SEARCH_LIMIT, accept } = options;
+    if (!Number.isInteger(limit) || limit < 1) {
+      throw new ValidationError(`search limit must be a positive integer, got ${limit}`);
+    }
+    if (query.trim() === '') return [];
+    this.core ??= this.loadCore();
+    const core = await this.core;
+    if (core === undefined) return [];
+    if (core instanceof MiniSearchIndex) return core.search(query, options);
+    const search = () =>
+      core.engine.search(query, { filter: (result) => matchesFilter(result, filter) }) as SearchResult[];
+    // First pass over the dictionary alone: which terms the query expands to.
+    core.terms.recording = new Set();
+    search();
+    const needed = core.terms.recording;
+    core.terms.recording = undefined;
+    await Promise.all(
+      [...new Set([...needed].map((term) => core.terms.shardOf(term)))].map((s) =>
+        this.loadPostings(core, s),
+      ),
+    );
+    const results = withOwnerPrior(withDocumentPrior(search()), core.owners.prior(query));
+    core.terms.endQuery();
+    const chosen: SearchResult[] = [];
+    for (const result of results) {
+      if (chosen.length >= limit) break;
+      if (accept && !accept(result.id as string)) continue;
+      chosen.push(result);
+    }
+    const shards = new Set(
+      chosen.map((result) => core.textShardOf.get(core.shortIds.get(result.id as string) ?? -1) ?? -1),
+    );
+    const loaded = new Map(
+      await Promise.all([...shards].map(async (s) => [s, await this.loadTexts(s)] as const)),
+    );
+    return chosen.map((result) => {
+      const shortId = core.shortIds.get(result.id as string) ?? -1;
+      const stored = loaded.get(core.textShardOf.get(shortId) ?? -1)?.[String(shortId)];
+      const hit: SearchHit = {
+        urn: result.id as string,
+        type: result.type as string,
+        text: stored?.text ?? '',
+        score: result.score,
+      };
+      if (stored?.title !== undefined) hit.title = stored.title;
+      if (typeof result.source === 'string') hit.source = result.source;
+      return hit;
+    });
+  }
+
+  private async read(key: string): Promise<unknown> {
+    this.reads.push(key);
+    const data = await this.storage.get(key);
+    try {
+      return JSON.parse(data.toString('utf8'));
+    } catch (error) {
+      throw new ValidationError(`index shard ${key} is not JSON`, { cause: error });
+    }
+  }
+
+  private async loadCore(): Promise<Core | MiniSearchIndex | undefined> {
+    const generation = this.generation;
+    if (generation === undefined) return undefined;
+    let raw: unknown;
+    try {
+      raw = await this.read(coreKey(this.key, generation));
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error;
+      raw = undefined;
+    }
+    const parsed = raw === undefined ? undefined : parseCore(raw);
+    if (parsed === undefined || (parsed.vectors !== undefined && this.embedder !== undefined)) {
+      // No (readable) pack, or hybrid search: the whole generation, as before.
+      const whole = await MiniSearchIndex.open(this.storage, this.key);
+      if (this.embedder) whole.useEmbedder(this.embedder);
+      return whole;
+    }
+    if (parsed.cldTerms !== TERMS_VERSION) return undefined;
+    return coreOf(parsed, generation);
+  }
+
+  private loadPostings(core: Core, shard: number): Promise<void> {
+    let pending = this.postings.get(shard);
+    if (!pending) {
+      pending = this.read(postingsKey(this.key, core.generation, shard)).then((raw) => {
+        const parsed = parsePostingShard(raw);
+        if (!parsed) throw new ValidationError(`posting shard ${shard} of the chunk index does not parse`);
+        core.terms.supply(shard, parsed);
+        return parsed;
+      });
+      this.postings.set(shard, pending);
+    }
+    return pending.then(() => undefined);
+  }
+
+  private loadTexts(shard: number): Promise<Record<string, { title?: string | undefined; text: string }>> {
+    let pending = this.texts.get(shard);
+    if (!pending) {
+      const generation = this.generation as number;
+      pending = this.read(textsKey(this.key, generation, shard)).then((raw) => {
+        const parsed = parseTextShard(raw);
+        if (!parsed) throw new ValidationError(`text shard ${shard} of the chunk index does not parse`);
+        return parsed;
+      });
+      this.texts.set(shard, pending);
+    }
+    return pending;
+  }
+}
+
+/**
+ * The part of minisearch's `SearchableMap` that its search reads (`get`, `atPrefix`, `fuzzyGet`,
+ * `has`), over the term dictionary with posting lists supplied shard by shard. The dictionary is a
+ * real `SearchableMap` over the same radix tree `MiniSearch.loadJS` builds (shard-pack.ts writes
+ * it node by node), so expansions come out in the same order and scores add up in the same order. While {@link recording} is set, every term asked for is recorded and answered as
+ * absent (a dry run that finds the shards a query needs).
+ */
+class LazyTerms {
+  recording: Set<string> | undefined;
+  private readonly loaded = new Map<string, Postings>();
+  private readonly shards = new Map<number, Record<string, Record<string, Record<string, number>>>>();
+  /** Expansions of the current query (the dry run and the search ask the same ones). */
+  private readonly expansions = new Map<string, readonly (readonly [string, number])[]>();
+
+  constructor(
+    private readonly dictionary: SearchableMap<true>,
+    private readonly bounds: readonly string[],
+  ) {}
+
+  /** Index of the posting shard holding `term` (the last bound ≤ term). */
+  shardOf(term: string): number {
+    let low = 0;
+    let high = this.bounds.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if ((this.bounds[middle] as string) <= term) low = middle;
+      else high = middle - 1;
+    }
+    return low;
+  }
+
+  /** Makes the posting lists of a shard available (converted to minisearch's Maps when first asked for). */
+  supply(index: number, shard: Record<string, Record<string, Record<string, number>>>): void {
+    this.shards.set(index, shard);
+  }
+
+  private postingsOf(term: string): Postings | undefined {
+    if (this.recording) {
+      this.recording.add(term);
+      return undefined;
+    }
+    let postings = this.loaded.get(term);
+    if (postings) return postings;
+    const shard = this.shards.get(this.shardOf(term));
+    const fields = shard && Object.hasOwn(shard, term) ? shard[term] : undefined;
+    if (!fields) return undefined;
+    postings = new Map();
+    for (const [fieldId, docs] of Object.entries(fields)) {
+      const frequencies = new Map<number, number>();
+      for (const [shortId, frequency] of Object.entries(docs))
+        frequencies.set(Number.parseInt(shortId, 10), frequency);
+      postings.set(Number.parseInt(fieldId, 10), frequencies);
+    }
+    this.loaded.set(term, postings);
+    return postings;
+  }
+
+  has(term: string): boolean {
+    return this.dictionary.has(term);
+  }
+
+  get(term: string): Postings | undefined {
+    return this.dictionary.has(term) ? this.postingsOf(term) : undefined;
+  }
+
+  /** Forgets the expansions of the last query (they are kept for its two passes only). */
+  endQuery(): void {
+    this.expansions.clear();
+  }
+
+  atPrefix(prefix: string): [string, Postings | undefined][] {
+    const key = `p\u0000${prefix}`;
+    let terms = this.expansions.get(key);
+    if (!terms) {
+      terms = [...this.dictionary.atPrefix(prefix).keys()].map((term) => [term, 0] as const);
+      this.expansions.set(key, terms);
+    }
+    return terms.map(([term]) => [term, this.postingsOf(term)]);
+  }
+
+  fuzzyGet(term: string, maxDistance: number): Map<string, [Postings | undefined, number]> {
+    const key = `f\u0000${maxDistance}\u0000${term}`;
+    let terms = this.expansions.get(key);
+    if (!terms) {
+      terms = [...this.dictionary.fuzzyGet(term, maxDistance)].map(
+        ([match, [, distance]]) => [match, distance] as const,
+      );
+      this.expansions.set(key, terms);
+    }
+    const matches = new Map<string, [Postings | undefined, number]>();
+    for (const [match, distance] of terms) matches.set(match, [this.postingsOf(match), distance]);
+    return matches;
+  }
+}
+
+/**
+ * A minisearch instance over a pack's core: the statistics, document ids and the light stored
+ * fields (URN, type, source) set as `MiniSearch.loadJS` sets them, and {@link LazyTerms} as its
+ * term index. minisearch 7 keeps these in plain (underscore) properties; the equivalence test
+ * (test/search/sharded-index.test.ts) fails if an upgrade changes them.
+ */
+function coreOf(core: PackCore, generation: number): Core {
+  const engine = new MiniSearch<StoredFields>(ENGINE_OPTIONS);
+  const tree = treeFromJSON(core.tree);
+  if (!tree) throw new ValidationError('the term dictionary of the chunk index does not parse');
+  const terms = new LazyTerms(new SearchableMap<true>(tree as Map<string, never>), core.bounds);
+  const documentIds = new Map<number, string>();
+  const shortIds = new Map<string, number>();
+  const storedFields = new Map<number, Partial<StoredFields>>();
+  const textShardOf = new Map<number, number>();
+  for (const [shortId, urn, type, source, textShard] of core.docs) {
+    documentIds.set(shortId, urn);
+    shortIds.set(urn, shortId);
+    textShardOf.set(shortId, textShard);
+    const stored: Partial<StoredFields> = { urn, type: core.types[type] ?? '' };
+    const path = core.sources[source];
+    if (path !== undefined) stored.source = path;
+    storedFields.set(shortId, stored);
+  }
+  const fieldLength = new Map<number, (number | null)[]>();
+  for (const [shortId, lengths] of Object.entries(core.fieldLength))
+    fieldLength.set(Number.parseInt(shortId, 10), lengths);
+  Object.assign(engine, {
+    _documentCount: core.documentCount,
+    _nextId: core.nextId,
+    _idToShortId: shortIds,
+    _fieldIds: core.fieldIds,
+    _avgFieldLength: core.averageFieldLength,
+    _dirtCount: core.dirtCount,
+    _documentIds: documentIds,
+    _fieldLength: fieldLength,
+    _storedFields: storedFields,
+    _index: terms,
+  });
+  return { engine, owners: NameOwners.fromResolved(core.owners), terms, shortIds, textShardOf, generation };
+}

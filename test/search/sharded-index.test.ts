@@ -1,0 +1,162 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { markdownChunks } from '../../shared/search/chunking.js';
+import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
+import type { IndexedItem, SearchHit } from '../../shared/search/port.js';
+import { coreKey } from '../../shared/search/shard-pack.js';
+import { ShardedChunkIndex } from '../../shared/search/sharded-index.js';
+import { FilesystemStorage } from '../../shared/storage/filesystem.js';
+
+// A slice of the real corpus: six aws-cdk-lib module READMEs (≈ 260 KB), chunked as ingest does.
+const MODULES = ['aws-s3', 'aws-lambda', 'aws-events', 'aws-iam', 'aws-sqs', 'aws-dynamodb'];
+const CDK_ROOT = dirname(createRequire(import.meta.url).resolve('aws-cdk-lib/package.json'));
+
+function corpus(): IndexedItem[] {
+  const items: IndexedItem[] = [];
+  for (const module of MODULES) {
+    const source = `node_modules/aws-cdk-lib/${module}/README.md`;
+    const content = readFileSync(join(CDK_ROOT, module, 'README.md'), 'utf8');
+    for (const [i, chunk] of markdownChunks(content, 1500).entries()) {
+      const heading = /^#+\s+(.+)$/m.exec(chunk.text)?.[1];
+      const item: IndexedItem = {
+        urn: `cld:doc.Document.${module}/doc.Chunk.${i}`,
+        type: 'doc.Chunk',
+        text: chunk.text,
+        source,
+      };
+      if (heading) item.title = `${module} > ${heading}`;
+      items.push(item);
+    }
+  }
+  // One item of another type, for the type filter.
+  items.push({
+    urn: 'cld:c1/common.Message.note',
+    type: 'common.Message',
+    text: 'Grant the bucket read access.',
+  });
+  return items;
+}
+
+// Exact terms, prefixes, typos (fuzzy), API names (the module prior), words absent from the corpus.
+const QUERIES = [
+  'How do I grant a Lambda function read access to an S3 bucket?',
+  'custom event bus rule with a schedule',
+  'dead letter queue for a function',
+  'encrypt a bucket with a KMS key',
+  'PolicyStatement with conditions',
+  'global secondary index on a table',
+  'bucket notificatoins to SQS',
+  'lambda layers and function versions alias',
+  'fifo queue content based deduplication',
+  'notif',
+  'provisioned concurrency autoscaling',
+  'cross account role assume',
+  'TableV2 replicas in another region',
+  'zebra quantum xylophone',
+];
+
+function summary(hits: readonly SearchHit[]) {
+  return hits.map((hit) => ({ ...hit }));
+}
+
+describe('ShardedChunkIndex', () => {
+  let dir: string;
+  let storage: FilesystemStorage;
+  let whole: MiniSearchIndex;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'cld-sharded-'));
+    storage = new FilesystemStorage(dir);
+    const built = new MiniSearchIndex();
+    built.add(corpus());
+    await built.save(storage);
+    // The reference: the whole generation, opened as the tool function opened it before.
+    whole = await MiniSearchIndex.open(storage);
+  }, 120_000);
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('returns the same hits, scores, titles and texts as the whole generation', async () => {
+    const sharded = await ShardedChunkIndex.open(storage);
+    let compared = 0;
+    for (const query of QUERIES) {
+      for (const limit of [3, 8, 20]) {
+        const expected = summary(await whole.search(query, { limit }));
+        expect(summary(await sharded.search(query, { limit })), `${query} (top ${limit})`).toEqual(expected);
+        compared += expected.length;
+      }
+    }
+    expect(compared).toBeGreaterThan(300);
+    // From the pack, not the whole generation read as a fallback.
+    expect(sharded.reads.some((key) => key.includes('/postings.'))).toBe(true);
+    expect(sharded.reads.some((key) => key.endsWith('chunks.1.json'))).toBe(false);
+  });
+
+  it('applies the type and prefix filters and the policy gate as the whole generation does', async () => {
+    const sharded = await ShardedChunkIndex.open(storage);
+    const accept = (urn: string) => !urn.endsWith('.0') && !urn.includes('.1');
+    for (const query of QUERIES.slice(0, 6)) {
+      for (const options of [
+        { filter: { type: 'common.Message' } },
+        { filter: { prefix: 'cld:doc.Document.aws-s3' } },
+        { accept },
+      ]) {
+        expect(summary(await sharded.search(query, options))).toEqual(
+          summary(await whole.search(query, options)),
+        );
+      }
+    }
+  });
+
+  it('reads the core and only the posting shards its query needs at a cold search', async () => {
+    const sharded = await ShardedChunkIndex.open(storage);
+    const postingShards = (await storage.findByPrefix('indexes/chunks-shards/1/postings.')).length;
+    expect(postingShards).toBeGreaterThan(4);
+    // Opening reads nothing (a cold start that only asks the graph pays one listing).
+    expect(sharded.reads).toEqual([]);
+
+    await sharded.search('dead letter queue for a function');
+
+    expect(sharded.reads[0]).toBe(coreKey('indexes/chunks', 1));
+    const postingReads = sharded.reads.filter((key) => key.includes('/postings.'));
+    expect(postingReads.length).toBeGreaterThan(0);
+    expect(postingReads.length).toBeLessThan(postingShards);
+    expect(sharded.reads.some((key) => key.endsWith('chunks.1.json'))).toBe(false);
+  });
+
+  it('reads the whole generation when it has no pack', async () => {
+    const bare = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-bare-')));
+    await bare.put('indexes/chunks.1.json', JSON.stringify(whole));
+    const sharded = await ShardedChunkIndex.open(bare);
+
+    const hits = await sharded.search(QUERIES[0] as string);
+
+    expect(hits.length).toBeGreaterThan(0);
+    expect(summary(hits)).toEqual(summary(await whole.search(QUERIES[0] as string)));
+    expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
+  });
+
+  it('answers nothing from an empty store, and rejects a bad limit', async () => {
+    const empty = await ShardedChunkIndex.open(
+      new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-empty-'))),
+    );
+    expect(await empty.search('bucket')).toEqual([]);
+    await expect(empty.search('bucket', { limit: 0 })).rejects.toMatchObject({ code: 'VALIDATION' });
+  });
+
+  it('fails with a ValidationError when a posting shard is not JSON', async () => {
+    const copy = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-bad-')));
+    for (const key of await storage.findByPrefix('indexes/')) {
+      await copy.put(key, key.includes('/postings.') ? '{"truncated' : await storage.get(key));
+    }
+    const sharded = await ShardedChunkIndex.open(copy);
+
+    await expect(sharded.search('bucket')).rejects.toMatchObject({ name: 'ValidationError' });
+  });
+});
