@@ -621,7 +621,9 @@ export async function composeFromEnv(environment: NodeJS.ProcessEnv = process.en
     embedder,
     toolApproval,
     ...(fn ? { function: fn } : {}),
-    chunkIndex: 'sharded' as const,
+    // A function's cold start reads the shard pack; the CLI (`CLD_FUNCTION=local`, e.g. `ingest`
+    // into the deployed bucket) extends the whole generation, which only MiniSearchIndex can.
+    chunkIndex: env.CLD_FUNCTION === 'local' ? ('whole' as const) : ('sharded' as const),
   };
   if (env.CLD_BUCKET) {
     // Loaded only with a bucket: the CLI's settings path (cli/settings.ts) imports this file.
