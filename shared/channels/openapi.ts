@@ -63,6 +63,24 @@ const json = { mediaType: 'application/json' as const };
 const POST_ERRORS = { 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] } as const;
 const notModified = { description: 'Not Modified: `If-None-Match` matched the current `ETag`; no body.' };
 
+/** An operator's decision on a discovered tool (`POST /tools/{name}/approve` and `…/revoke`). */
+function toolDecision(operationId: string): OperationSpec {
+  return {
+    operationId,
+    tag: 'operators',
+    path: PathName,
+    body: { ...json, schema: DecisionBodySchema },
+    responses: { 200: { description: 'The decision is stored.', body: ToolDecidedSchema } },
+    errors: {
+      400: ['VALIDATION'],
+      403: ['FORBIDDEN'],
+      404: ['NOT_FOUND'],
+      409: ['DECISION_CONFLICT'],
+      ...POST_ERRORS,
+    },
+  };
+}
+
 /**
  * The operations, by API Gateway route key (`METHOD path`); each entry of API_ROUTES has one.
  * Built on call: http-api.ts serves the document and holds the schemas (a circular import).
@@ -217,34 +235,8 @@ function operations(): Record<string, OperationSpec> {
       },
       errors: { 400: ['VALIDATION'], 403: ['FORBIDDEN'] },
     },
-    'POST /tools/{name}/approve': {
-      operationId: 'approveTool',
-      tag: 'operators',
-      path: PathName,
-      body: { ...json, schema: DecisionBodySchema },
-      responses: { 200: { description: 'The decision is stored.', body: ToolDecidedSchema } },
-      errors: {
-        400: ['VALIDATION'],
-        403: ['FORBIDDEN'],
-        404: ['NOT_FOUND'],
-        409: ['DECISION_CONFLICT'],
-        ...POST_ERRORS,
-      },
-    },
-    'POST /tools/{name}/revoke': {
-      operationId: 'revokeTool',
-      tag: 'operators',
-      path: PathName,
-      body: { ...json, schema: DecisionBodySchema },
-      responses: { 200: { description: 'The decision is stored.', body: ToolDecidedSchema } },
-      errors: {
-        400: ['VALIDATION'],
-        403: ['FORBIDDEN'],
-        404: ['NOT_FOUND'],
-        409: ['DECISION_CONFLICT'],
-        ...POST_ERRORS,
-      },
-    },
+    'POST /tools/{name}/approve': toolDecision('approveTool'),
+    'POST /tools/{name}/revoke': toolDecision('revokeTool'),
     'POST /slack/events': {
       operationId: 'slackEvents',
       tag: 'webhooks',

@@ -82,6 +82,16 @@ export const ENGINE_OPTIONS: Options<StoredFields> = {
 };
 
 /**
+ * Checks a search's `limit` (shared by every chunk index).
+ * @throws ValidationError for a limit that is not a positive integer
+ */
+export function assertSearchLimit(limit: number): void {
+  if (!Number.isInteger(limit) || limit < 1) {
+    throw new ValidationError(`search limit must be a positive integer, got ${limit}`);
+  }
+}
+
+/**
  * In-memory full-text index of chunks over minisearch (BM25+ ranking; fields `title` — the
  * heading trail — boosted ×2, `source` — the document path — boosted ×3, and `text`; terms from
  * shared/search/terms.ts; a document prior over the results, and a module prior: hits of the
@@ -212,9 +222,7 @@ export class MiniSearchIndex implements ChunkSearch {
     options: { filter?: SearchFilter; limit?: number; accept?: (urn: string) => boolean } = {},
   ): Promise<SearchHit[]> {
     const { filter = {}, limit = DEFAULT_SEARCH_LIMIT, accept } = options;
-    if (!Number.isInteger(limit) || limit < 1) {
-      throw new ValidationError(`search limit must be a positive integer, got ${limit}`);
-    }
+    assertSearchLimit(limit);
     if (query.trim() === '') return [];
     const results = withOwnerPrior(
       withDocumentPrior(this.engine.search(query, { filter: (result) => matchesFilter(result, filter) })),

@@ -4,6 +4,7 @@ import { NotFoundError, ValidationError } from '../errors.js';
 import type { Embedder } from '../llm/port.js';
 import type { StorageInterface } from '../storage/port.js';
 import {
+  assertSearchLimit,
   DEFAULT_INDEX_KEY,
   DEFAULT_SEARCH_LIMIT,
   ENGINE_OPTIONS,
@@ -99,9 +100,7 @@ export class ShardedChunkIndex implements ChunkSearch {
     options: { filter?: SearchFilter; limit?: number; accept?: (urn: string) => boolean } = {},
   ): Promise<SearchHit[]> {
     const { filter = {}, limit = DEFAULT_SEARCH_LIMIT, accept } = options;
-    if (!Number.isInteger(limit) || limit < 1) {
-      throw new ValidationError(`search limit must be a positive integer, got ${limit}`);
-    }
+    assertSearchLimit(limit);
     if (query.trim() === '') return [];
     this.core ??= this.loadCore();
     const core = await this.core;
