@@ -101,14 +101,18 @@ export function approvalRequest(
 /** Where a request stands (`pending`, `approved`, `denied`, `expired`): api-schemas.ts. */
 export type { ApprovalStatus } from '../channels/api-schemas.js';
 
-/** Status of `request` at `now`, given its decision (if any). */
+/**
+ * Status of `request` at `now`, given its decision (if any). Times are compared as instants, not
+ * as strings: `expiresAt` is any RFC 3339 UTC time the schema accepts (`…:00Z` and `…:00.000Z`
+ * name the same instant but do not sort as strings).
+ */
 export function approvalStatus(
   request: ApprovalRequest,
   decision: ApprovalDecision | undefined,
   now: Date,
 ): ApprovalStatus {
   if (decision) return decision.decision === 'approve' ? 'approved' : 'denied';
-  return now.toISOString() > request.expiresAt ? 'expired' : 'pending';
+  return now.getTime() > Date.parse(request.expiresAt) ? 'expired' : 'pending';
 }
 
 /** The facts of a decision the policy decides `execute` with (shared/policy/port.ts). */

@@ -159,7 +159,7 @@ async function approvalGate(call: ToolCallResource, task: Task, deps: Deps): Pro
     decision: decisionFacts(request, decision),
   });
   if (!verdict.allow) {
-    const late = (decision.meta.createdAt ?? '') > request.expiresAt;
+    const late = Date.parse(decision.meta.createdAt ?? '') > Date.parse(request.expiresAt);
     return denied('DENIED', late ? 'APPROVAL_EXPIRED' : 'POLICY_DENIED', verdict.reason);
   }
   // The channels refuse a decision once the message ended; one stored just before (or delivered
