@@ -103,8 +103,12 @@ export const TimelineStepSchema = z
   })
   .register(API_SCHEMAS, { id: 'TimelineStep' });
 
-/** Where an approval request stands: waiting, decided either way, or expired undecided. */
-export const ApprovalStatusSchema = z.enum(['pending', 'approved', 'denied', 'expired']);
+/**
+ * Where an approval request stands: waiting, decided either way, expired undecided, or `closed`:
+ * undecided when its message ended (answered, partial or failed), so a decision is refused (409
+ * `MESSAGE_ENDED`) and the call never runs.
+ */
+export const ApprovalStatusSchema = z.enum(['pending', 'approved', 'denied', 'expired', 'closed']);
 
 /**
  * One approval request as channels show it: an element of `approvals` in `GET /conversations/{id}`

@@ -111,6 +111,8 @@ export function outcomeText(view: ApprovalView): string {
       return `:no_entry: Denied by ${who(view.decision?.by)}${view.decision?.reason ? `: ${escapeMrkdwn(view.decision.reason)}` : ''} (${id})`;
     case 'expired':
       return `:hourglass: Expired undecided at ${view.expiresAt} (${id})`;
+    case 'closed':
+      return `:lock: Closed undecided: its message already ended, so the call does not run (${id})`;
     default:
       return `Waiting for a decision (${id})`;
   }

@@ -12,7 +12,7 @@ import type {
 } from '../resources/schemas.js';
 import { userActor } from '../runtime/conversation.js';
 import { childUrn, isWithin, parentOf, parseUrn, rootOf } from '../urn.js';
-import { endedTurn, turnMessageOf } from './turn.js';
+import { answerUrnOf, endedTurn, turnMessageOf } from './turn.js';
 
 /**
  * Human approval of tool calls (issue 14, part 3). A call of a tool that needs approval (its
@@ -110,8 +110,10 @@ export function approvalStatus(
   request: ApprovalRequest,
   decision: ApprovalDecision | undefined,
   now: Date,
+  ended = false,
 ): ApprovalStatus {
   if (decision) return decision.decision === 'approve' ? 'approved' : 'denied';
+  if (ended) return 'closed';
   return now.getTime() > Date.parse(request.expiresAt) ? 'expired' : 'pending';
 }
 
@@ -134,11 +136,16 @@ export function decisionFacts(request: ApprovalRequest, decision: ApprovalDecisi
  */
 export type { ApprovalView } from '../channels/api-schemas.js';
 
-/** The view of a request and its decision at `now`. */
+/**
+ * The view of a request and its decision at `now`.
+ * @param ended whether the request's message already ended (its answer is stored): an undecided
+ *   request is then `closed`
+ */
 export function approvalView(
   request: ApprovalRequest,
   decision: ApprovalDecision | undefined,
   now: Date,
+  ended = false,
 ): ApprovalView {
   return {
     id: approvalIdOf(request.meta.id),
@@ -147,7 +154,7 @@ export function approvalView(
     tool: request.tool,
     input: request.input,
     task: request.task,
-    status: approvalStatus(request, decision, now),
+    status: approvalStatus(request, decision, now, ended),
     ...(request.meta.createdAt ? { requestedAt: request.meta.createdAt } : {}),
     expiresAt: request.expiresAt,
     ...(decision
@@ -164,18 +171,31 @@ export function approvalView(
   };
 }
 
-/** The approval requests among `resources` (a conversation's subtree), with their decisions, newest first. */
+/**
+ * The approval requests among `resources` (a conversation's subtree), with their decisions, newest
+ * first; an undecided request whose message's answer is among `resources` is `closed`.
+ */
 export function approvalsOf(resources: readonly AnyResource[], now: Date): ApprovalView[] {
   const decisions = new Map<string, ApprovalDecision>();
-  for (const r of resources)
+  const stored = new Set<string>();
+  for (const r of resources) {
+    stored.add(r.meta.id);
     if (r.meta.type === 'tool.Decision') decisions.set(r.meta.parent ?? '', r as ApprovalDecision);
+  }
   return resources
     .filter((r): r is ApprovalRequest => r.meta.type === 'tool.Approval')
     .sort(
       (a, b) =>
         (b.meta.createdAt ?? '').localeCompare(a.meta.createdAt ?? '') || a.meta.id.localeCompare(b.meta.id),
     )
-    .map((request) => approvalView(request, decisions.get(request.meta.id), now));
+    .map((request) =>
+      approvalView(
+        request,
+        decisions.get(request.meta.id),
+        now,
+        stored.has(answerUrnOf(turnMessageOf(request.meta.id))),
+      ),
+    );
 }
 
 /** What a channel decides. */

@@ -264,6 +264,8 @@ describe('approvals that wait (issue 21)', () => {
     const after = await view(served.url, id);
     expect(after.status).toBe('failed');
     expect(after.approvals.find((a) => a.id === pending.id)?.decision).toBeUndefined();
+    // The view no longer offers it as waiting: undecided and its message over, it is closed.
+    expect(after.approvals.find((a) => a.id === pending.id)?.status).toBe('closed');
     const task = pending.call.slice(0, pending.call.lastIndexOf('/'));
     const stored = await served.runtime.deps.resources.list({ kind: 'system', id: 'operator' }, task);
     expect(stored.filter((r) => r.meta.type === 'tool.Decision' || r.meta.type === 'tool.Execution')).toEqual(
