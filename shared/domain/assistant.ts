@@ -34,7 +34,7 @@ import {
 } from './common.js';
 import { keepAnswered } from './outcome.js';
 import { parseVerdictPayload, SUBMIT_VERDICT, SUBMIT_VERDICT_SPEC } from './payloads.js';
-import { budgetClock } from './turn.js';
+import { budgetClock, endedTurn, turnMessageOf } from './turn.js';
 
 /**
  * The assistant step (seed roadmap-v2 "Task Execution"):
@@ -140,6 +140,19 @@ function turnNumber(message: Message): number {
   return Number(message.meta.name.slice('turn-'.length));
 }
 
+/**
+ * Whether the task's user Message already ended (its answer is stored: done, partial or failed, e.g.
+ * by the sweeper or a budget): a late event then calls no model, since no answer can take its
+ * output any more. One read (usually from the read cache) before each model call.
+ * @returns an `ignored` outcome when it ended, undefined while the turn is open
+ */
+async function endedMessage(task: Task, deps: Deps): Promise<StepOutcome | undefined> {
+  const actor = assistantActor(task.meta.id, task.assistant);
+  const ended = await endedTurn(deps.resources, actor, turnMessageOf(task.meta.id));
+  if (!ended) return undefined;
+  return { action: 'ignored', urn: task.meta.id, detail: `its message already ended (${ended.status})` };
+}
+
 /** One step of the inner loop for a leaf task. */
 async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
   const actor = assistantActor(task.meta.id, task.assistant);
@@ -183,6 +196,8 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
   const clock = await budgetClock(deps.resources, actor, task.meta.id, deps.now());
   const overBudget = budgetExceeded(budget, deps.limits, clock);
   if (overBudget) return fail(task, overBudget, deps);
+  const ended = await endedMessage(task, deps);
+  if (ended) return ended;
 
   const assistant = assistantOf(deps, task.assistant);
   const ancestors = await deps.resources.getMany(actor, ancestorsOf(task.meta.id));
@@ -362,6 +377,8 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
     await budgetClock(deps.resources, actor, task.meta.id, deps.now()),
   );
   if (overBudget) return fail(task, overBudget, deps);
+  const ended = await endedMessage(task, deps);
+  if (ended) return ended;
   const response = await deps.model.converse({
     step: 'judge',
     system: [
