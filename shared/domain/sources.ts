@@ -28,8 +28,9 @@ interface Seen {
  * Labels the citations of an output, in their order, one per citation. The label comes from what
  * the task's tool results said about each URN (a `search` hit's `source` and `title`, a `read`
  * chunk's `heading`); a Chunk or Document they said too little about is read through the policy
- * gate (a Chunk's `heading` and its Document's `path`). A source with neither a path nor a
- * heading, or one the actor may not read, is labelled with its URN.
+ * gate (a Chunk's `heading` and its Document's `path`); a linked-data Graph shard reads as its
+ * Document › `API graph` (the shard itself, often megabytes, is not read). A source with neither
+ * a path nor a heading, or one the actor may not read, is labelled with its URN.
  * @param results the tool result Messages the task saw (their content is the tools' JSON)
  */
 export async function labelCitations(
@@ -91,9 +92,14 @@ function seenInResults(results: readonly Pick<Message, 'content'>[]): Map<string
   return seen;
 }
 
+/** Types whose label comes from a Document: the Document, its Chunks, its linked-data Graph shards. */
+const DOCUMENT_PARTS = new Set(['doc.Document', 'doc.Chunk', 'doc.Graph']);
+
+/** The heading a Graph shard's label shows (its shard name is only inside the large resource). */
+const GRAPH_HEADING = 'API graph';
+
 function isDocumentPart(urn: string): boolean {
-  const type = typeOf(urn);
-  return type === 'doc.Chunk' || type === 'doc.Document';
+  return DOCUMENT_PARTS.has(typeOf(urn));
 }
 
 /** Reads the Chunks and Documents behind `urns` to fill in headings and paths; a denial leaves URN labels. */
@@ -115,6 +121,7 @@ async function readMissing(
     );
     for (const urn of urns) {
       const known = seen.get(urn) ?? {};
+      if (typeOf(urn) === 'doc.Graph' && !known.title) known.title = GRAPH_HEADING;
       const chunk = read.get(urn);
       if (chunk && 'heading' in chunk && typeof chunk.heading === 'string' && !known.title)
         known.title = chunk.heading;

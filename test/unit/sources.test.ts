@@ -163,6 +163,13 @@ describe('labelCitations', () => {
     ]);
   });
 
+  it('labels a linked-data Graph shard by its Document, without reading the shard', async () => {
+    const shard = childUrn(S3, 'doc.Graph', 'graph-aws_s3');
+    expect(await labelCitations(resources, actor, [shard], [])).toEqual([
+      { urn: shard, label: 'aws-s3 README › API graph' },
+    ]);
+  });
+
   it('labels a citation that is no document part with its URN, reading nothing', async () => {
     const urn = leaf.meta.id;
     expect(await labelCitations(resources, actor, [urn], [])).toEqual([{ urn, label: urn }]);
