@@ -15,6 +15,7 @@ import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.j
 import { resumeLocal, settleLocal } from '../shared/runtime/local-recovery.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { childUrn, isWithin } from '../shared/urn.js';
+import { answerForTerminal } from './answer.js';
 import { approvalLines, cliUser, decideLines } from './approvals.js';
 import { CliFailure, EXIT } from './errors.js';
 import { readMessage } from './message.js';
@@ -197,9 +198,7 @@ export async function askCommand(args: string[], dataDir: string, settings: CliS
     );
   if (!answer)
     throw new CliFailure(`no answer was produced for ${asked.message} (${letters.length} dead letters)`);
-  console.log(`\n${answer.content}\n`);
-  const unlisted = (answer.citations ?? []).filter((urn) => !answer.content.includes(urn));
-  if (unlisted.length) console.log(`Sources:\n${unlisted.map((urn) => `- ${urn}`).join('\n')}\n`);
+  console.log(`\n${answerForTerminal(answer)}\n`);
   console.log(`conversation: ${asked.conversation} (${asked.messageName})`);
   console.log(`continue with: cld ask --conversation ${asked.conversation} "…"`);
   console.log(

@@ -3,6 +3,7 @@ import { NotFoundError } from '../shared/errors.js';
 import type { Chunk, Document, Message } from '../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { parentOf, parseUrn } from '../shared/urn.js';
+import { answerForTerminal } from './answer.js';
 import { UsageError } from './errors.js';
 import type { CliSettings } from './settings.js';
 import { readOnlyResources, subtreeOf } from './subtree.js';
@@ -37,7 +38,7 @@ export async function showCommand(args: string[], dataDir: string, settings: Cli
   const answers = causalOrder(stored).filter(
     (r): r is Message => r.meta.type === 'common.Message' && (r as Message).inReplyTo !== undefined,
   );
-  for (const answer of answers) console.log(`\n${answer.content}`);
+  for (const answer of answers) console.log(`\n${answerForTerminal(answer)}`);
   return 0;
 }
 

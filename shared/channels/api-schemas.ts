@@ -153,6 +153,15 @@ export const TaskStatusSchema = z.enum(['pending', 'running', 'waiting', 'done',
 /** A part a partial output does not answer (`task`, `title`), and why (`reason`). */
 const UnansweredViewSchema = z.strictObject({ task: z.string(), title: z.string(), reason: z.string() });
 
+/**
+ * A cited source (issue 21 item 4): `urn` of the chunk or document, `label` its document and
+ * heading as the answer's "Sources:" block shows it (`aws-ssm README › Lookups`; the URN when
+ * neither is known).
+ */
+export const SourceViewSchema = z
+  .strictObject({ urn: z.string(), label: z.string() })
+  .register(API_SCHEMAS, { id: 'Source' });
+
 const VerdictViewSchema = z.strictObject({
   round: z.number().int().nonnegative(),
   pass: z.boolean(),
@@ -200,6 +209,8 @@ export const TaskViewSchema = z.strictObject({
   times: TaskTimesSchema,
   /** Citations of its output. */
   citations: z.array(z.string()),
+  /** The citations as people read them, in the same order: `{ urn, label }` per citation. */
+  sources: z.array(SourceViewSchema),
   get subtasks(): z.ZodArray<typeof TaskViewSchema> {
     return z.array(TaskViewSchema);
   },
@@ -218,6 +229,12 @@ export const AnswerViewSchema = z
     content: z.string(),
     /** URNs of the document chunks the answer relies on. */
     citations: z.array(z.string()),
+    /**
+     * The citations as people read them, in the same order, one per citation: `label` is what the
+     * content's "Sources:" block shows (`aws-ssm README › Lookups`), `urn` what to open
+     * (`GET /resources/{urn}`).
+     */
+    sources: z.array(SourceViewSchema),
     error: ErrorInfoViewSchema.optional(),
     /** For a partial answer: each part not answered (`task`, `title`), and why (`reason`). */
     unanswered: z.array(UnansweredViewSchema).optional(),

@@ -3,6 +3,7 @@ import { NAMES, outputUrn } from '../domain/common.js';
 import type { Limits } from '../domain/limits.js';
 import { outcomeOf } from '../domain/outcome.js';
 import { type ProgressOptions, type TurnStatus, turnProgress, worstStatus } from '../domain/progress.js';
+import { sourcesOf } from '../domain/sources.js';
 import { NotFoundError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
@@ -115,7 +116,7 @@ export type { AnswerView, ConversationView, TaskStatus, TaskView, TurnView } fro
 /** A task as progress displays show it (Slack/Teams progress, the status view's base). */
 export type TaskSummary = Omit<
   TaskView,
-  'evaluation' | 'calls' | 'usage' | 'times' | 'citations' | 'subtasks'
+  'evaluation' | 'calls' | 'usage' | 'times' | 'citations' | 'sources' | 'subtasks'
 > & {
   subtasks: TaskSummary[];
 };
@@ -237,6 +238,7 @@ export function answerView(answer: Message): AnswerView {
     status: outcomeOf(answer),
     content: answer.content,
     citations: answer.citations ?? [],
+    sources: sourcesOf(answer),
     ...(answer.error ? { error: answer.error } : {}),
     ...(answer.unanswered ? { unanswered: answer.unanswered } : {}),
     ...(answer.meta.createdAt ? { createdAt: answer.meta.createdAt } : {}),
@@ -296,6 +298,7 @@ function tasksUnder(
         usage: usageOf(task, tree),
         times: taskTimes(task, tree),
         citations: output?.citations ?? [],
+        sources: output ? sourcesOf(output) : [],
         subtasks: tasksUnder(task.meta.id, byParent, byUrn),
       };
     });

@@ -34,6 +34,7 @@ import {
 } from './common.js';
 import { keepAnswered } from './outcome.js';
 import { parseVerdictPayload, SUBMIT_VERDICT, SUBMIT_VERDICT_SPEC } from './payloads.js';
+import { labelCitations } from './sources.js';
 import { budgetClock, endedTurn, turnMessageOf } from './turn.js';
 
 /**
@@ -274,7 +275,10 @@ async function persistCalls(task: Task, turn: Message, deps: Deps): Promise<stri
 
 const URN_IN_TEXT = /cld:[A-Za-z0-9.:/]+[0-9a-f]/g;
 
-/** Writes the task output from the final turn; citations = URNs in the answer that tool results returned. */
+/**
+ * Writes the task output from the final turn; citations = URNs in the answer that tool results
+ * returned, each labelled with its document and heading (`sources`, shared/domain/sources.ts).
+ */
 async function writeOutput(
   task: Task,
   turn: Message,
@@ -283,13 +287,17 @@ async function writeOutput(
 ): Promise<StepOutcome> {
   const seen = new Set(turns.flatMap((t) => t.results.flatMap((r) => r.content.match(URN_IN_TEXT) ?? [])));
   const citations = [...new Set(turn.content.match(URN_IN_TEXT) ?? [])].filter((urn) => seen.has(urn));
+  const actor = assistantActor(task.meta.id, task.assistant);
+  const results = turns.flatMap((t) => t.results);
+  const sources = await labelCitations(deps.resources, actor, citations, results);
   const output: Message = {
     meta: withMeta({ type: 'common.Message', name: NAMES.output, parent: task.meta.id }, deps.now()),
     role: 'assistant',
     content: turn.content,
     citations,
+    ...(sources.length ? { sources } : {}),
   };
-  await deps.resources.put(assistantActor(task.meta.id, task.assistant), output);
+  await deps.resources.put(actor, output);
   return { action: 'output', urn: output.meta.id, detail: `${citations.length} citations` };
 }
 
@@ -550,12 +558,13 @@ async function writeKept(
   deps: Deps,
   detail: string,
 ): Promise<StepOutcome> {
-  const { content, citations, unanswered } = keepAnswered(answered, missed);
+  const { content, citations, sources, unanswered } = keepAnswered(answered, missed);
   const output: Message = {
     meta: withMeta({ type: 'common.Message', name: NAMES.output, parent: task.meta.id }, deps.now()),
     role: 'assistant',
     content,
     citations,
+    ...(sources.length ? { sources } : {}),
     ...(unanswered.length ? { unanswered } : {}),
   };
   await deps.resources.put(assistantActor(task.meta.id, task.assistant), output);

@@ -1,11 +1,12 @@
 import { NotFoundError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
-import type { Assistant, Message, Task, Tool } from '../resources/schemas.js';
+import type { Assistant, Message, SourceRef, Task, Tool } from '../resources/schemas.js';
 import type { Deps } from '../runtime/deps.js';
 import { electAssistant } from '../search/similarity.js';
 import { childUrn, OUTPUT_NAME, rootOf } from '../urn.js';
 import type { CorrectivePayload, TaskPayload } from './payloads.js';
+import { sourcesBlock, sourcesOf } from './sources.js';
 
 /**
  * Names and helpers shared by the steps. Every resource a step writes has a deterministic
@@ -117,21 +118,30 @@ export function withoutSources(content: string): string {
 }
 
 /**
- * Combines outputs into one answer: sections titled by task, one merged "Sources:" list.
- * A single output is returned as it is.
+ * Combines outputs into one answer: sections titled by task (`### <title>`), then one merged
+ * "Sources:" block listing each cited source by its label (`- aws-ssm README › Lookups`,
+ * {@link sourcesBlock}); `citations` and `sources` are the parts' merged, in order, without repeats.
+ * A single output keeps its text, its own "Sources:" block (the model's, often bare URNs) replaced
+ * by the labelled one.
  */
 export function combineOutputs(parts: readonly { title: string; output: Message }[]): {
   content: string;
   citations: string[];
+  sources: SourceRef[];
 } {
-  const citations = [...new Set(parts.flatMap((p) => p.output.citations ?? []))];
+  const byUrn = new Map<string, SourceRef>();
+  for (const part of parts)
+    for (const s of sourcesOf(part.output)) if (!byUrn.has(s.urn)) byUrn.set(s.urn, s);
+  const sources = [...byUrn.values()];
+  const citations = sources.map((s) => s.urn);
+  const block = sourcesBlock(sources);
   if (parts.length === 1) {
     const only = parts[0] as { output: Message };
-    return { content: only.output.content, citations };
+    const content = block ? `${withoutSources(only.output.content)}\n\n${block}` : only.output.content;
+    return { content, citations, sources };
   }
   const body = parts.map((p) => `### ${p.title}\n${withoutSources(p.output.content)}`).join('\n\n');
-  const sources = citations.length ? `\n\nSources:\n${citations.map((c) => `- ${c}`).join('\n')}` : '';
-  return { content: `${body}${sources}`, citations };
+  return { content: block ? `${body}\n\n${block}` : body, citations, sources };
 }
 
 /**
@@ -139,11 +149,12 @@ export function combineOutputs(parts: readonly { title: string; output: Message 
  * the conversation, named `NAMES.answer(messageUrn)`, so every writer — the plan step, the
  * dead-letter step — targets the same URN and the first create wins).
  * @param messageUrn the user Message answered
- * @param fields content, citations, error (failed) or unanswered parts (partial) of the answer
+ * @param fields content, citations and their labelled sources, error (failed) or unanswered parts
+ *   (partial) of the answer
  */
 export function answerMessage(
   messageUrn: string,
-  fields: Pick<Message, 'content'> & Partial<Pick<Message, 'citations' | 'error' | 'unanswered'>>,
+  fields: Pick<Message, 'content'> & Partial<Pick<Message, 'citations' | 'sources' | 'error' | 'unanswered'>>,
   now: Date,
 ): Message {
   return {
@@ -159,6 +170,7 @@ export function answerMessage(
     role: 'assistant',
     content: fields.content,
     ...(fields.citations ? { citations: fields.citations } : {}),
+    ...(fields.sources?.length ? { sources: fields.sources } : {}),
     inReplyTo: messageUrn,
     ...(fields.error ? { error: fields.error } : {}),
     ...(fields.unanswered?.length ? { unanswered: fields.unanswered } : {}),

@@ -1,4 +1,4 @@
-import type { Message, UnansweredPart } from '../resources/schemas.js';
+import type { Message, SourceRef, UnansweredPart } from '../resources/schemas.js';
 import { combineOutputs } from './common.js';
 
 /**
@@ -35,7 +35,7 @@ export function notAnsweredSection(parts: readonly UnansweredPart[]): string {
 }
 
 /**
- * Content, citations and `unanswered` of an output that keeps what was done: the answered parts
+ * Content, citations (and their labelled `sources`) and `unanswered` of an output that keeps what was done: the answered parts
  * combined as {@link combineOutputs} does (one section per part, one merged "Sources:" list), each
  * under its title even when only one was answered, then the {@link notAnsweredSection} of `missed`
  * before the sources. `unanswered` is `missed` followed by what the answered parts themselves left
@@ -47,7 +47,7 @@ export function notAnsweredSection(parts: readonly UnansweredPart[]): string {
 export function keepAnswered(
   answered: readonly AnsweredPart[],
   missed: readonly UnansweredPart[],
-): { content: string; citations: string[]; unanswered: UnansweredPart[] } {
+): { content: string; citations: string[]; sources: SourceRef[]; unanswered: UnansweredPart[] } {
   const combined = combineOutputs(answered);
   const unanswered = [...missed, ...answered.flatMap((p) => p.output.unanswered ?? [])];
   if (missed.length === 0) return { ...combined, unanswered };
@@ -57,7 +57,7 @@ export function keepAnswered(
   const only = answered[0];
   if (answered.length === 1 && only) body = `### ${only.title}\n${body}`;
   const content = [body, notAnsweredSection(missed), sources].filter(Boolean).join('\n\n');
-  return { content, citations: combined.citations, unanswered };
+  return { content, citations: combined.citations, sources: combined.sources, unanswered };
 }
 
 /** Where a Message's trailing "Sources:" block starts (as `withoutSources` in common.ts finds it). */

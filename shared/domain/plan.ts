@@ -232,6 +232,7 @@ async function completeAnswer(messageUrn: string, deps: Deps, done?: number): Pr
     fields = {
       content: kept.content,
       citations: kept.citations,
+      ...(kept.sources.length ? { sources: kept.sources } : {}),
       ...(kept.unanswered.length ? { unanswered: kept.unanswered } : {}),
     };
   }

@@ -1,3 +1,4 @@
+import { sourceLabel } from '../search/source-label.js';
 import { termsOf } from '../search/terms.js';
 
 /**
@@ -302,24 +303,8 @@ function holdsAny(text: string, terms: ReadonlySet<string>): boolean {
   return termsOf(text).some((term) => terms.has(term));
 }
 
-/**
- * How a citation reads: the document and heading of a hit, `aws-ssm README › Lookups` (the
- * module folder and file name of its `source`, and the last element of its heading trail);
- * undefined when the hit has neither.
- */
-export function sourceLabel(hit: Pick<ExtractHit, 'source' | 'title'> | undefined): string | undefined {
-  if (!hit) return undefined;
-  const path = hit.source?.split('/').filter(Boolean) ?? [];
-  const file = path.at(-1)?.replace(/\.(md|markdown|txt)$/i, '');
-  const document = path.length ? [path.at(-2), file].filter(Boolean).join(' ') : undefined;
-  const heading = hit.title
-    ?.split(/\s*(?:›|>|\/)\s*/)
-    .filter(Boolean)
-    .at(-1)
-    ?.replace(/^#+\s*/, '');
-  const label = [document, heading].filter(Boolean).join(' › ');
-  return label || undefined;
-}
+/** How a citation reads (`aws-ssm README › Lookups`): shared/search/source-label.ts. */
+export { sourceLabel } from '../search/source-label.js';
 
 /** Code without its comments and string literals: the identifiers and keywords a user types. */
 export function codeIdentifiers(code: string): string {

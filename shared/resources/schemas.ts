@@ -129,6 +129,15 @@ export const UnansweredPartSchema = z.strictObject({
 });
 export type UnansweredPart = z.infer<typeof UnansweredPartSchema>;
 
+/** A cited source as a person reads it: its URN and its label (document › heading). */
+export const SourceRefSchema = z.strictObject({
+  /** URN of the cited resource (a `doc.Chunk`, a `doc.Document`, ...). */
+  urn: UrnSchema,
+  /** Document and heading, `aws-ssm README › Lookups`; the URN when neither is known. */
+  label: z.string().min(1).max(300),
+});
+export type SourceRef = z.infer<typeof SourceRefSchema>;
+
 /**
  * `common.Message` (seed step 06 `MessageV2`, now simply Message): role
  * `system|user|assistant|tool`, content, tool calls (role assistant) or tool call id (role tool).
@@ -146,6 +155,13 @@ export const MessageSchema = z.strictObject({
   status: ToolStatusSchema.optional(),
   /** URNs of the sources the content relies on. */
   citations: z.array(UrnSchema).optional(),
+  /**
+   * How each citation reads (issue 21 item 4), in the order of `citations`, one per citation:
+   * `label` is the document and heading (`aws-ssm README › Lookups`, shared/search/source-label.ts),
+   * or the URN itself when the source has neither. The "Sources:" block of an answer's content
+   * shows the labels; the URNs stay here and in `citations`.
+   */
+  sources: z.array(SourceRefSchema).optional(),
   error: ErrorInfoSchema.optional(),
   /**
    * For a task output or final answer that is partial: the parts not answered and why (in the

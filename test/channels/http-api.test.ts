@@ -146,6 +146,18 @@ describe('HTTP API over real HTTP against serve', () => {
     expect(view.answer?.citations.length).toBeGreaterThanOrEqual(2);
     for (const citation of view.answer?.citations ?? [])
       expect(citation).toMatch(/^cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}$/);
+    // Each citation has its label (issue 21 item 4): document › heading, in the citations' order;
+    // the Sources block shows the labels, not the URNs.
+    const sources = view.answer?.sources ?? [];
+    expect(sources.map((s) => s.urn)).toEqual(view.answer?.citations);
+    for (const source of sources) expect(source.label).toMatch(/^aws-s3 README › \S/);
+    const block = view.answer?.content.slice(view.answer.content.indexOf('\n\nSources:\n')) ?? '';
+    expect(block.split('\n').slice(3)).toEqual([...new Set(sources.map((s) => `- ${s.label}`))]);
+    expect(block).not.toMatch(/cld:/);
+    for (const leaf of tasks.filter((t) => t.subtasks.length === 0)) {
+      expect(leaf.sources.length).toBeGreaterThanOrEqual(1);
+      expect(leaf.sources.map((s) => s.urn)).toEqual(leaf.citations);
+    }
   });
 
   it('ends a 3-part question whose third part the corpus cannot answer `partial`, parts 1–2 in the answer', async () => {

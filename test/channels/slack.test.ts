@@ -121,6 +121,10 @@ describe('Slack Events API over real HTTP against serve', () => {
     expect(reply?.fields.markdown_text).toBe(escapeSlackText(answer?.content ?? ''));
     expect(String(reply?.fields.markdown_text)).toMatch(/EventBridge/);
     expect(answer?.citations?.length).toBeGreaterThanOrEqual(1);
+    // Its sources read as document › heading (issue 21 item 4); the URNs stay on the Message.
+    expect(String(reply?.fields.markdown_text)).toMatch(/\n\nSources:\n(?:- aws-s3 README › [^\n]+\n?)+$/);
+    expect(String(reply?.fields.markdown_text)).not.toMatch(/cld:/);
+    expect(answer?.sources?.map((s) => s.urn)).toEqual(answer?.citations);
   });
 
   it('stores one conversation and posts one reply for an event delivered three times (Slack retries)', async () => {

@@ -112,6 +112,10 @@ describe('Teams outgoing webhook over real HTTP against serve', () => {
     expect(card?.content.type).toBe('AdaptiveCard');
     expect(card?.content.body[0]?.text).toBe(answer.content);
     expect(answer.content.toLowerCase()).toContain('version');
+    // Its sources read as document › heading (issue 21 item 4); the URNs stay on the Message.
+    expect(card?.content.body[0]?.text).toMatch(/\n\nSources:\n(?:- aws-s3 README › [^\n]+\n?)+$/);
+    expect(card?.content.body[0]?.text).not.toMatch(/cld:/);
+    expect(answer.sources?.map((s) => s.urn)).toEqual(answer.citations);
   });
 
   it('keeps the webhook URL in its secret: no stored object holds it, the conversation holds a reference', async () => {

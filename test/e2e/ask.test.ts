@@ -74,9 +74,14 @@ describe('ask on the aws-cdk-lib documents, end to end (local runtime, offline m
     expect(clean.answer?.role).toBe('assistant');
     expect(clean.answer?.error).toBeUndefined();
     expect(clean.answer?.citations?.length).toBeGreaterThanOrEqual(2);
-    for (const citation of clean.answer?.citations ?? []) {
+    for (const citation of clean.answer?.citations ?? [])
       expect(citation).toMatch(/^cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}$/);
-      expect(clean.answer?.content).toContain(citation);
+    // The Sources block lists each citation by its document and heading (issue 21 item 4).
+    expect(clean.answer?.sources?.map((s) => s.urn)).toEqual(clean.answer?.citations);
+    const listed = clean.answer?.content.split('\nSources:\n')[1]?.split('\n') ?? [];
+    for (const source of clean.answer?.sources ?? []) {
+      expect(source.label).toMatch(/^aws-(s3|events) README › \S/);
+      expect(listed).toContain(`- ${source.label}`);
     }
     expect(clean.answer?.content.toLowerCase()).toContain('eventbridge');
     expect(clean.answer?.content).toMatch(/prefix/i);

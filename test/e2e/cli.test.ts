@@ -88,6 +88,9 @@ function withoutNpmNoise(stderr: string): string {
 }
 
 const SOURCE = /^- (?:.* \()?(cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16})\)?$/gm;
+/** A source line of an answer the CLI prints: `- aws-s3 README › <heading> (<chunk URN>)`. */
+const LABELLED_SOURCE =
+  /^- aws-(?:s3|events) README › [^\n]+ \(cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}\)$/;
 const Q_EVENTS = 'How do I send S3 object events to EventBridge?';
 const Q_PREFIX = 'How do I match only keys with a given prefix in an event rule?';
 
@@ -178,11 +181,19 @@ describe('a partial answer (issue 21)', () => {
       asked.stdout.indexOf('\nconversation: '),
     );
     expect(partialAnswerProblems(answer.trim())).toEqual([]);
+    // Each source of the combined answer reads as document › heading, with the URN to open (issue 21 item 4).
+    const sources = answer
+      .slice(answer.indexOf('\nSources:\n') + '\nSources:\n'.length)
+      .trim()
+      .split('\n');
+    expect(sources.length).toBeGreaterThanOrEqual(2);
+    for (const line of sources) expect(line).toMatch(LABELLED_SOURCE);
     const urn = /^conversation: (cld:common\.Conversation\.[0-9a-f]{16})/m.exec(asked.stdout)?.[1] as string;
     const shown = await cli(['show', urn], { dataDir });
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(/^status: partial$/m);
     expect(shown.stdout).toMatch(/◑ partial Answer 3 parts/);
+    expect(shown.stdout).toContain(`Sources:\n${sources.join('\n')}`);
   }, 180_000); // two CLI processes (each bounded at 90 s) on a loaded 2-core machine
 });
 
