@@ -129,7 +129,9 @@ describe('the console in Chromium against serve', () => {
       const answer = page.getByRole('region', { name: 'Answer' }).first();
       expect(await answer.getByRole('region', { name: 'Sources' }).count()).toBe(1);
       expect(await answer.locator('.content').textContent()).not.toMatch(/Sources:/);
-      const titles = await answer.locator('a.citation').evaluateAll((links) => links.map((a) => a.title));
+      const titles = await answer
+        .locator('a.citation')
+        .evaluateAll((links) => links.map((a) => a.getAttribute('title')));
       expect(titles.length).toBeGreaterThanOrEqual(2);
       for (const title of titles)
         expect(title).toMatch(/^cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}$/);

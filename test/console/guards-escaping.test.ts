@@ -200,11 +200,11 @@ describe('the console renders model output as sanitised Markdown (Chromium)', ()
     expect(await content.locator('form, input, button, style').count()).toBe(0);
     for (const tag of ['img', 'script', 'svg', 'iframe', 'b'])
       expect(await page.locator(`article.conversation ${tag}`).count(), tag).toBe(0);
-    const handlers = await page.evaluate(() =>
-      [...document.querySelectorAll('article.conversation *')].flatMap((e) =>
-        e.getAttributeNames().filter((name) => name.startsWith('on')),
-      ),
-    );
+    const handlers = await page
+      .locator('article.conversation *')
+      .evaluateAll((elements) =>
+        elements.flatMap((e) => e.getAttributeNames().filter((name) => name.startsWith('on'))),
+      );
     expect(handlers).toEqual([]);
     const hrefs = await content.locator('a').evaluateAll((links) => links.map((a) => a.getAttribute('href')));
     expect(hrefs.some((href) => /^\s*javascript:/i.test(href ?? ''))).toBe(false);
