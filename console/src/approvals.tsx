@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import type { ApprovalView } from '../../shared/domain/approval.js';
+import type { ApprovalView } from './api.js';
 import { Status, when } from './tree.js';
 
 /**

@@ -8,16 +8,10 @@
  * redirect's query (that is the protocol); it is exchanged once and removed from the address bar.
  */
 
-/** How to sign in (shared/channels/console-assets.ts `ConsoleAuth`). */
-export type ConsoleAuth =
-  | { kind: 'token' }
-  | {
-      kind: 'oidc';
-      authorizationEndpoint: string;
-      tokenEndpoint: string;
-      clientId: string;
-      scopes: string[];
-    };
+import type { ConsoleAuth } from '../../shared/channels/console-assets.js';
+
+/** How to sign in: `/console/config.json`, the server's parsed `CLD_CONSOLE_AUTH` (shared/channels/console-assets.ts). */
+export type { ConsoleAuth };
 
 const TOKEN = 'cld.token';
 const PKCE = 'cld.pkce';

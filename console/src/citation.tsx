@@ -14,11 +14,14 @@ export function CitationDialog(props: { api: Api; urn: string; onClose: () => vo
   const [error, setError] = useState<string | undefined>();
   useEffect(() => {
     dialog.current?.showModal();
+    // `GET /resources/{urn}` documents any resource (its `meta` and the type's fields); a
+    // citation names a `doc.Chunk`, whose parent is its `doc.Document` (shared/resources/schemas.ts).
     props.api
-      .resource<Chunk>(props.urn)
-      .then(async (c) => {
+      .resource(props.urn)
+      .then(async (body) => {
+        const c = body as unknown as Chunk;
         setChunk(c);
-        if (c.meta.parent) setSource(await props.api.resource<Document>(c.meta.parent));
+        if (c.meta.parent) setSource((await props.api.resource(c.meta.parent)) as unknown as Document);
       })
       .catch((e: unknown) => setError(e instanceof Error ? e.message : String(e)));
   }, [props.urn]);

@@ -1,8 +1,14 @@
 import './style.css';
 import { render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import type { ConversationSummary } from '../../shared/channels/conversation-list.js';
-import { type Api, ApiError, type ConversationList, type ConversationView, createApi } from './api.js';
+import {
+  type Api,
+  ApiError,
+  type ConversationList,
+  type ConversationSummary,
+  type ConversationView,
+  createApi,
+} from './api.js';
 import { Approvals } from './approvals.js';
 import {
   authorizationUrl,
@@ -14,6 +20,7 @@ import {
 } from './auth.js';
 import { CitationDialog } from './citation.js';
 import { afterPoll, nextPollDelayMs, type PollState, resetAfterAction } from './polling.js';
+import { formatTime } from './time.js';
 import { Timeline } from './timeline.js';
 import { Status, Turn } from './tree.js';
 
@@ -177,7 +184,7 @@ function ConversationRow(props: { row: ConversationSummary; current: boolean; on
       >
         <Status status={row.status} />
         <span class="title">{row.title}</span>
-        <time dateTime={row.createdAt}>{new Date(row.createdAt).toLocaleString()}</time>
+        <time dateTime={row.createdAt}>{formatTime(row.createdAt)}</time>
       </button>
     </li>
   );

@@ -1,4 +1,5 @@
-import type { TimelineStep } from '../../shared/channels/activity.js';
+import type { TimelineStep } from './api.js';
+import { formatDuration as format } from './time.js';
 
 /**
  * The steps of one message on a time axis (queued → started → finished, from the resources'
@@ -48,8 +49,4 @@ export function Timeline(props: { steps: TimelineStep[] }) {
       </ol>
     </figure>
   );
-}
-
-function format(ms: number): string {
-  return ms < 1_000 ? `${Math.round(ms)} ms` : `${(ms / 1_000).toFixed(ms < 10_000 ? 2 : 1)} s`;
 }

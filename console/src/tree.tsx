@@ -1,13 +1,18 @@
-import { Fragment } from 'preact';
-import type { TaskView, TurnView } from '../../shared/channels/conversations.js';
-import type { UnansweredPart } from '../../shared/resources/schemas.js';
+import { useMemo } from 'preact/hooks';
+import { type Source, sourcesOf, type TaskView, type TurnView } from './api.js';
+import { renderMarkdown } from './markdown.js';
+import { between, formatDuration, formatTime } from './time.js';
 
 /**
  * One user message and what the system did with it: status (stalled, partial and failed called out), what
  * it waits for, the plan, the task tree (per task: status, elected assistant, score and runner-up,
  * evaluation criteria, verdicts per round with corrective subtasks, tool calls with arguments and
- * results, usage, times) and the answer with its citations.
+ * results, usage, times) and the answer (Markdown rendered and sanitised, markdown.ts) with one
+ * list of its sources.
  */
+
+/** The parts a partial answer or task did not answer. */
+type UnansweredPart = NonNullable<TaskView['unanswered']>[number];
 
 /** A status badge: a word and a shape, so it does not rely on colour alone. */
 export function Status(props: { status: string }) {
@@ -63,8 +68,8 @@ export function Turn(props: { turn: TurnView; onCite: (urn: string) => void }) {
             </p>
           )}
           {turn.answer.unanswered && <NotAnswered parts={turn.answer.unanswered} />}
-          <Markdownish text={turn.answer.content} />
-          <Citations urns={turn.answer.citations} onCite={props.onCite} />
+          <Markdown text={turn.answer.content} />
+          <Sources sources={sourcesOf(turn.answer)} onCite={props.onCite} />
         </section>
       )}
     </>
@@ -87,18 +92,34 @@ function NotAnswered(props: { parts: UnansweredPart[] }) {
   );
 }
 
-function Citations(props: { urns: string[]; onCite: (urn: string) => void }) {
-  if (props.urns.length === 0) return null;
+/**
+ * The one list of what an answer or a task cites: each source's label (document › heading, or the
+ * URN when the view names none) opens the cited resource (citation.tsx); the URN is its title.
+ */
+function Sources(props: { sources: Source[]; onCite: (urn: string) => void }) {
+  if (props.sources.length === 0) return null;
   return (
-    <ol class="citations" aria-label="Citations">
-      {props.urns.map((urn) => (
-        <li key={urn}>
-          <button type="button" class="link citation" onClick={() => props.onCite(urn)}>
-            {urn}
-          </button>
-        </li>
-      ))}
-    </ol>
+    <section class="sources" aria-label="Sources">
+      <h4>Sources</h4>
+      <ol class="citations">
+        {props.sources.map((source) => (
+          <li key={source.urn}>
+            <a
+              class="citation"
+              href={`#${encodeURIComponent(source.urn)}`}
+              title={source.urn}
+              data-urn={source.urn}
+              onClick={(e) => {
+                e.preventDefault();
+                props.onCite(source.urn);
+              }}
+            >
+              {source.label}
+            </a>
+          </li>
+        ))}
+      </ol>
+    </section>
   );
 }
 
@@ -143,6 +164,9 @@ function TaskNode(props: { task: TaskView; onCite: (urn: string) => void }) {
           <dd>
             queued {when(task.times.queuedAt)}, started {when(task.times.startedAt)}, finished{' '}
             {when(task.times.finishedAt)}
+            {task.times.queuedAt && task.times.finishedAt && (
+              <> ({formatDuration(between(task.times.queuedAt, task.times.finishedAt) ?? 0)})</>
+            )}
           </dd>
         </dl>
         {task.calls.length > 0 && (
@@ -157,7 +181,7 @@ function TaskNode(props: { task: TaskView; onCite: (urn: string) => void }) {
                     {call.result ? (
                       <span class={`status ${call.result.status === 'OK' ? 'done' : 'failed'}`}>
                         {call.result.status} · {call.result.bytes.toLocaleString()} B
-                        {call.result.ms !== undefined && <> · {call.result.ms} ms</>}
+                        {call.result.ms !== undefined && <> · {formatDuration(call.result.ms)}</>}
                       </span>
                     ) : (
                       <Status status="running" />
@@ -195,7 +219,7 @@ function TaskNode(props: { task: TaskView; onCite: (urn: string) => void }) {
             ))}
           </ul>
         )}
-        {task.citations.length > 0 && <Citations urns={task.citations} onCite={props.onCite} />}
+        <Sources sources={sourcesOf(task)} onCite={props.onCite} />
         {task.subtasks.length > 0 && (
           <ul class="tree">
             {task.subtasks.map((sub) => (
@@ -208,42 +232,13 @@ function TaskNode(props: { task: TaskView; onCite: (urn: string) => void }) {
   );
 }
 
-/** A time as the reader's locale shows it, with milliseconds; `—` when absent. */
+/** A time as the reader's locale shows it (time.ts: with the date when not today); `—` when absent. */
 export function when(iso: string | undefined): string {
-  if (!iso) return '—';
-  const date = new Date(iso);
-  return `${date.toLocaleTimeString()}.${String(date.getMilliseconds()).padStart(3, '0')}`;
+  return formatTime(iso);
 }
 
-/**
- * An answer's text with its Markdown structure shown: fenced code blocks as `<pre>`, `#` headings
- * as headings, the rest as paragraphs. Only text nodes are created (no HTML is parsed), so an
- * answer cannot inject markup.
- */
-export function Markdownish(props: { text: string }) {
-  const parts = props.text.split(/^```[^\n]*\n?/m);
-  return (
-    <div class="content">
-      {parts.map((part, i) =>
-        i % 2 === 1 ? (
-          <pre key={i}>{part.replace(/\n$/, '')}</pre>
-        ) : (
-          part
-            .split(/\n{2,}/)
-            .filter((block) => block.trim())
-            .map((block, j) => {
-              const [first = '', ...rest] = block.trim().split('\n');
-              const heading = /^#{1,6}\s+(.*)$/.exec(first);
-              const body = heading ? rest.join('\n') : block.trim();
-              return (
-                <Fragment key={`${i}-${j}`}>
-                  {heading && <h4>{heading[1]}</h4>}
-                  {body && <p>{body}</p>}
-                </Fragment>
-              );
-            })
-        ),
-      )}
-    </div>
-  );
+/** An answer's Markdown, rendered and sanitised (markdown.ts), without its trailing "Sources:" block. */
+export function Markdown(props: { text: string }) {
+  const html = useMemo(() => renderMarkdown(props.text), [props.text]);
+  return <div class="content" dangerouslySetInnerHTML={{ __html: html }} />;
 }

@@ -12,8 +12,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Served, startServe } from '../../cli/serve.js';
 import { acceptsGzip } from '../../shared/channels/compression.js';
-import type { ConversationList } from '../../shared/channels/conversation-list.js';
-import type { ConversationView } from '../../shared/channels/conversations.js';
+import { type ConversationList, type ConversationView, createCldClient } from '../../shared/client/index.js';
 import { parseEnv } from '../../shared/runtime/compose.js';
 import { DOCS, until } from './helpers.js';
 
@@ -54,23 +53,29 @@ async function call(path: string, token?: string, headers: Record<string, string
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
 
+/** The typed client (shared/client/index.ts), as the console calls the API, for `token`'s caller. */
+const cld = (token: string) => createCldClient({ baseUrl: served.url, token });
+
 async function ask(token: string, message: string): Promise<string> {
-  const posted = await call('/conversations', token, {}, { message });
-  expect(posted.status).toBe(202);
-  return (JSON.parse(posted.text) as { id: string }).id;
+  const { data, response } = await cld(token).POST('/conversations', { body: { message } });
+  expect(response.status).toBe(202);
+  return data?.id as string;
 }
 
 async function done(token: string, id: string, messages = 1): Promise<ConversationView> {
   return until(async () => {
-    const view = JSON.parse((await call(`/conversations/${id}`, token)).text) as ConversationView;
-    return view.status === 'done' && view.messages.length === messages ? view : undefined;
+    const { data: view } = await cld(token).GET('/conversations/{id}', { params: { path: { id } } });
+    return view?.status === 'done' && view.messages.length === messages ? view : undefined;
   });
 }
 
-async function list(token: string, query = ''): Promise<ConversationList> {
-  const listed = await call(`/conversations${query}`, token);
-  expect(listed.status).toBe(200);
-  return JSON.parse(listed.text) as ConversationList;
+async function list(
+  token: string,
+  query: { limit?: number; after?: string } = {},
+): Promise<ConversationList> {
+  const { data, response } = await cld(token).GET('/conversations', { params: { query } });
+  expect(response.status).toBe(200);
+  return data as ConversationList;
 }
 
 describe('GET /conversations', () => {
@@ -100,10 +105,11 @@ describe('GET /conversations', () => {
   it('counts a follow-up as a second message of the same row, done once both are answered', async () => {
     const id = await ask(ALICE, 'How do I add a lifecycle rule?');
     await done(ALICE, id);
-    expect(
-      (await call(`/conversations/${id}/messages`, ALICE, {}, { message: 'And expire old versions?' }))
-        .status,
-    ).toBe(202);
+    const followUp = await cld(ALICE).POST('/conversations/{id}/messages', {
+      params: { path: { id } },
+      body: { message: 'And expire old versions?' },
+    });
+    expect(followUp.response.status).toBe(202);
     const row = (await list(ALICE)).conversations.find((c) => c.id === id);
     expect(row?.messages).toBe(2);
     await done(ALICE, id, 2);
@@ -112,8 +118,8 @@ describe('GET /conversations', () => {
 
   it('pages with limit and the next cursor', async () => {
     const all = (await list(ALICE)).conversations.map((c) => c.id);
-    const first = await list(ALICE, '?limit=1');
-    const second = await list(ALICE, `?limit=1&after=${first.next}`);
+    const first = await list(ALICE, { limit: 1 });
+    const second = await list(ALICE, { limit: 1, ...(first.next ? { after: first.next } : {}) });
     expect([...first.conversations, ...second.conversations].map((c) => c.id)).toEqual(all.slice(0, 2));
   });
 

@@ -1,15 +1,17 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { Middleware } from 'openapi-fetch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler as httpHandler } from '../../functions/http/handler.js';
-import {
-  type ConversationView,
-  httpUser,
-  readCallerResource,
-  type TaskView,
-} from '../../shared/channels/conversations.js';
+import { httpUser, readCallerResource } from '../../shared/channels/conversations.js';
 import { openApiDocument, openApiFile, openApiPath } from '../../shared/channels/openapi.js';
 import { matchRoute } from '../../shared/channels/routes.js';
+import {
+  type CldClient,
+  type ConversationView,
+  createCldClient,
+  type TaskView,
+} from '../../shared/client/index.js';
 import { NotFoundError, PolicyDeniedError } from '../../shared/errors.js';
 import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
@@ -105,17 +107,49 @@ async function call(
   return { status: response.status, headers: response.headers, json: text ? JSON.parse(text) : {}, text };
 }
 
+/** Checks every response the typed client receives against the document, as `call` does. */
+const contractChecked: Middleware = {
+  async onResponse({ request, response }) {
+    const url = new URL(request.url);
+    const text = await response.clone().text();
+    expectContract(request.method, url.pathname + url.search, response.status, response.headers, text);
+  },
+};
+
+/**
+ * The typed client (shared/client/index.ts: openapi-fetch over the types generated from
+ * openapi.json) as `token`'s caller, its responses checked against the document. Well-formed
+ * calls go through it; `call` stays for what a typed client cannot send (malformed bodies, raw
+ * paths, wrong media types).
+ */
+function cld(token?: string): CldClient {
+  const client = createCldClient({ baseUrl: server.url, ...(token ? { token } : {}) });
+  client.use(contractChecked);
+  return client;
+}
+
 async function ask(token: string, message: string) {
-  const posted = await call('POST', '/conversations', { token, body: JSON.stringify({ message }) });
-  expect(posted.status).toBe(202);
-  return posted.json as { id: string; conversation: string; message: string; statusUrl: string };
+  const { data, response } = await cld(token).POST('/conversations', { body: { message } });
+  expect(response.status).toBe(202);
+  return data as NonNullable<typeof data>;
+}
+
+/** The conversation's view once `check` accepts it (polled). */
+async function viewWhen(
+  token: string,
+  id: string,
+  check: (view: ConversationView) => boolean,
+  timeoutMs?: number,
+): Promise<ConversationView> {
+  const client = cld(token);
+  return until(async () => {
+    const { data } = await client.GET('/conversations/{id}', { params: { path: { id } } });
+    return data && check(data) ? data : undefined;
+  }, timeoutMs);
 }
 
 async function answered(token: string, id: string, messages = 1): Promise<ConversationView> {
-  return until(async () => {
-    const view = (await call('GET', `/conversations/${id}`, { token })).json as unknown as ConversationView;
-    return view.messages?.length === messages && view.status === 'done' ? view : undefined;
-  });
+  return viewWhen(token, id, (view) => view.messages.length === messages && view.status === 'done');
 }
 
 function flatten(tasks: readonly TaskView[]): TaskView[] {
@@ -163,11 +197,12 @@ describe('HTTP API over real HTTP against serve', () => {
   it('ends a 3-part question whose third part the corpus cannot answer `partial`, parts 1–2 in the answer', async () => {
     const accepted = await ask(ALICE, PARTIAL_QUESTION);
 
-    const view = await until(async () => {
-      const got = (await call('GET', `/conversations/${accepted.id}`, { token: ALICE }))
-        .json as unknown as ConversationView;
-      return ['done', 'partial', 'failed'].includes(got.status) ? got : undefined;
-    }, 60_000);
+    const view = await viewWhen(
+      ALICE,
+      accepted.id,
+      (got) => ['done', 'partial', 'failed'].includes(got.status),
+      60_000,
+    );
 
     expect(view.status).toBe('partial');
     const [turn] = view.messages;
@@ -189,22 +224,20 @@ describe('HTTP API over real HTTP against serve', () => {
     expect(planned.map((t) => t.status)).toEqual(['done', 'done', 'done']);
     expect(view.answer?.citations.length).toBeGreaterThanOrEqual(2);
     // The list of conversations says the same.
-    const list = (await call('GET', '/conversations', { token: ALICE })).json as {
-      conversations: { id: string; status: string }[];
-    };
-    expect(list.conversations.find((c) => c.id === accepted.id)?.status).toBe('partial');
+    const { data: list } = await cld(ALICE).GET('/conversations');
+    expect(list?.conversations.find((c) => c.id === accepted.id)?.status).toBe('partial');
   }, 90_000);
 
   it('continues a conversation: a second message is planned and answered on its own', async () => {
     const accepted = await ask(ALICE, 'How do I send S3 object events to EventBridge?');
     await answered(ALICE, accepted.id);
 
-    const next = await call('POST', `/conversations/${accepted.id}/messages`, {
-      token: ALICE,
-      body: JSON.stringify({ message: 'How do I enable versioning on a bucket?' }),
+    const next = await cld(ALICE).POST('/conversations/{id}/messages', {
+      params: { path: { id: accepted.id } },
+      body: { message: 'How do I enable versioning on a bucket?' },
     });
-    expect(next.status).toBe(202);
-    expect(next.json.conversation).toBe(accepted.conversation);
+    expect(next.response.status).toBe(202);
+    expect(next.data?.conversation).toBe(accepted.conversation);
 
     const view = await answered(ALICE, accepted.id, 2);
     expect(view.messages.map((m) => m.status)).toEqual(['done', 'done']);
@@ -217,13 +250,13 @@ describe('HTTP API over real HTTP against serve', () => {
     const view = await answered(ALICE, accepted.id);
     const urn = view.answer?.urn as string;
 
-    const encoded = await call('GET', `/resources/${encodeURIComponent(urn)}`, { token: ALICE });
+    const encoded = await cld(ALICE).GET('/resources/{urn}', { params: { path: { urn } } });
     const raw = await call('GET', `/resources/${urn}`, { token: ALICE });
 
-    expect(encoded.status).toBe(200);
-    expect((encoded.json.meta as { id: string }).id).toBe(urn);
-    expect(encoded.json.content).toBe(view.answer?.content);
-    expect(raw.json).toEqual(encoded.json);
+    expect(encoded.response.status).toBe(200);
+    expect(encoded.data?.meta.id).toBe(urn);
+    expect(encoded.data?.content).toBe(view.answer?.content);
+    expect(raw.json).toEqual(encoded.data);
   });
 
   it('shows callers only their own conversations: another caller gets 404 and stores nothing', async () => {
@@ -231,19 +264,20 @@ describe('HTTP API over real HTTP against serve', () => {
     const view = await answered(ALICE, accepted.id);
     const before = await server.conversationKeys();
 
-    const read = await call('GET', `/conversations/${accepted.id}`, { token: BOB });
-    const resource = await call('GET', `/resources/${encodeURIComponent(view.answer?.urn as string)}`, {
-      token: BOB,
+    const bob = cld(BOB);
+    const read = await bob.GET('/conversations/{id}', { params: { path: { id: accepted.id } } });
+    const resource = await bob.GET('/resources/{urn}', {
+      params: { path: { urn: view.answer?.urn as string } },
     });
-    const root = await call('GET', `/resources/${accepted.conversation}`, { token: BOB });
-    const write = await call('POST', `/conversations/${accepted.id}/messages`, {
-      token: BOB,
-      body: JSON.stringify({ message: 'let me in' }),
+    const root = await bob.GET('/resources/{urn}', { params: { path: { urn: accepted.conversation } } });
+    const write = await bob.POST('/conversations/{id}/messages', {
+      params: { path: { id: accepted.id } },
+      body: { message: 'let me in' },
     });
 
-    for (const response of [read, resource, root, write]) {
+    for (const { response, error } of [read, resource, root, write]) {
       expect(response.status).toBe(404);
-      expect(response.json.code).toBe('NOT_FOUND');
+      expect(error?.code).toBe('NOT_FOUND');
     }
     expect(await server.conversationKeys()).toEqual(before);
   });
@@ -357,20 +391,21 @@ describe('HTTP API over real HTTP against serve', () => {
   });
 
   it('stores nothing new for a POST retried with the same Idempotency-Key', async () => {
-    const body = JSON.stringify({ message: 'How do I enable versioning on a bucket?' });
-    const first = await call('POST', '/conversations', { token: ALICE, body, key: 'retry-key-0001' });
-    await answered(ALICE, first.json.id as string);
+    const body = { message: 'How do I enable versioning on a bucket?' };
+    const params = { header: { 'Idempotency-Key': 'retry-key-0001' } };
+    const first = await cld(ALICE).POST('/conversations', { params, body });
+    await answered(ALICE, first.data?.id as string);
     const keys = await server.conversationKeys();
 
-    const again = await call('POST', '/conversations', { token: ALICE, body, key: 'retry-key-0001' });
-    const bobs = await call('POST', '/conversations', { token: BOB, body, key: 'retry-key-0001' });
+    const again = await cld(ALICE).POST('/conversations', { params, body });
+    const bobs = await cld(BOB).POST('/conversations', { params, body });
     await server.served.runtime.bus.idle();
 
-    expect(again.status).toBe(202);
-    expect(again.json).toEqual(first.json);
-    expect(bobs.json.conversation).not.toBe(first.json.conversation);
+    expect(again.response.status).toBe(202);
+    expect(again.data).toEqual(first.data);
+    expect(bobs.data?.conversation).not.toBe(first.data?.conversation);
     const added = (await server.conversationKeys()).filter((k) => !keys.includes(k));
-    expect(added.every((k) => isWithin(urnOfKey(k) as string, bobs.json.conversation as string))).toBe(true);
+    expect(added.every((k) => isWithin(urnOfKey(k) as string, bobs.data?.conversation as string))).toBe(true);
   });
 
   const big = JSON.stringify({ message: 'x'.repeat(70_000) });

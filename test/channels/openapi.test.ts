@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { describe, expect, it } from 'vitest';
+import { generateOpenApiTypes, OPENAPI_TYPES_FILE } from '../../scripts/openapi-types.js';
 import { openApiDocument, openApiFile, openApiPath } from '../../shared/channels/openapi.js';
 import { API_ROUTES } from '../../shared/channels/routes.js';
 
@@ -19,6 +20,14 @@ describe('the OpenAPI document', () => {
     expect(committed, 'openapi.json is stale: run npm run build:openapi and commit it').toBe(
       openApiFile().body,
     );
+  });
+
+  it('has its client types committed as shared/client/openapi.ts, what openapi-typescript generates from it now', async () => {
+    const committed = await readFile(new URL(`../../${OPENAPI_TYPES_FILE}`, import.meta.url), 'utf8');
+    const fresh = await generateOpenApiTypes();
+    expect(fresh).toMatch(/^export interface paths \{$/m);
+    expect(fresh).toContain('"/conversations/{id}": {');
+    expect(committed, `${OPENAPI_TYPES_FILE} is stale: run npm run build:openapi and commit it`).toBe(fresh);
   });
 
   it('is a valid OpenAPI 3.1 document (@apidevtools/swagger-parser validate: schema and $refs)', async () => {

@@ -124,6 +124,19 @@ describe('the console in Chromium against serve', () => {
         .toMatch(/done.*How do I send S3 object events/);
     });
 
+    await step(page, 'sources', async () => {
+      // One list of sources per answer, from the view; the answer's own "Sources:" block is not shown.
+      const answer = page.getByRole('region', { name: 'Answer' }).first();
+      expect(await answer.getByRole('region', { name: 'Sources' }).count()).toBe(1);
+      expect(await answer.locator('.content').textContent()).not.toMatch(/Sources:/);
+      const titles = await answer
+        .locator('a.citation')
+        .evaluateAll((links) => links.map((a) => a.getAttribute('title')));
+      expect(titles.length).toBeGreaterThanOrEqual(2);
+      for (const title of titles)
+        expect(title).toMatch(/^cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}$/);
+    });
+
     await step(page, 'citation', async () => {
       const citation = page.locator('.answer .citation').first();
       await citation.focus();
