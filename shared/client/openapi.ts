@@ -278,6 +278,7 @@ export interface components {
             status: "done" | "partial" | "failed";
             content: string;
             citations: string[];
+            sources: components["schemas"]["Source"][];
             error?: components["schemas"]["ErrorInfo"];
             unanswered?: {
                 task: string;
@@ -295,7 +296,7 @@ export interface components {
             input: unknown;
             task: string;
             /** @enum {string} */
-            status: "pending" | "approved" | "denied" | "expired";
+            status: "pending" | "approved" | "denied" | "expired" | "closed";
             /** @description ISO 8601 date and time */
             requestedAt?: string;
             /** @description ISO 8601 date and time */
@@ -412,6 +413,10 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        Source: {
+            urn: string;
+            label: string;
+        };
         Task: {
             urn: string;
             title: string;
@@ -449,6 +454,7 @@ export interface components {
             usage: components["schemas"]["Usage"];
             times: components["schemas"]["TaskTimes"];
             citations: string[];
+            sources: components["schemas"]["Source"][];
             subtasks: components["schemas"]["Task"][];
         };
         TaskTimes: {

@@ -317,14 +317,23 @@ describe('approvals in the console (the search tool needs approval)', () => {
       expect(await page.locator('article.conversation > h2 [data-status="done"]').count()).toBe(0);
     });
     await step(page, 'approve', async () => {
-      // Every search call asks; approve each as it comes until the answer is there.
-      for (let round = 0; round < 10; round++) {
-        if ((await page.locator('article.conversation > h2 [data-status="done"]').count()) > 0) break;
-        const button = panel.locator('li.approval.pending').first().getByRole('button', { name: 'Approve' });
-        if ((await button.count()) > 0) await button.click();
-        await page.waitForTimeout(500);
-      }
-      await page.locator('article.conversation > h2 [data-status="done"]').waitFor({ timeout: 30_000 });
+      // Every search call asks; approve each as it comes until the answer is there (a later
+      // call's request can come many seconds after the first on a loaded machine).
+      await expect
+        .poll(
+          async () => {
+            if ((await page.locator('article.conversation > h2 [data-status="done"]').count()) > 0)
+              return true;
+            const button = panel
+              .locator('li.approval.pending')
+              .first()
+              .getByRole('button', { name: 'Approve' });
+            if ((await button.count()) > 0) await button.click();
+            return false;
+          },
+          { timeout: 120_000, interval: 500 },
+        )
+        .toBe(true);
       expect(await panel.locator('li.approval.approved').first().textContent()).toMatch(
         /approved search\(.*\) for “.+” — by http:alice via http/,
       );
@@ -332,7 +341,7 @@ describe('approvals in the console (the search tool needs approval)', () => {
       await page.locator('section.answer').waitFor();
     });
     await context.close();
-  });
+  }, 240_000);
 });
 
 describe('a failed conversation in the console (a tool-call budget of 0)', () => {

@@ -62,9 +62,8 @@ const HOSTILE = [
 ].join('\n');
 
 const usage = { modelCalls: 1, tokens: 1_234, toolCalls: 0 };
-type WithSources<T> = T & { sources?: { urn: string; label: string }[] };
 
-const task: WithSources<TaskView> = {
+const task: TaskView = {
   urn: `${CONVERSATION}/plan.Task.0000000000000003`,
   title: 'Look up a parameter',
   status: 'done',
@@ -86,7 +85,7 @@ const task: WithSources<TaskView> = {
   subtasks: [],
 };
 
-const answer: WithSources<Schemas['Answer']> = {
+const answer: Schemas['Answer'] = {
   urn: `${CONVERSATION}/common.Message.0000000000000004`,
   status: 'done',
   content: HOSTILE,
@@ -119,6 +118,7 @@ const VIEW: ConversationView = {
         status: 'failed',
         content: '',
         citations: [],
+        sources: [],
         error: { code: 'FAILED', message: 'failed <img src=y onerror="window.__xss = [\'error\']">' },
       },
       usage,
