@@ -177,6 +177,18 @@ export function withoutRejected(question: string): string {
     .trim();
 }
 
+/**
+ * A segment's match with the question counts to this power against its hit's rank weight: a
+ * passage holding all of the question's terms outranks a higher-ranked one holding a few (the
+ * chunk with the fact, ranked third, is used rather than the first hit's near miss).
+ */
+const MATCH_EXPONENT = 2;
+/**
+ * A term of what a part refers back to (`(that bucket: \`s3.Bucket\`)`), not used by the part
+ * itself, counts this share of its weight: the earlier part was about it; this part asks the rest.
+ */
+const REFERENT_WEIGHT = 0.5;
+
 /** A segment holding a term the question rules out counts this share of its score. */
 const REJECTED_WEIGHT = 0.25;
 
@@ -185,8 +197,11 @@ const REJECTED_WEIGHT = 0.25;
  * by how few hits contain them (1 + ln(hits / hits with the term)), so the subject that tells
  * neighbouring modules apart ("S3" in "send S3 events to EventBridge") counts more than the words
  * every hit shares. A hit's sentences and code count by its rank, by its coverage of the
- * question (heading trail and text, relative to the best-covering hit). What the question rules
- * out ({@link rejectedTerms}) is no question term, and a segment holding it counts
+ * question (heading trail and text, relative to the best-covering hit), times its match with
+ * the question squared ({@link MATCH_EXPONENT}); a code block matches by the terms it and its
+ * introducing sentence hold (each once) plus those its code spells. The terms of a referent the
+ * part names (`(it: \`ecs.FargateService\`)`) count {@link REFERENT_WEIGHT}. What the question
+ * rules out ({@link rejectedTerms}) is no question term, and a segment holding it counts
  * {@link REJECTED_WEIGHT} of its score.
  *
  * The answer leads with the fact: it opens with the best-scoring sentence or code block (a code
@@ -202,10 +217,15 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   const rejected = new Set(rejectedTerms(question));
   const questionTerms = termsOf(question).filter((term) => !rejected.has(term));
   const hitTerms = hits.map((hit) => new Set(termsOf(`${hit.title ?? ''}\n${hit.text}`)));
+  // What the part refers back to (`(that bucket: \`s3.Bucket\`)`) was the earlier part's subject:
+  // its terms count less than those the part asks anew.
+  const referent = /\(([^():]+):\s*([^()]+)\)\s*$/.exec(question);
+  const asked = new Set(termsOf(referent ? question.slice(0, referent.index) : question));
   const weights = new Map(
     questionTerms.map((term) => {
       const df = hitTerms.filter((terms) => terms.has(term)).length;
-      return [term, df === 0 ? 0 : 1 + Math.log(hits.length / df)];
+      const idf = df === 0 ? 0 : 1 + Math.log(hits.length / df);
+      return [term, asked.has(term) ? idf : REFERENT_WEIGHT * idf];
     }),
   );
   const key = keyTerms(weights);
@@ -229,12 +249,20 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
       if (segment.kind === 'sentence') {
         if (!holdsAny(segment.text, key)) continue;
         const identifier = /`[^`]+`/.test(segment.text) ? 0.5 : 0;
-        sentences.push({ item: segment, urn: hit.urn, rank, score: weight * (matched + identifier) });
+        sentences.push({
+          item: segment,
+          urn: hit.urn,
+          rank,
+          score: weight * (matched + identifier) ** MATCH_EXPONENT,
+        });
       } else {
-        // Code counts by its identifiers (what a user types), not by its comments and strings.
-        const intro = segment.intro ? weigh(segment.intro) : 0;
-        const code = weigh(codeIdentifiers(segment.text));
-        codes.push({ item: segment, urn: hit.urn, rank, score: weight * (code + intro) });
+        // Code counts by its identifiers (what a user types), not by its comments and strings:
+        // the question terms it and its introducing sentence hold together (each once), plus
+        // those the code itself spells (an intro that restates the question is no second match).
+        const identifiers = codeIdentifiers(segment.text);
+        const matchedWithIntro = weigh(`${segment.intro ?? ''}\n${identifiers}`);
+        const score = weight * (matchedWithIntro + weigh(identifiers)) ** MATCH_EXPONENT;
+        codes.push({ item: segment, urn: hit.urn, rank, score });
       }
     }
   });

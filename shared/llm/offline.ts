@@ -602,6 +602,12 @@ export function referentOf(question: string): string | undefined {
   return /\((?:[\w-]+(?:\s+[\w-]+)?): the ([^()]+?)\)\s*$/.exec(question)?.[1]?.trim();
 }
 
+/**
+ * What a construct whose name ends in the subject's head noun adds to its score in {@link apiOf}
+ * (less than the 1.5 of a module alias the subject names).
+ */
+const HEAD_WEIGHT = 1.25;
+
 /** The hits of the back-reference lookup, or undefined when none was made. */
 function lookupResults(messages: readonly ConverseMessage[]): ExtractHit[] | undefined {
   const made = messages.some((m) =>
@@ -615,12 +621,16 @@ function lookupResults(messages: readonly ConverseMessage[]): ExtractHit[] | und
  * (`alias.Name` after `new`, or `alias.Name` used as a type) whose name and module alias share the
  * most distinct stems with the subject — the alias counting 1.5 — preferring a name made only of
  * the subject's words (`Fargate service` → `ecs.FargateService`, not `ecs.FargateTaskDefinition`;
- * `SNS topic` → `sns.Topic`, not `targets.SnsTopic`; `REST API` → `apigateway.RestApi`);
- * undefined when no construct shares a stem with it.
+ * `SNS topic` → `sns.Topic`, not `targets.SnsTopic`; `REST API` → `apigateway.RestApi`) and a
+ * name that ends in the subject's head noun, its last word ({@link HEAD_WEIGHT}: `versioned
+ * bucket` → `s3.Bucket`, not `mixins.BucketVersioning`; less than the alias, so `DynamoDB table
+ * stream` stays `dynamodb.Table`, not `kinesis.Stream`); undefined when no construct shares a
+ * stem with it.
  */
 export function apiOf(subject: string, hits: readonly ExtractHit[]): string | undefined {
   const wanted = new Set(termsOf(subject));
   if (wanted.size === 0) return undefined;
+  const head = termsOf(subject.split(/\s+/).at(-1) ?? '').at(-1);
   let best: { api: string; score: number; rank: number } | undefined;
   hits.forEach((hit, rank) => {
     const code = [...hit.text.matchAll(/```[^\n]*\n([\s\S]*?)```/g)].map((m) => m[1]).join('\n');
@@ -631,7 +641,11 @@ export function apiOf(subject: string, hits: readonly ExtractHit[]): string | un
       if (named === 0) continue;
       // The module alias the subject names (`sns` in "SNS topic") counts more than a name part.
       const aliased = termsOf(alias).some((t) => wanted.has(t));
-      const score = named + (aliased ? 1.5 : 0) + named / own.length;
+      // English compounds and class names are head-final: the construct for a "versioned
+      // bucket" ends in `Bucket` (`s3.Bucket`), not in what qualifies it (`BucketVersioning`).
+      const last = identifierParts(name).at(-1);
+      const headed = head !== undefined && last !== undefined && processTerm(last) === head;
+      const score = named + (aliased ? 1.5 : 0) + named / own.length + (headed ? HEAD_WEIGHT : 0);
       if (!best || score > best.score || (score === best.score && rank < best.rank))
         best = { api, score, rank };
     }

@@ -208,6 +208,26 @@ describe('referents that carry (item 3)', () => {
     expect(apiOf('REST API', [apis])).toBe('apigateway.RestApi');
   });
 
+  it("prefers the construct named after the subject's head noun to one named after its qualifier", () => {
+    // The mixin comes first and spells both words of the subject; the bucket is what "that bucket" is.
+    const buckets = {
+      urn: 'u',
+      text: [
+        '```ts',
+        "new s3.CfnBucket(this, 'Bucket').with(new mixins.BucketVersioning());",
+        "const bucket = new s3.Bucket(this, 'MyBucket', { versioned: true });",
+        '```',
+      ].join('\n'),
+    };
+    expect(apiOf('versioned bucket', [buckets])).toBe('s3.Bucket');
+    // A module alias the subject names still counts more than the head noun.
+    const tables = {
+      urn: 'u',
+      text: "```ts\nconst stream = new kinesis.Stream(this, 'S');\nconst table = new dynamodb.Table(this, 'T');\n```",
+    };
+    expect(apiOf('DynamoDB table stream', [tables])).toBe('dynamodb.Table');
+  });
+
   it('looks the referent up, then searches with its API, and answers from the chunk that spells it', async () => {
     const purpose =
       'Answer the question: How do I make it scale out when CPU utilization is high? (it: the Fargate service)';
