@@ -15,7 +15,8 @@
  * 1,000 questions.
  *
  * Options: `--model <id>` (default `CLD_MODEL_ID`, else `us.anthropic.claude-haiku-4-5-20251001-v1:0`),
- * `--data-dir <dir>` (default a fresh temporary directory), `--json <file>`, `--verbose` (every call).
+ * `--data-dir <dir>` (default a fresh temporary directory), `--json <file>`, `--verbose` (every call),
+ * `--dump <file>` (the request bodies of the first question, as JSON: what is sent).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -92,6 +93,7 @@ async function main(): Promise<void> {
       'data-dir': { type: 'string' },
       json: { type: 'string' },
       verbose: { type: 'boolean', default: false },
+      dump: { type: 'string' },
     },
   });
   const modelId = values.model ?? process.env.CLD_MODEL_ID ?? 'us.anthropic.claude-haiku-4-5-20251001-v1:0';
@@ -140,6 +142,15 @@ async function main(): Promise<void> {
         bills.push(sum(stub.calls.slice(before), mode, run, modelId));
         if (values.verbose)
           for (const call of stub.calls.slice(before)) console.log(describeCall(mode, run, call));
+        if (values.dump && mode === 'off' && run === 'cold')
+          writeFileSync(
+            values.dump,
+            `${JSON.stringify(
+              stub.calls.slice(before).map((c) => c.body),
+              null,
+              2,
+            )}\n`,
+          );
       }
     }
   } finally {
