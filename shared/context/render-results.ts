@@ -229,8 +229,10 @@ function capBlock(block: Block): string {
  * The passage of `text` around the hit: the block (paragraph or code block) holding the most of
  * `terms` (the first block when none holds any), then its neighbours — the next block first, so
  * a sentence keeps the code it introduces — while the passage stays within {@link PASSAGE_CHARS}
- * (the best block alone may be longer, up to {@link BLOCK_CHARS}). Blocks left out before or
- * after are marked by a `…` line. A text within the limit is returned whole (headings dropped).
+ * (the best block alone may be longer, up to {@link BLOCK_CHARS}); past the limit, the code block
+ * right after it when the passage's last paragraph introduces it (ends with `:`), and, when the
+ * passage has no code, the chunk's nearest code block after it (else before it). Blocks left out
+ * are marked by a `…` line. A text within the limit is returned whole (headings dropped).
  */
 export function passageOf(text: string, terms: ReadonlySet<string>): string {
   const blocks = blocksOf(text);
@@ -260,8 +262,28 @@ export function passageOf(text: string, terms: ReadonlySet<string>): string {
       length += previous.text.length + 2;
     } else break;
   }
-  const kept = blocks.slice(first, last + 1).map(capBlock);
-  return [...(first > 0 ? ['…'] : []), ...kept, ...(last < blocks.length - 1 ? ['…'] : [])].join('\n\n');
+  // Prose that introduces code (ends with ":") keeps the code block that follows it even past the
+  // limit (cut at BLOCK_CHARS); a passage without code gets the chunk's nearest code block after
+  // it (else before it): the example is what answers a "how do I".
+  const kept = new Set<number>();
+  for (let i = first; i <= last; i += 1) kept.add(i);
+  const introduces = /:\s*$/.test(blocks[last]?.text ?? '');
+  if (blocks[last + 1]?.code && introduces) kept.add(last + 1);
+  if (![...kept].some((i) => blocks[i]?.code)) {
+    const later = blocks.findIndex((b, i) => i > last && b.code);
+    const earlier = blocks.findLastIndex((b, i) => i < first && b.code);
+    const code = later !== -1 ? later : earlier;
+    if (code !== -1) kept.add(code);
+  }
+  const parts: string[] = [];
+  let previous = -1;
+  for (const i of [...kept].sort((a, b) => a - b)) {
+    if (i > previous + 1) parts.push('…');
+    parts.push(capBlock(blocks[i] as Block));
+    previous = i;
+  }
+  if (previous < blocks.length - 1) parts.push('…');
+  return parts.join('\n\n');
 }
 
 const HIT_HEADER = /^\[(\d{1,4})\] (.*)$/;
