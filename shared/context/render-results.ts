@@ -23,12 +23,19 @@ import { termsOf } from '../search/terms.js';
  * - the text is the **passage around the hit** ({@link passageOf}): the paragraphs and code blocks
  *   of the chunk that hold the most of the call's query terms and their neighbours, within
  *   {@link PASSAGE_CHARS}; what is left out is marked `…`;
+ * - hits after the first {@link PASSAGE_HITS} are listed by their header alone;
  * - the score is left out (relative within one query only, it tells the model nothing).
  * Any other tool result (an error, a graph answer, a resource's JSON) is passed through unchanged.
  */
 
 /** Characters of a hit's passage (a chunk is up to ≈1,600): one paragraph and its code, about. */
 export const PASSAGE_CHARS = 700;
+
+/**
+ * Hits of one result shown with their passage, best first; the ones after are listed by their
+ * header alone (id, heading trail, document), to be `read` by id when one looks relevant.
+ */
+export const PASSAGE_HITS = 5;
 
 /** Longest single block (a code block) kept whole in a passage; a longer one is cut at a line. */
 export const BLOCK_CHARS = 900;
@@ -110,9 +117,10 @@ export function renderToolResult(content: string, ids: CitationIds, query?: stri
   if (hits.length === 0) return 'No results.';
   const terms = new Set(query ? termsOf(query) : []);
   return hits
-    .map((hit) => {
+    .map((hit, rank) => {
       const label = [hit.title?.replace(/\s+>\s+/g, ' › '), hit.source].filter(Boolean).join(' — ');
-      return `[${ids.idOf(hit.urn)}] ${label}\n${passageOf(hit.text, terms)}`;
+      const header = `[${ids.idOf(hit.urn)}]${label ? ` ${label}` : ''}`;
+      return rank < PASSAGE_HITS ? `${header}\n${passageOf(hit.text, terms)}` : header;
     })
     .join('\n\n');
 }
@@ -286,7 +294,7 @@ export function passageOf(text: string, terms: ReadonlySet<string>): string {
   return parts.join('\n\n');
 }
 
-const HIT_HEADER = /^\[(\d{1,4})\] (.*)$/;
+const HIT_HEADER = /^\[(\d{1,4})\](?: (.*))?$/;
 
 /**
  * The hits of a rendered tool result ({@link renderToolResult}), for a reader of the Converse
