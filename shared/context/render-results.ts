@@ -35,7 +35,7 @@ export const PASSAGE_CHARS = 700;
  * Hits of one result shown with their passage, best first; the ones after are listed by their
  * header alone (id, heading trail, document), to be `read` by id when one looks relevant.
  */
-export const PASSAGE_HITS = 5;
+export const PASSAGE_HITS = 4;
 
 /** Longest single block (a code block) kept whole in a passage; a longer one is cut at a line. */
 export const BLOCK_CHARS = 900;
