@@ -95,7 +95,8 @@ export function hitsOf(content: string): ResultHit[] | undefined {
   for (const item of items as Record<string, unknown>[]) {
     if (typeof item?.urn !== 'string' || typeof item.text !== 'string') return undefined;
     const title = typeof item.title === 'string' ? item.title : item.heading;
-    const source = typeof item.source === 'string' ? item.source : item.document;
+    // `read`'s `document` is a URN: not shown (the model cites and reads by id).
+    const source = item.source;
     hits.push({
       urn: item.urn,
       text: item.text,

@@ -117,7 +117,7 @@ describe('renderToolResult', () => {
       heading: 'A > B',
       document: 'cld:doc.Document.a9c63d412f9b2e34',
     });
-    expect(renderToolResult(read, ids)).toBe('[1] A › B — cld:doc.Document.a9c63d412f9b2e34\nWhole text.');
+    expect(renderToolResult(read, ids)).toBe('[1] A › B\nWhole text.');
     const error = JSON.stringify({ error: { status: 'NOT_FOUND', message: 'no such resource' } });
     expect(renderToolResult(error, ids)).toBe(error);
     expect(renderToolResult(JSON.stringify({ results: [] }), ids)).toBe('No results.');
