@@ -154,20 +154,35 @@ export function renderTurnResults(turns: readonly TurnResults[]): {
   return { texts, ids };
 }
 
-/** `[3]`, `[3, 5]` or `[3][5]` citation markers in an answer. */
-const CITATION_MARKER = /\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]/g;
+/**
+ * `[3]`, `[3, 5]` or `[3][5]` citation markers in an answer's prose: not right after a word
+ * character or a closing bracket (`items[1]`, `matrix[0][1]` index code).
+ */
+const CITATION_MARKER = /(?<![\w\])])\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]/g;
+
+/** Fenced code blocks and inline code spans: left as written by {@link resolveCitations}. */
+const CODE = /(^|\n) {0,3}(`{3,}|~{3,})[^\n]*\n[\s\S]*?(?:\n {0,3}\2[^\n]*(?=\n|$)|$)|`[^`\n]+`/g;
 
 /**
  * An answer with its citation ids replaced by the URNs they stand for: `[3]` → the URN of id 3,
- * `[3, 5]` → both URNs joined by `, `. A marker naming an id that was never given (a footnote,
- * an array index in code) is left as written.
+ * `[3, 5]` → both URNs joined by `, `. Code (fenced blocks, inline spans) is left alone, and so
+ * is a marker right after a word or a bracket (an index, `items[1]`) or naming an id that was
+ * never given (a footnote).
  */
 export function resolveCitations(text: string, ids: CitationIds): string {
-  return text.replace(CITATION_MARKER, (marker, list: string) => {
-    const urns = list.split(',').map((n) => ids.urnOf(Number(n.trim())));
-    if (urns.some((urn) => urn === undefined)) return marker;
-    return urns.join(', ');
-  });
+  const prose = (part: string) =>
+    part.replace(CITATION_MARKER, (marker, list: string) => {
+      const urns = list.split(',').map((n) => ids.urnOf(Number(n.trim())));
+      if (urns.some((urn) => urn === undefined)) return marker;
+      return urns.join(', ');
+    });
+  let out = '';
+  let last = 0;
+  for (const match of text.matchAll(CODE)) {
+    out += prose(text.slice(last, match.index)) + match[0];
+    last = match.index + match[0].length;
+  }
+  return out + prose(text.slice(last));
 }
 
 /** A paragraph or a fenced code block of a chunk. */

@@ -150,6 +150,14 @@ describe('citation ids mapped back', () => {
     ['Both [1, 2] say so.', `Both ${S3}, ${EVENTS} say so.`],
     ['Sources:\n- aws-s3 README ([1])\n- [2]', `Sources:\n- aws-s3 README (${S3})\n- ${EVENTS}`],
     ['An index arr[7] or a footnote [9] stays.', 'An index arr[7] or a footnote [9] stays.'],
+    [
+      'Code keeps its indexes: `items[1]`, m[0][1] [2].',
+      `Code keeps its indexes: \`items[1]\`, m[0][1] ${EVENTS}.`,
+    ],
+    [
+      'Use it [1]:\n\n```ts\nconst first = list [1];\n```\n\nSee [2].',
+      `Use it ${S3}:\n\n\`\`\`ts\nconst first = list [1];\n\`\`\`\n\nSee ${EVENTS}.`,
+    ],
   ])('resolves %j', (answer, expected) => {
     expect(resolveCitations(answer, ids)).toBe(expected);
   });
