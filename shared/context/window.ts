@@ -1,6 +1,7 @@
 import type { ContentBlock, ConverseMessage, ConverseRequest, ToolSpec } from '../llm/port.js';
 import { toDescription } from '../resources/meta.js';
 import type { AnyResource, Assistant, Message, Task, Tool } from '../resources/schemas.js';
+import { renderTurnResults } from './render-results.js';
 import { countTokens } from './tokens.js';
 
 /**
@@ -46,8 +47,30 @@ export const DROPPED_MARKER = '[content dropped to fit the context budget]';
 export const TRUNCATED_MARKER = ' [truncated]';
 
 const RULES =
-  'Use the tools to find facts; do not invent them. When you answer, cite the URNs (cld:...) of the ' +
-  'document chunks you relied on, listed under "Sources:". Answer concisely.';
+  'Use the tools to find facts; do not invent them. When you answer, cite the sources you relied on ' +
+  'by their ids ([1], [2]), listed under "Sources:". Answer concisely.';
+
+/** Text with its runs of whitespace made one space, trimmed (to compare quoted text). */
+function squash(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * What a leaf task needs of a parent: its purpose (why the task exists), not how the parent is
+ * supervised (its instructions, applicability and evaluation are the supervisor's).
+ */
+function parentLine(parent: Task): string {
+  return `- ${parent.meta.purpose}`;
+}
+
+/** The task's own fields in its window: applicability is what elected its assistant, so left out. */
+function taskFields(task: Task): { purpose: string; instructions: string; evaluation: string } {
+  return {
+    purpose: task.meta.purpose,
+    instructions: task.meta.instructions,
+    evaluation: task.meta.evaluation,
+  };
+}
 
 /** Converse tool spec of a Tool resource. */
 export function toToolSpec(tool: Tool): ToolSpec {
@@ -87,7 +110,8 @@ function fixedPart(assistant: Assistant, tools: readonly Tool[]): FixedPart {
   const known = fixedParts.get(assistant);
   if (known && known.from.length === from.length && known.from.every((item, i) => item === from[i]))
     return known;
-  const system = `You are the assistant "${name}".\n\n${toDescription(assistant.meta)}\n\n${RULES}`;
+  // Applicability is what the assistant is elected by (shared/catalog), not what it acts on.
+  const system = `You are the assistant "${name}".\n\n${toDescription({ purpose, instructions, evaluation })}\n\n${RULES}`;
   const toolSpecs = tools.map(toToolSpec);
   const part = {
     from,
@@ -102,7 +126,8 @@ function fixedPart(assistant: Assistant, tools: readonly Tool[]): FixedPart {
 /**
  * Builds the Converse request of one inner-loop turn: system = the assistant's description and
  * house rules; first user message = conversation message, parent tasks and the task; then the
- * prior turns (assistant `toolUse` blocks and user `toolResult` blocks, pairing kept intact).
+ * prior turns (assistant `toolUse` blocks and user `toolResult` blocks, pairing kept intact; each
+ * result rendered for the model by shared/context/render-results.ts: passages, citation ids).
  * Over budget, it drops (1) the oldest tool results' content, replaced by {@link DROPPED_MARKER}
  * (only where that saves tokens): the earlier turns' results, then the latest turn's but its
  * last, which is never dropped, (2) parent task descriptions, farthest first, (3) the tail of the
@@ -120,11 +145,16 @@ export function buildWindow(input: WindowInput): Window {
     (r): r is Message => r.meta.type === 'common.Message' && (r as Message).role === 'user',
   );
   let parents = input.ancestors.filter((r): r is Task => r.meta.type === 'plan.Task');
-  let conversationText = userMessage?.content ?? '';
-  const taskText = `## Task\n${toDescription(input.task.meta)}`;
+  // The conversation message once: not when the task or a parent already quotes it whole.
+  const quoted = [input.task, ...parents].some((t) =>
+    squash(t.meta.purpose).includes(squash(userMessage?.content ?? '')),
+  );
+  let conversationText = quoted ? '' : (userMessage?.content ?? '');
+  const taskText = `## Task\n${toDescription(taskFields(input.task))}`;
 
   const results = input.turns.flatMap((t) => t.results);
-  const resultText = new Map(results.map((r) => [r.meta.id, r.content]));
+  // Tool results as the model reads them (shared/context/render-results.ts), not as stored.
+  const resultText = renderTurnResults(input.turns).texts;
   const turnsTokens = () =>
     input.turns.reduce(
       (sum, t) =>
@@ -136,7 +166,7 @@ export function buildWindow(input: WindowInput): Window {
     );
   const headTokens = () =>
     countTokens(conversationText) +
-    parents.reduce((sum, p) => sum + countTokens(toDescription(p.meta)), 0) +
+    parents.reduce((sum, p) => sum + countTokens(parentLine(p)), 0) +
     countTokens(taskText);
 
   let total = fixed + headTokens() + turnsTokens();
@@ -146,7 +176,7 @@ export function buildWindow(input: WindowInput): Window {
   const droppable = [...results.filter((r) => !latest.includes(r)), ...latest.slice(0, -1)];
   for (const result of droppable) {
     if (total <= input.budget) break;
-    if (countTokens(result.content) <= countTokens(DROPPED_MARKER)) continue;
+    if (countTokens(resultText.get(result.meta.id) ?? '') <= countTokens(DROPPED_MARKER)) continue;
     resultText.set(result.meta.id, DROPPED_MARKER);
     dropped.push(result.meta.id);
     total = fixed + headTokens() + turnsTokens();
@@ -160,7 +190,7 @@ export function buildWindow(input: WindowInput): Window {
   }
   // (3) the conversation message's tail: the longest head that fits (binary search over characters;
   // tokens grow with the head's length), or none when not even the marker alone fits
-  if (total > input.budget && userMessage && conversationText.length > 0) {
+  if (total > input.budget && userMessage && conversationText.length > 0 && !quoted) {
     const original = conversationText;
     const fits = (keep: number) => {
       conversationText = `${original.slice(0, keep)}${TRUNCATED_MARKER}`;
@@ -179,8 +209,8 @@ export function buildWindow(input: WindowInput): Window {
   }
 
   const head = [
-    userMessage ? `## Conversation\n${conversationText}` : '',
-    parents.length ? `## Parent tasks\n${parents.map((p) => `- ${toDescription(p.meta)}`).join('\n')}` : '',
+    userMessage && !quoted ? `## Conversation\n${conversationText}` : '',
+    parents.length ? `## Parent tasks\n${parents.map(parentLine).join('\n')}` : '',
     taskText,
   ]
     .filter(Boolean)

@@ -1,3 +1,4 @@
+import { renderTurnResults, resolveCitationArguments, resolveCitations } from '../context/render-results.js';
 import { buildWindow, type PriorTurn } from '../context/window.js';
 import { LimitExceededError, ModelError, toErrorInfo, ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
@@ -224,8 +225,18 @@ async function advance(task: Task, deps: Deps): Promise<StepOutcome> {
   }
   const k = turns.length + 1;
   const blocks = response.output.message.content;
+  // A citation id given for a URN (`read` of "[3]") is stored and executed as the URN.
+  const cited = turns.length ? renderTurnResults(turns).ids : undefined;
   const toolCalls: ToolCall[] = blocks.flatMap((b: ContentBlock) =>
-    'toolUse' in b ? [{ id: b.toolUse.toolUseId, name: b.toolUse.name, input: b.toolUse.input }] : [],
+    'toolUse' in b
+      ? [
+          {
+            id: b.toolUse.toolUseId,
+            name: b.toolUse.name,
+            input: cited ? resolveCitationArguments(b.toolUse.input, cited) : b.toolUse.input,
+          },
+        ]
+      : [],
   );
   if (toolCalls.length > deps.limits.toolCallsPerTurn) {
     return fail(
@@ -276,8 +287,10 @@ async function persistCalls(task: Task, turn: Message, deps: Deps): Promise<stri
 const URN_IN_TEXT = /cld:[A-Za-z0-9.:/]+[0-9a-f]/g;
 
 /**
- * Writes the task output from the final turn; citations = URNs in the answer that tool results
- * returned, each labelled with its document and heading (`sources`, shared/domain/sources.ts).
+ * Writes the task output from the final turn: its text with the citation ids the model was shown
+ * (`[3]`, shared/context/render-results.ts) replaced by the URNs they stand for; citations = URNs
+ * in that text that tool results returned, each labelled with its document and heading
+ * (`sources`, shared/domain/sources.ts).
  */
 async function writeOutput(
   task: Task,
@@ -286,14 +299,15 @@ async function writeOutput(
   deps: Deps,
 ): Promise<StepOutcome> {
   const seen = new Set(turns.flatMap((t) => t.results.flatMap((r) => r.content.match(URN_IN_TEXT) ?? [])));
-  const citations = [...new Set(turn.content.match(URN_IN_TEXT) ?? [])].filter((urn) => seen.has(urn));
+  const content = resolveCitations(turn.content, renderTurnResults(turns).ids);
+  const citations = [...new Set(content.match(URN_IN_TEXT) ?? [])].filter((urn) => seen.has(urn));
   const actor = assistantActor(task.meta.id, task.assistant);
   const results = turns.flatMap((t) => t.results);
   const sources = await labelCitations(deps.resources, actor, citations, results);
   const output: Message = {
     meta: withMeta({ type: 'common.Message', name: NAMES.output, parent: task.meta.id }, deps.now()),
     role: 'assistant',
-    content: turn.content,
+    content,
     citations,
     ...(sources.length ? { sources } : {}),
   };
@@ -451,23 +465,32 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   };
 }
 
+/**
+ * The judge's prompt (issue 25: sent compact): the task's description, then one line of JSON with
+ * each subtask's URN, title, purpose, instructions, evaluation, output (its "Sources:" list left
+ * out: `citations` names the same URNs once), citations, error and unanswered parts.
+ */
 function supervisorPrompt(task: Task, subtasks: readonly Task[], outputs: readonly Message[]): string {
   const view = {
-    task: { urn: task.meta.id, title: task.title, evaluation: task.meta.evaluation },
     subtasks: subtasks.map((s, i) => ({
       urn: s.meta.id,
       title: s.title,
       purpose: s.meta.purpose,
       instructions: s.meta.instructions,
       evaluation: s.meta.evaluation,
-      output: outputs[i]?.content ?? '',
+      output: withoutSourceList(outputs[i]?.content ?? ''),
       citations: outputs[i]?.citations ?? [],
       error: outputs[i]?.error ?? null,
       // A partial subtask says which of its own parts it did not answer.
       ...(outputs[i]?.unanswered ? { unanswered: outputs[i]?.unanswered } : {}),
     })),
   };
-  return `## Task\n${toDescription(task.meta)}\n\n## Subtask outputs\n\`\`\`json\n${JSON.stringify(view, null, 2)}\n\`\`\`\n\nJudge each subtask output against its evaluation and the task's evaluation, then call submit_verdict. When something falls short, ask for corrective subtasks (set "corrects" to the URN of the subtask each one redoes).`;
+  return `## Task\n${toDescription(task.meta)}\n\n## Subtask outputs\n\`\`\`json\n${JSON.stringify(view)}\n\`\`\`\n\nJudge each output against its evaluation and the task's, then call submit_verdict. For one that falls short, ask for a corrective subtask ("corrects": the URN of the subtask it redoes).`;
+}
+
+/** An answer without its trailing "Sources:" list (the URNs the Message's `citations` hold). */
+function withoutSourceList(content: string): string {
+  return content.replace(/\n\s*Sources:\s*\n(?:\s*-[^\n]*(?:\n|$))+\s*$/, '');
 }
 
 /**

@@ -273,7 +273,9 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   // The best code block and, when close enough, the best one of another chunk and of another
   // document (a question often spans two sections or two modules: S3 events → EventBridge).
   const best = ranked[0];
-  const documentOf = (urn: string) => urn.replace(/\/[^/]*$/, '');
+  // A hit's document: its source path when given (a citation id such as `[3]` names no document).
+  const sourceOf = new Map(hits.map((hit) => [hit.urn, hit.source]));
+  const documentOf = (urn: string) => sourceOf.get(urn) ?? urn.replace(/\/[^/]*$/, '');
   const close = (c: (typeof ranked)[number]) =>
     best !== undefined && c.score >= SECOND_CODE_RATIO * best.score;
   const otherChunk = ranked.find((c) => best && c.urn !== best.urn && close(c));

@@ -1,3 +1,4 @@
+import { parseRenderedHits } from '../context/render-results.js';
 import { countTokens } from '../context/tokens.js';
 import {
   type CorrectivePayload,
@@ -547,7 +548,8 @@ function toolResults(
           try {
             value = JSON.parse(part.text);
           } catch {
-            value = undefined;
+            // Hits as the window renders them (citation ids for URNs, passages): a real model's view.
+            value = { results: parseRenderedHits(part.text) };
           }
         }
         const results = (value as { results?: unknown })?.results;

@@ -15,7 +15,9 @@
  * 1,000 questions.
  *
  * Options: `--model <id>` (default `CLD_MODEL_ID`, else `us.anthropic.claude-haiku-4-5-20251001-v1:0`),
- * `--data-dir <dir>` (default a fresh temporary directory), `--json <file>`, `--verbose` (every call).
+ * `--data-dir <dir>` (default a fresh temporary directory), `--json <file>`, `--verbose` (every call),
+ * `--dump <file>` (the request bodies of the first question, as JSON: what is sent), `--steps <json>`
+ * (a model per step as `CLD_MODELS` takes it, e.g. `{"judge":"…"}`; each call is priced at its own model).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,8 +26,15 @@ import { parseArgs } from 'node:util';
 import { BedrockChatModel, createBedrockClient } from '../../shared/llm/bedrock.js';
 import { OfflineChatModel } from '../../shared/llm/offline.js';
 import type { ChatModel } from '../../shared/llm/port.js';
-import { billedEquivalentInput, costOf, PRICES_AS_OF, priceOf } from '../../shared/llm/pricing.js';
+import {
+  billedEquivalentInput,
+  costOf,
+  type ModelPrice,
+  PRICES_AS_OF,
+  priceOf,
+} from '../../shared/llm/pricing.js';
 import { promptCacheSupport } from '../../shared/llm/prompt-cache.js';
+import { stepModelsOf } from '../../shared/llm/steps.js';
 import type { Message } from '../../shared/resources/schemas.js';
 import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
@@ -74,14 +83,18 @@ function sum(
     total.cacheReadInputTokens += usage.cacheReadInputTokens ?? 0;
     total.outputTokens += usage.outputTokens;
   }
-  const price = priceOf(modelId);
+  // Each call at the price of the model it went to (a step may have its own, --steps).
+  const prices = calls.map((call) => priceOf(call.modelId || modelId));
+  const usd = prices.every((p) => p !== undefined)
+    ? calls.reduce((sum, call, i) => sum + costOf(call.usage, prices[i] as ModelPrice), 0)
+    : undefined;
   return {
     mode,
     run,
     calls: calls.length,
     ...total,
     billedEquivalentInput: Math.round(billedEquivalentInput(total)),
-    usd: price ? costOf(total, price) : undefined,
+    usd,
   } satisfies QuestionBill;
 }
 
@@ -92,6 +105,8 @@ async function main(): Promise<void> {
       'data-dir': { type: 'string' },
       json: { type: 'string' },
       verbose: { type: 'boolean', default: false },
+      dump: { type: 'string' },
+      steps: { type: 'string' },
     },
   });
   const modelId = values.model ?? process.env.CLD_MODEL_ID ?? 'us.anthropic.claude-haiku-4-5-20251001-v1:0';
@@ -103,9 +118,10 @@ async function main(): Promise<void> {
     endpoint: stub.endpoint,
     credentials: { accessKeyId: 'AKIDBENCH', secretAccessKey: 'bench' },
   });
+  const stepModels = stepModelsOf({ CLD_MODELS: values.steps ?? process.env.CLD_MODELS });
   const models = {
-    off: new BedrockChatModel({ client, modelId, promptCache: 'off' }),
-    auto: new BedrockChatModel({ client, modelId, promptCache: 'auto' }),
+    off: new BedrockChatModel({ client, modelId, promptCache: 'off', stepModels }),
+    auto: new BedrockChatModel({ client, modelId, promptCache: 'auto', stepModels }),
   };
   let current: ChatModel = models.off;
   const model: ChatModel = { name: models.auto.name, converse: (request) => current.converse(request) };
@@ -140,6 +156,15 @@ async function main(): Promise<void> {
         bills.push(sum(stub.calls.slice(before), mode, run, modelId));
         if (values.verbose)
           for (const call of stub.calls.slice(before)) console.log(describeCall(mode, run, call));
+        if (values.dump && mode === 'off' && run === 'cold')
+          writeFileSync(
+            values.dump,
+            `${JSON.stringify(
+              stub.calls.slice(before).map((c) => c.body),
+              null,
+              2,
+            )}\n`,
+          );
       }
     }
   } finally {
@@ -148,6 +173,7 @@ async function main(): Promise<void> {
     if (!values['data-dir']) rmSync(dataDir, { recursive: true, force: true });
   }
   report(modelId, bills);
+  if (Object.keys(stepModels).length > 0) console.log(`\nper-step models: ${JSON.stringify(stepModels)}`);
   if (values.json) writeFileSync(values.json, `${JSON.stringify({ modelId, bills }, null, 2)}\n`);
 }
 
@@ -158,7 +184,7 @@ function describeCall(mode: string, run: string, call: BilledCall): string {
     messages?: unknown[];
   };
   const tool = body.toolConfig?.tools?.[0]?.toolSpec?.name ?? '-';
-  return `${mode} ${run}: ${tool}, ${body.messages?.length ?? 0} messages, prompt ${call.promptTokens} tokens, checkpoints at [${call.prefixTokens.join(', ')}], usage ${JSON.stringify(call.usage)}`;
+  return `${mode} ${run}: ${call.modelId} ${tool}, ${body.messages?.length ?? 0} messages, prompt ${call.promptTokens} tokens, checkpoints at [${call.prefixTokens.join(', ')}], usage ${JSON.stringify(call.usage)}`;
 }
 
 function report(modelId: string, bills: readonly QuestionBill[]): void {

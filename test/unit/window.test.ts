@@ -142,3 +142,46 @@ describe('buildWindow within its token budget', () => {
     expect(roomier.report.dropped).toEqual([PARENT.meta.id]);
   });
 });
+
+describe('buildWindow sends what the model needs (issue 25)', () => {
+  const CHUNK = 'cld:doc.Document.a9c63d412f9b2e34/doc.Chunk.4e611be1fc76b038';
+  const head = (window: ReturnType<typeof buildWindow>) => {
+    const first = window.request.messages[0]?.content[0];
+    return first && 'text' in first ? first.text : '';
+  };
+
+  it('renders a search result with citation ids and passages, not its stored JSON', () => {
+    const stored = JSON.stringify({
+      results: [
+        {
+          urn: CHUNK,
+          title: 'S3 > Notifications',
+          text: "```ts\nnew s3.Bucket(this, 'B');\n```",
+          score: 3.2,
+        },
+      ],
+    });
+    const window = buildWindow(input(1_000_000, { turns: [turn('search', [stored])] }));
+
+    expect(resultTexts(window)).toEqual(["[1] S3 › Notifications\n```ts\nnew s3.Bucket(this, 'B');\n```"]);
+    expect(JSON.stringify(window.request)).not.toContain(CHUNK);
+  });
+
+  it('leaves the conversation out when a parent quotes it, and gives a parent by its purpose only', () => {
+    const quoting = {
+      ...PARENT,
+      meta: {
+        ...PARENT.meta,
+        purpose: `Answer every part: ${USER.content}`,
+        instructions: 'Supervise the parts.',
+      },
+    };
+    const window = buildWindow(input(1_000_000, { ancestors: [CONVERSATION, USER, quoting], turns: [] }));
+
+    expect(head(window)).not.toContain('## Conversation');
+    expect(head(window)).toContain(`## Parent tasks\n- Answer every part: ${USER.content}`);
+    expect(head(window)).not.toContain('Supervise the parts.');
+    // Not quoted: the conversation stays.
+    expect(head(buildWindow(input(1_000_000, { turns: [] })))).toContain(`## Conversation\n${USER.content}`);
+  });
+});

@@ -1,0 +1,370 @@
+import { termsOf } from '../search/terms.js';
+
+/**
+ * Tool results as the model needs them (issue 25 item 2): the one place that turns a stored tool
+ * result (the tool's JSON, e.g. `search`'s `{ results: [{ urn, title, source, text, score }] }`)
+ * into the text a model reads, used by every model adapter path (shared/context/window.ts builds
+ * every inner-loop request). What is stored is not changed: the Message keeps the tool's JSON
+ * with its URNs (the policies, the eval and the citations read it).
+ *
+ * A hit (a search result, or a `read` of a chunk: anything with a `urn` and a `text`) is rendered
+ * as plain text, code unescaped:
+ *
+ * ```
+ * [3] Amazon S3 Construct Library › Bucket Notifications › EventBridge notifications — node_modules/aws-cdk-lib/aws-s3/README.md
+ * Amazon S3 can send events to Amazon EventBridge whenever certain events happen in your bucket.
+ * …
+ * ```
+ *
+ * - `[3]` is the hit's **citation id**: the URN it stands for is numbered in order of first
+ *   appearance over the task's turns ({@link renderTurnResults}), so the same chunk keeps its id
+ *   across turns, and the answer's `[3]` is mapped back to the URN on output ({@link resolveCitations});
+ * - the heading trail is given once, in the header (the chunk's own heading lines are dropped);
+ * - the text is the **passage around the hit** ({@link passageOf}): the paragraphs and code blocks
+ *   of the chunk that hold the most of the call's query terms and their neighbours, within
+ *   {@link PASSAGE_CHARS}; what is left out is marked `…`;
+ * - hits after the first {@link PASSAGE_HITS} are listed by their header alone;
+ * - the score is left out (relative within one query only, it tells the model nothing).
+ * Any other tool result (an error, a graph answer, a resource's JSON) is passed through unchanged.
+ */
+
+/** Characters of a hit's passage (a chunk is up to ≈1,600): one paragraph and its code, about. */
+export const PASSAGE_CHARS = 700;
+
+/**
+ * Hits of one result shown with their passage, best first; the ones after are listed by their
+ * header alone (id, heading trail, document), to be `read` by id when one looks relevant.
+ */
+export const PASSAGE_HITS = 4;
+
+/** Longest single block (a code block) kept whole in a passage; a longer one is cut at a line. */
+export const BLOCK_CHARS = 900;
+
+/** One hit of a tool result: what the rendering reads of it. */
+export interface ResultHit {
+  urn: string;
+  text: string;
+  /** Heading trail (`search`'s `title`, `read`'s `heading`). */
+  title?: string;
+  /** The document's path. */
+  source?: string;
+}
+
+/**
+ * Citation ids of one task: URN ↔ `n` of `[n]`, numbered from 1 in order of first appearance.
+ * Deterministic for the same results in the same order.
+ */
+export class CitationIds {
+  private readonly byUrn = new Map<string, number>();
+  private readonly byId: string[] = [];
+
+  /** The id of `urn`, giving it the next one when it has none yet. */
+  idOf(urn: string): number {
+    const known = this.byUrn.get(urn);
+    if (known !== undefined) return known;
+    this.byId.push(urn);
+    this.byUrn.set(urn, this.byId.length);
+    return this.byId.length;
+  }
+
+  /** The URN of id `n`, or undefined for an id that was never given. */
+  urnOf(n: number): string | undefined {
+    return this.byId[n - 1];
+  }
+
+  /** How many ids were given. */
+  get size(): number {
+    return this.byId.length;
+  }
+}
+
+/** The hits of a tool result's JSON, or undefined when it is not a hit or a list of hits. */
+export function hitsOf(content: string): ResultHit[] | undefined {
+  if (!content.startsWith('{')) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(content);
+  } catch {
+    return undefined;
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const results = (value as { results?: unknown }).results;
+  const items = Array.isArray(results) ? results : 'results' in value ? undefined : [value];
+  if (!items) return undefined;
+  const hits: ResultHit[] = [];
+  for (const item of items as Record<string, unknown>[]) {
+    if (typeof item?.urn !== 'string' || typeof item.text !== 'string') return undefined;
+    const title = typeof item.title === 'string' ? item.title : item.heading;
+    // `read`'s `document` is a URN: not shown (the model cites and reads by id).
+    const source = item.source;
+    hits.push({
+      urn: item.urn,
+      text: item.text,
+      ...(typeof title === 'string' ? { title } : {}),
+      ...(typeof source === 'string' ? { source } : {}),
+    });
+  }
+  return hits;
+}
+
+/**
+ * The text a model reads for one stored tool result (see the module comment): hits rendered with
+ * their citation ids (given from `ids`), passages around the `query`'s terms; anything else
+ * unchanged. `No results.` for an empty result list.
+ */
+export function renderToolResult(content: string, ids: CitationIds, query?: string): string {
+  const hits = hitsOf(content);
+  if (!hits) return content;
+  if (hits.length === 0) return 'No results.';
+  const terms = new Set(query ? termsOf(query) : []);
+  return hits
+    .map((hit, rank) => {
+      const label = [hit.title?.replace(/\s+>\s+/g, ' › '), hit.source].filter(Boolean).join(' — ');
+      const header = `[${ids.idOf(hit.urn)}]${label ? ` ${label}` : ''}`;
+      return rank < PASSAGE_HITS ? `${header}\n${passageOf(hit.text, terms)}` : header;
+    })
+    .join('\n\n');
+}
+
+/** A prior turn as {@link renderTurnResults} reads it: its tool calls and their result Messages. */
+export interface TurnResults {
+  turn: { toolCalls?: { id: string; input?: unknown }[] | undefined };
+  results: readonly { meta: { id: string }; content: string; toolCallId?: string | undefined }[];
+}
+
+/**
+ * Renders every tool result of a task's turns, in order, with one {@link CitationIds} for the
+ * task: the text of each result by its Message URN, and the ids (to map the answer's back).
+ * The query of a result is its call's `query` argument, when it has one.
+ */
+export function renderTurnResults(turns: readonly TurnResults[]): {
+  texts: Map<string, string>;
+  ids: CitationIds;
+} {
+  const ids = new CitationIds();
+  const texts = new Map<string, string>();
+  for (const { turn, results } of turns) {
+    for (const result of results) {
+      const call = turn.toolCalls?.find((c) => c.id === result.toolCallId);
+      const input = call?.input as { query?: unknown } | undefined;
+      const query = typeof input?.query === 'string' ? input.query : undefined;
+      texts.set(result.meta.id, renderToolResult(result.content, ids, query));
+    }
+  }
+  return { texts, ids };
+}
+
+/**
+ * `[3]`, `[3, 5]` or `[3][5]` citation markers in an answer's prose: not right after a word
+ * character or a closing bracket (`items[1]`, `matrix[0][1]` index code).
+ */
+const CITATION_MARKER = /(?<![\w\])])\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]/g;
+
+/** Fenced code blocks and inline code spans: left as written by {@link resolveCitations}. */
+const CODE = /(^|\n) {0,3}(`{3,}|~{3,})[^\n]*\n[\s\S]*?(?:\n {0,3}\2[^\n]*(?=\n|$)|$)|`[^`\n]+`/g;
+
+/**
+ * An answer with its citation ids replaced by the URNs they stand for: `[3]` → the URN of id 3,
+ * `[3, 5]` → both URNs joined by `, `. Code (fenced blocks, inline spans) is left alone, and so
+ * is a marker right after a word or a bracket (an index, `items[1]`) or naming an id that was
+ * never given (a footnote).
+ */
+export function resolveCitations(text: string, ids: CitationIds): string {
+  const prose = (part: string) =>
+    part.replace(CITATION_MARKER, (marker, list: string) => {
+      const urns = list.split(',').map((n) => ids.urnOf(Number(n.trim())));
+      if (urns.some((urn) => urn === undefined)) return marker;
+      return urns.join(', ');
+    });
+  let out = '';
+  let last = 0;
+  for (const match of text.matchAll(CODE)) {
+    out += prose(text.slice(last, match.index)) + match[0];
+    last = match.index + match[0].length;
+  }
+  return out + prose(text.slice(last));
+}
+
+/** A paragraph or a fenced code block of a chunk. */
+interface Block {
+  text: string;
+  code: boolean;
+}
+
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+const HEADING_LINE = /^ {0,3}#{1,6}\s/;
+const LINK_REFERENCE = /^ {0,3}\[[^\]]+\]:\s*\S+\s*$/;
+
+/** Splits Markdown into paragraphs and fenced code blocks, heading lines and link references dropped. */
+export function blocksOf(text: string): Block[] {
+  const blocks: Block[] = [];
+  let lines: string[] = [];
+  let fence: string | undefined;
+  const flush = (code: boolean) => {
+    const joined = lines.join('\n').trim();
+    if (joined) blocks.push({ text: joined, code });
+    lines = [];
+  };
+  for (const line of text.split('\n')) {
+    if (fence !== undefined) {
+      lines.push(line);
+      if (line.trim().startsWith(fence)) {
+        flush(true);
+        fence = undefined;
+      }
+      continue;
+    }
+    const opening = FENCE.exec(line);
+    if (opening) {
+      flush(false);
+      fence = opening[1] as string;
+      lines.push(line);
+      continue;
+    }
+    if (line.trim() === '') {
+      flush(false);
+      continue;
+    }
+    if (HEADING_LINE.test(line) || LINK_REFERENCE.test(line)) continue;
+    lines.push(line);
+  }
+  // An unclosed fence (a chunk cut inside its code) is still code.
+  flush(fence !== undefined);
+  return blocks;
+}
+
+/** A block longer than {@link BLOCK_CHARS}, cut at a line, the fence closed again. */
+function capBlock(block: Block): string {
+  if (block.text.length <= BLOCK_CHARS) return block.text;
+  const lines = block.text.split('\n');
+  const kept: string[] = [];
+  let length = 0;
+  for (const line of lines) {
+    if (length + line.length + 1 > BLOCK_CHARS - 8) break;
+    kept.push(line);
+    length += line.length + 1;
+  }
+  if (!block.code) return `${kept.join('\n').trimEnd()} …`;
+  const fence = FENCE.exec(lines[0] ?? '')?.[1] ?? '```';
+  return `${kept.join('\n')}\n// …\n${fence}`;
+}
+
+/**
+ * The passage of `text` around the hit: the block (paragraph or code block) holding the most of
+ * `terms` (the first block when none holds any), then its neighbours — the next block first, so
+ * a sentence keeps the code it introduces — while the passage stays within {@link PASSAGE_CHARS}
+ * (the best block alone may be longer, up to {@link BLOCK_CHARS}); past the limit, the code block
+ * right after it when the passage's last paragraph introduces it (ends with `:`), and, when the
+ * passage has no code, the chunk's nearest code block after it (else before it). Blocks left out
+ * are marked by a `…` line. A text within the limit is returned whole (headings dropped).
+ */
+export function passageOf(text: string, terms: ReadonlySet<string>): string {
+  const blocks = blocksOf(text);
+  if (blocks.length === 0) return '';
+  const whole = blocks.map((b) => b.text).join('\n\n');
+  if (whole.length <= PASSAGE_CHARS) return whole;
+  let best = 0;
+  let bestScore = -1;
+  blocks.forEach((block, i) => {
+    const found = termsOf(block.text).filter((t) => terms.has(t)).length;
+    if (found > bestScore) {
+      best = i;
+      bestScore = found;
+    }
+  });
+  let first = best;
+  let last = best;
+  let length = Math.min(blocks[best]?.text.length ?? 0, BLOCK_CHARS);
+  for (;;) {
+    const next = blocks[last + 1];
+    const previous = blocks[first - 1];
+    if (next && length + next.text.length + 2 <= PASSAGE_CHARS) {
+      last += 1;
+      length += next.text.length + 2;
+    } else if (previous && length + previous.text.length + 2 <= PASSAGE_CHARS) {
+      first -= 1;
+      length += previous.text.length + 2;
+    } else break;
+  }
+  // Prose that introduces code (ends with ":") keeps the code block that follows it even past the
+  // limit (cut at BLOCK_CHARS); a passage without code gets the chunk's nearest code block after
+  // it (else before it): the example is what answers a "how do I".
+  const kept = new Set<number>();
+  for (let i = first; i <= last; i += 1) kept.add(i);
+  const introduces = /:\s*$/.test(blocks[last]?.text ?? '');
+  if (blocks[last + 1]?.code && introduces) kept.add(last + 1);
+  if (![...kept].some((i) => blocks[i]?.code)) {
+    const later = blocks.findIndex((b, i) => i > last && b.code);
+    const earlier = blocks.findLastIndex((b, i) => i < first && b.code);
+    const code = later !== -1 ? later : earlier;
+    if (code !== -1) kept.add(code);
+  }
+  const parts: string[] = [];
+  let previous = -1;
+  for (const i of [...kept].sort((a, b) => a - b)) {
+    if (i > previous + 1) parts.push('…');
+    parts.push(capBlock(blocks[i] as Block));
+    previous = i;
+  }
+  if (previous < blocks.length - 1) parts.push('…');
+  return parts.join('\n\n');
+}
+
+const HIT_HEADER = /^\[(\d{1,4})\](?: (.*))?$/;
+
+/**
+ * The hits of a rendered tool result ({@link renderToolResult}), for a reader of the Converse
+ * request (the offline model): each `urn` is the citation id as written (`[3]`), `title` and
+ * `source` from the header, `text` the passage. A header line inside a code block is not taken
+ * for one. Empty for text that is not a rendered result.
+ */
+export function parseRenderedHits(text: string): ResultHit[] {
+  const hits: ResultHit[] = [];
+  let current: { header: RegExpExecArray; lines: string[] } | undefined;
+  let fence: string | undefined;
+  const flush = () => {
+    if (!current) return;
+    const [, id, label = ''] = current.header;
+    const cut = label.lastIndexOf(' — ');
+    const title = cut === -1 ? label : label.slice(0, cut);
+    const source = cut === -1 ? undefined : label.slice(cut + ' — '.length);
+    hits.push({
+      urn: `[${id}]`,
+      text: current.lines.join('\n').trim(),
+      ...(title ? { title } : {}),
+      ...(source ? { source } : {}),
+    });
+  };
+  for (const line of text.split('\n')) {
+    const header = fence === undefined ? HIT_HEADER.exec(line) : null;
+    if (header) {
+      flush();
+      current = { header, lines: [] };
+      continue;
+    }
+    const opening = FENCE.exec(line);
+    if (opening && fence === undefined) fence = opening[1];
+    else if (fence !== undefined && line.trim().startsWith(fence)) fence = undefined;
+    current?.lines.push(line);
+  }
+  flush();
+  return hits;
+}
+
+/**
+ * Tool-call arguments with a citation id given for a URN (`{ "urn": "[3]" }`, as the `read` tool
+ * allows) replaced by the URN it stands for, so what is stored and executed is the URN. Only a
+ * top-level string argument that is exactly one known id is replaced; anything else is unchanged.
+ */
+export function resolveCitationArguments<T>(input: T, ids: CitationIds): T {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return input;
+  let changed = false;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(input as Record<string, unknown>)) {
+    const id = typeof value === 'string' ? /^\[(\d{1,4})\]$/.exec(value.trim())?.[1] : undefined;
+    const urn = id === undefined ? undefined : ids.urnOf(Number(id));
+    out[key] = urn ?? value;
+    if (urn) changed = true;
+  }
+  return changed ? (out as T) : input;
+}

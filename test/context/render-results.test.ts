@@ -1,0 +1,194 @@
+import { describe, expect, it } from 'vitest';
+import {
+  CitationIds,
+  PASSAGE_CHARS,
+  parseRenderedHits,
+  passageOf,
+  renderToolResult,
+  renderTurnResults,
+  resolveCitationArguments,
+  resolveCitations,
+} from '../../shared/context/render-results.js';
+import { termsOf } from '../../shared/search/terms.js';
+
+const S3 = 'cld:doc.Document.a9c63d412f9b2e34/doc.Chunk.4e611be1fc76b038';
+const EVENTS = 'cld:doc.Document.bf0e105098da6dfc/doc.Chunk.81fef3d27cb780c4';
+
+/** A chunk longer than a passage: filler paragraphs, then the paragraph and code that answer. */
+const filler = (topic: string) =>
+  `The ${topic} section explains background that is unrelated to the question at hand, in several sentences of prose that pad the chunk out. `.repeat(
+    3,
+  );
+const LONG_CHUNK = [
+  '### EventBridge notifications',
+  filler('first'),
+  filler('second'),
+  filler('third'),
+  'Amazon S3 can send events to Amazon EventBridge whenever certain events happen in your bucket. The following example will enable EventBridge notifications:',
+  "```ts\nconst bucket = new s3.Bucket(this, 'MyEventBridgeBucket', {\n  eventBridgeEnabled: true,\n});\n```",
+  filler('fourth'),
+  filler('fifth'),
+  filler('sixth'),
+].join('\n\n');
+
+const searchResult = (results: { urn: string; title?: string; source?: string; text: string }[]) =>
+  JSON.stringify({ results: results.map((r) => ({ ...r, score: 12.345 })) });
+
+describe('passageOf', () => {
+  it('keeps the paragraph around the query terms and the code it introduces, not the whole chunk', () => {
+    expect(LONG_CHUNK.length).toBeGreaterThan(PASSAGE_CHARS);
+    const passage = passageOf(LONG_CHUNK, new Set(termsOf('S3 EventBridge notifications bucket')));
+    expect(passage).toContain('Amazon S3 can send events to Amazon EventBridge');
+    expect(passage).toContain('eventBridgeEnabled: true');
+    expect(passage).not.toContain('first section');
+    expect(passage).not.toContain('sixth section');
+    expect(passage.startsWith('…')).toBe(true);
+    expect(passage.endsWith('…')).toBe(true);
+    expect(passage.length).toBeLessThan(LONG_CHUNK.length);
+  });
+
+  it('returns a short chunk whole, without its heading line', () => {
+    const text = '### Title\n\nOne short paragraph.\n\n```ts\nconst x = 1;\n```';
+    expect(passageOf(text, new Set())).toBe('One short paragraph.\n\n```ts\nconst x = 1;\n```');
+  });
+
+  it("adds the chunk's nearest code block when the paragraphs around the hit have none", () => {
+    const text = [
+      'Multi-factor authentication can be required in a user pool, or made optional for users.',
+      filler('first'),
+      filler('second'),
+      filler('third'),
+      filler('fourth'),
+      "```ts\nnew cognito.UserPool(this, 'pool', { mfa: cognito.Mfa.REQUIRED });\n```",
+    ].join('\n\n');
+    const passage = passageOf(text, new Set(termsOf('require multi-factor authentication user pool')));
+    expect(passage).toContain('Multi-factor authentication can be required');
+    expect(passage).toContain('cognito.Mfa.REQUIRED');
+    expect(passage).toContain('…');
+  });
+});
+
+describe('renderToolResult', () => {
+  it('renders hits as plain text with citation ids, the heading trail once and no score', () => {
+    const ids = new CitationIds();
+    const text = renderToolResult(
+      searchResult([
+        {
+          urn: S3,
+          title: 'Amazon S3 Construct Library > Bucket Notifications > EventBridge notifications',
+          source: 'node_modules/aws-cdk-lib/aws-s3/README.md',
+          text: LONG_CHUNK,
+        },
+        {
+          urn: EVENTS,
+          title: 'Amazon EventBridge Construct Library > Rule > Matchers',
+          text: 'Use `Match`.',
+        },
+      ]),
+      ids,
+      'S3 EventBridge notifications',
+    );
+    expect(text).toMatch(
+      /^\[1\] Amazon S3 Construct Library › Bucket Notifications › EventBridge notifications — node_modules\/aws-cdk-lib\/aws-s3\/README\.md\n/,
+    );
+    expect(text).toContain('\n\n[2] Amazon EventBridge Construct Library › Rule › Matchers\nUse `Match`.');
+    expect(text).not.toContain('cld:');
+    expect(text).not.toContain('12.345');
+    expect(text).not.toContain('### EventBridge notifications');
+    expect(ids.urnOf(1)).toBe(S3);
+    expect(ids.urnOf(2)).toBe(EVENTS);
+  });
+
+  it('does not JSON-escape code: quotes and newlines reach the model as written', () => {
+    const code = "```ts\nconst bucket = new s3.Bucket(this, 'B', {\n  eventBridgeEnabled: true,\n});\n```";
+    const stored = searchResult([{ urn: S3, text: code }]);
+    expect(stored).toContain('\\n'); // what was sent before: the JSON, newlines escaped
+    const text = renderToolResult(stored, new CitationIds(), 'bucket');
+    expect(text).toContain(code);
+    expect(text).not.toContain('\\n');
+    expect(text).not.toContain('\\"');
+  });
+
+  it('renders a read chunk as one hit and passes any other result through', () => {
+    const ids = new CitationIds();
+    const read = JSON.stringify({
+      urn: S3,
+      text: 'Whole text.',
+      heading: 'A > B',
+      document: 'cld:doc.Document.a9c63d412f9b2e34',
+    });
+    expect(renderToolResult(read, ids)).toBe('[1] A › B\nWhole text.');
+    const error = JSON.stringify({ error: { status: 'NOT_FOUND', message: 'no such resource' } });
+    expect(renderToolResult(error, ids)).toBe(error);
+    expect(renderToolResult(JSON.stringify({ results: [] }), ids)).toBe('No results.');
+  });
+
+  it('gives a chunk the same id in every turn of a task, numbering new ones on', () => {
+    const result = (id: string, urns: string[]) => ({
+      meta: { id },
+      content: searchResult(urns.map((urn) => ({ urn, text: 'x' }))),
+      toolCallId: `c-${id}`,
+    });
+    const { texts, ids } = renderTurnResults([
+      { turn: { toolCalls: [{ id: 'c-a', input: { query: 'q' } }] }, results: [result('a', [S3])] },
+      { turn: { toolCalls: [{ id: 'c-b', input: { query: 'q' } }] }, results: [result('b', [EVENTS, S3])] },
+    ]);
+    expect(texts.get('a')).toBe('[1]\nx');
+    expect(texts.get('b')?.startsWith('[2]')).toBe(true);
+    expect(texts.get('b')).toBe('[2]\nx\n\n[1]\nx');
+    expect(ids.size).toBe(2);
+  });
+});
+
+describe('citation ids mapped back', () => {
+  const ids = new CitationIds();
+  ids.idOf(S3);
+  ids.idOf(EVENTS);
+
+  it.each([
+    ['Set `eventBridgeEnabled` [1].', `Set \`eventBridgeEnabled\` ${S3}.`],
+    ['Both [1, 2] say so.', `Both ${S3}, ${EVENTS} say so.`],
+    ['Sources:\n- aws-s3 README ([1])\n- [2]', `Sources:\n- aws-s3 README (${S3})\n- ${EVENTS}`],
+    ['An index arr[7] or a footnote [9] stays.', 'An index arr[7] or a footnote [9] stays.'],
+    [
+      'Code keeps its indexes: `items[1]`, m[0][1] [2].',
+      `Code keeps its indexes: \`items[1]\`, m[0][1] ${EVENTS}.`,
+    ],
+    [
+      'Use it [1]:\n\n```ts\nconst first = list [1];\n```\n\nSee [2].',
+      `Use it ${S3}:\n\n\`\`\`ts\nconst first = list [1];\n\`\`\`\n\nSee ${EVENTS}.`,
+    ],
+  ])('resolves %j', (answer, expected) => {
+    expect(resolveCitations(answer, ids)).toBe(expected);
+  });
+
+  it('replaces a citation id given as a tool argument by its URN', () => {
+    expect(resolveCitationArguments({ urn: '[2]' }, ids)).toEqual({ urn: EVENTS });
+    const unknown = { urn: '[5]', query: 'x' };
+    expect(resolveCitationArguments(unknown, ids)).toBe(unknown);
+  });
+
+  it('parses the rendered hits back (the offline model reads what a model reads)', () => {
+    const text = renderToolResult(
+      searchResult([
+        {
+          urn: S3,
+          title: 'S3 > Notifications',
+          source: 'aws-s3/README.md',
+          text: '```ts\n[1] not a header\n```',
+        },
+        { urn: EVENTS, text: 'Plain.' },
+      ]),
+      new CitationIds(),
+    );
+    expect(parseRenderedHits(text)).toEqual([
+      {
+        urn: '[1]',
+        title: 'S3 › Notifications',
+        source: 'aws-s3/README.md',
+        text: '```ts\n[1] not a header\n```',
+      },
+      { urn: '[2]', text: 'Plain.' },
+    ]);
+  });
+});
