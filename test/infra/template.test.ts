@@ -273,6 +273,13 @@ function report(label: string, run: Drive, objects: number): string {
   return `${label}: ${objects} objects written, ${deliveries} deliveries (${fns}), ${(deliveries / objects).toFixed(2)} per object`;
 }
 
+/**
+ * Each test drives a question through the built bundles in-process (every step an import and an
+ * invocation): 15–60 s of wall time on a quiet 2-core machine, over 60 s at load 20, so these
+ * tests get four minutes.
+ */
+const DRIVE_TIMEOUT_MS = 240_000;
+
 beforeAll(async () => {
   const cache = join(PROJECT_ROOT, 'node_modules', '.cache');
   mkdirSync(cache, { recursive: true });
@@ -325,57 +332,65 @@ describe('conversations through the template rules and the built bundles', () =>
   let conversation: string;
   let id: string;
 
-  it('writes the catalog (as the deploy seeds it) and ingested documents, which no rule delivers', async () => {
-    const resources = new ResourceIndex(storage, new RulesPolicy(rules));
-    const seeded = await seedCatalog(resources);
-    const index = await MiniSearchIndex.open(new FilesystemStorage(dataDir));
-    const ingested = await ingest(DOCS, { resources, index, actor: SYSTEM_ACTOR, cwd: PROJECT_ROOT });
-    expect(seeded).toBeGreaterThan(0);
-    expect(ingested.chunks).toBeGreaterThan(10);
+  it(
+    'writes the catalog (as the deploy seeds it) and ingested documents, which no rule delivers',
+    async () => {
+      const resources = new ResourceIndex(storage, new RulesPolicy(rules));
+      const seeded = await seedCatalog(resources);
+      const index = await MiniSearchIndex.open(new FilesystemStorage(dataDir));
+      const ingested = await ingest(DOCS, { resources, index, actor: SYSTEM_ACTOR, cwd: PROJECT_ROOT });
+      expect(seeded).toBeGreaterThan(0);
+      expect(ingested.chunks).toBeGreaterThan(10);
 
-    const run = await drive(await storage.findByPrefix(''), seen);
+      const run = await drive(await storage.findByPrefix(''), seen);
 
-    expect(run.written.filter((key) => key.startsWith('cld/'))).toHaveLength(
-      seeded + ingested.documents + ingested.chunks,
-    );
-    expect(run.invocations).toEqual({});
-  });
+      expect(run.written.filter((key) => key.startsWith('cld/'))).toHaveLength(
+        seeded + ingested.documents + ingested.chunks,
+      );
+      expect(run.invocations).toEqual({});
+    },
+    DRIVE_TIMEOUT_MS,
+  );
 
-  it('answers the quick-start question, each written object reaching ≤ 1.5 functions on average', async () => {
-    const before = new Set(seen);
-    const accepted = await http('POST /conversations', '/conversations', { message: QUICK_START });
-    expect(accepted.status).toBe(202);
-    conversation = accepted.json.conversation as string;
-    id = accepted.json.id as string;
-    const created = (await storage.findByPrefix('')).filter((key) => !before.has(key));
+  it(
+    'answers the quick-start question, each written object reaching ≤ 1.5 functions on average',
+    async () => {
+      const before = new Set(seen);
+      const accepted = await http('POST /conversations', '/conversations', { message: QUICK_START });
+      expect(accepted.status).toBe(202);
+      conversation = accepted.json.conversation as string;
+      id = accepted.json.id as string;
+      const created = (await storage.findByPrefix('')).filter((key) => !before.has(key));
 
-    const run = await drive(created, seen);
+      const run = await drive(created, seen);
 
-    const objects = run.written.filter((key) => isWithin(urnOfKey(key) ?? '', conversation));
-    console.log(report('quick-start question', run, objects.length));
-    // Nothing else is written (a cold start writes nothing), and S3 sends every key unchanged.
-    expect(objects).toEqual(run.written);
-    for (const key of run.written) expect(encodeS3EventKey(key)).toBe(key);
-    expect(run.outcomes.filter((o) => !o.outcome.ok)).toEqual([]);
-    // The routes deliver only what a step acts on: the handlers' route filter drops nothing.
-    expect(run.outcomes.filter((o) => o.outcome.result?.detail === 'shape not routed to this step')).toEqual(
-      [],
-    );
-    expect(objects).toHaveLength(19);
-    expect(run.invocations).toEqual({ plan: 3, assistant: 11, tool: 2, reply: 5 });
-    const deliveries = Object.values(run.invocations).reduce((a, b) => a + b, 0);
-    expect(deliveries / objects.length).toBeLessThanOrEqual(1.5);
-    // Every object of a shape a step acts on reached that step, and only those did.
-    const byShape = (pattern: RegExp) =>
-      objects.filter((key) => pattern.test(shapeOf(urnOfKey(key) as string)));
-    for (const key of byShape(/-Call$/)) expect(run.byKey.get(key)).toEqual(['tool']);
-    for (const key of byShape(/-Task$/)) expect(run.byKey.get(key)).toEqual(['assistant']);
-    for (const key of byShape(/^Conversation-Message-Task-Output$/))
-      expect(run.byKey.get(key)?.sort()).toEqual(['plan', 'reply']);
-    for (const key of byShape(/-Task-Task-Output$/))
-      expect(run.byKey.get(key)?.sort()).toEqual(['assistant', 'reply']);
-    for (const key of byShape(/-(Plan|Verdict)$|^Conversation$/)) expect(run.byKey.get(key)).toEqual([]);
-  });
+      const objects = run.written.filter((key) => isWithin(urnOfKey(key) ?? '', conversation));
+      console.log(report('quick-start question', run, objects.length));
+      // Nothing else is written (a cold start writes nothing), and S3 sends every key unchanged.
+      expect(objects).toEqual(run.written);
+      for (const key of run.written) expect(encodeS3EventKey(key)).toBe(key);
+      expect(run.outcomes.filter((o) => !o.outcome.ok)).toEqual([]);
+      // The routes deliver only what a step acts on: the handlers' route filter drops nothing.
+      expect(
+        run.outcomes.filter((o) => o.outcome.result?.detail === 'shape not routed to this step'),
+      ).toEqual([]);
+      expect(objects).toHaveLength(19);
+      expect(run.invocations).toEqual({ plan: 3, assistant: 11, tool: 2, reply: 5 });
+      const deliveries = Object.values(run.invocations).reduce((a, b) => a + b, 0);
+      expect(deliveries / objects.length).toBeLessThanOrEqual(1.5);
+      // Every object of a shape a step acts on reached that step, and only those did.
+      const byShape = (pattern: RegExp) =>
+        objects.filter((key) => pattern.test(shapeOf(urnOfKey(key) as string)));
+      for (const key of byShape(/-Call$/)) expect(run.byKey.get(key)).toEqual(['tool']);
+      for (const key of byShape(/-Task$/)) expect(run.byKey.get(key)).toEqual(['assistant']);
+      for (const key of byShape(/^Conversation-Message-Task-Output$/))
+        expect(run.byKey.get(key)?.sort()).toEqual(['plan', 'reply']);
+      for (const key of byShape(/-Task-Task-Output$/))
+        expect(run.byKey.get(key)?.sort()).toEqual(['assistant', 'reply']);
+      for (const key of byShape(/-(Plan|Verdict)$|^Conversation$/)) expect(run.byKey.get(key)).toEqual([]);
+    },
+    DRIVE_TIMEOUT_MS,
+  );
 
   it('says so through the http bundle: done, with an answer of two sections and citations', async () => {
     const view = await http('GET /conversations/{id}', `/conversations/${id}`);
@@ -387,40 +402,52 @@ describe('conversations through the template rules and the built bundles', () =>
     expect(answer.citations.length).toBeGreaterThan(0);
   });
 
-  it('answers a follow-up question in the same conversation under the same bound', async () => {
-    const before = new Set(seen);
-    const accepted = await http('POST /conversations/{id}/messages', `/conversations/${id}/messages`, {
-      message: 'How do I enable versioning on a bucket?',
-    });
-    expect(accepted.status).toBe(202);
-    const created = (await storage.findByPrefix('')).filter((key) => !before.has(key));
+  it(
+    'answers a follow-up question in the same conversation under the same bound',
+    async () => {
+      const before = new Set(seen);
+      const accepted = await http('POST /conversations/{id}/messages', `/conversations/${id}/messages`, {
+        message: 'How do I enable versioning on a bucket?',
+      });
+      expect(accepted.status).toBe(202);
+      const created = (await storage.findByPrefix('')).filter((key) => !before.has(key));
 
-    const run = await drive(created, seen);
+      const run = await drive(created, seen);
 
-    console.log(report('follow-up question', run, run.written.length));
-    expect(run.outcomes.filter((o) => !o.outcome.ok)).toEqual([]);
-    const deliveries = Object.values(run.invocations).reduce((a, b) => a + b, 0);
-    expect(deliveries / run.written.length).toBeLessThanOrEqual(1.5);
-    const view = await http('GET /conversations/{id}', `/conversations/${id}`);
-    const messages = view.json.messages as { status?: string }[];
-    expect(messages).toHaveLength(2);
-    expect(view.json.status).toBe('done');
-  });
+      console.log(report('follow-up question', run, run.written.length));
+      expect(run.outcomes.filter((o) => !o.outcome.ok)).toEqual([]);
+      const deliveries = Object.values(run.invocations).reduce((a, b) => a + b, 0);
+      expect(deliveries / run.written.length).toBeLessThanOrEqual(1.5);
+      const view = await http('GET /conversations/{id}', `/conversations/${id}`);
+      const messages = view.json.messages as { status?: string }[];
+      expect(messages).toHaveLength(2);
+      expect(view.json.status).toBe('done');
+    },
+    DRIVE_TIMEOUT_MS,
+  );
 
-  it('ends a 3-part question whose third part the corpus cannot answer partial, parts 1–2 in the answer (issue 21)', async () => {
-    const before = new Set(seen);
-    const accepted = await http('POST /conversations', '/conversations', { message: PARTIAL_QUESTION });
-    expect(accepted.status).toBe(202);
-    const created = (await storage.findByPrefix('')).filter((key) => !before.has(key));
+  it(
+    'ends a 3-part question whose third part the corpus cannot answer partial, parts 1–2 in the answer (issue 21)',
+    async () => {
+      const before = new Set(seen);
+      const accepted = await http('POST /conversations', '/conversations', { message: PARTIAL_QUESTION });
+      expect(accepted.status).toBe(202);
+      const created = (await storage.findByPrefix('')).filter((key) => !before.has(key));
 
-    const run = await drive(created, seen);
+      const run = await drive(created, seen);
 
-    expect(run.outcomes.filter((o) => !o.outcome.ok)).toEqual([]);
-    const view = await http('GET /conversations/{id}', `/conversations/${accepted.json.id as string}`);
-    expect(view.json.status).toBe('partial');
-    const answer = view.json.answer as { status: string; content: string; unanswered?: { title: string }[] };
-    expect(answer.status).toBe('partial');
-    expect(answer.unanswered?.map((p) => p.title)).toHaveLength(1);
-    expect(partialAnswerProblems(answer.content)).toEqual([]);
-  });
+      expect(run.outcomes.filter((o) => !o.outcome.ok)).toEqual([]);
+      const view = await http('GET /conversations/{id}', `/conversations/${accepted.json.id as string}`);
+      expect(view.json.status).toBe('partial');
+      const answer = view.json.answer as {
+        status: string;
+        content: string;
+        unanswered?: { title: string }[];
+      };
+      expect(answer.status).toBe('partial');
+      expect(answer.unanswered?.map((p) => p.title)).toHaveLength(1);
+      expect(partialAnswerProblems(answer.content)).toEqual([]);
+    },
+    DRIVE_TIMEOUT_MS,
+  );
 });
