@@ -18,7 +18,9 @@ import {
 import { API_ROUTES } from '../shared/channels/routes.js';
 import { ValidationError } from '../shared/errors.js';
 import type { SchedulingPolicy } from '../shared/events/scheduler.js';
-import { type Env, mcpFor, modelFor, parseLimits, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
+import { SYSTEM_ACTOR } from '../shared/policy/port.js';
+import { modelFor } from '../shared/runtime/adapters/model.js';
+import { mcpFor } from '../shared/runtime/adapters/tools.js';
 import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.js';
 import {
   type LocalSweeper,
@@ -26,6 +28,7 @@ import {
   resumeLocal,
   startLocalSweeper,
 } from '../shared/runtime/local-recovery.js';
+import { type Env, parseLimits } from '../shared/runtime/settings.js';
 import { ingest } from '../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import type { CliSettings } from './settings.js';

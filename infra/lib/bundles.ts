@@ -240,7 +240,7 @@ export interface ImportTiming {
  * A first search for {@link importOnce}, instead of a handler call: after the bundle's import,
  * the child imports `entry` (a bundle of scripts/search-probe.ts, built with the function
  * bundles' options) and runs its `firstSearch(dataDir, query)`: the tool step's cold open of the
- * chunk index (compose.ts `loadTools`) and its first query.
+ * chunk index (shared/runtime/adapters/tools.ts `loadTools`) and its first query.
  */
 export interface SearchProbe {
   entry: string;

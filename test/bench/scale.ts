@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { countTokens } from '../../shared/context/tokens.js';
 import type { ChatModel, ConverseRequest, ConverseResponse } from '../../shared/llm/port.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';

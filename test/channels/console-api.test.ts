@@ -14,7 +14,7 @@ import { type Served, startServe } from '../../cli/serve.js';
 import { acceptsGzip } from '../../shared/channels/compression.js';
 import type { ConversationList } from '../../shared/channels/conversation-list.js';
 import type { ConversationView } from '../../shared/channels/conversations.js';
-import { parseEnv } from '../../shared/runtime/compose.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 import { DOCS, until } from './helpers.js';
 
 const ALICE = 'alice-token-0123456789abcdef';

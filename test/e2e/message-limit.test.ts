@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MAX_MESSAGE_CHARS } from '../../shared/domain/limits.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Message, Plan } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Message, ToolCallResource } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import type { LocalRuntime } from '../../shared/runtime/local.js';
 import { parentOf } from '../../shared/urn.js';

@@ -12,8 +12,8 @@ import type {
   ConverseResponse,
   JsonValue,
 } from '../../shared/llm/port.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { AnyResource, Message, Task, Verdict } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { parentOf } from '../../shared/urn.js';

@@ -6,8 +6,8 @@ import { NotFoundError, PolicyDeniedError, ValidationError } from '../../shared/
 import { GraphIndex } from '../../shared/graph/graph-index.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
 import { describeEntity } from '../../shared/graph/query.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Message, Tool, ToolCallResource } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';

@@ -20,10 +20,10 @@ import { conversationProgress, type TurnProgress } from '../../shared/domain/pro
 import { type SweepOutcome, sweep } from '../../shared/domain/sweep.js';
 import type { ResourceEvent } from '../../shared/events/envelope.js';
 import { createEventBridgeClient, EventBridgePublisher } from '../../shared/events/eventbridge-publisher.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { AnyResource, ApprovalRequest, Conversation, Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { startConversation } from '../../shared/runtime/conversation.js';
 import {
   createLocalRuntime,

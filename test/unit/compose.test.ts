@@ -7,19 +7,18 @@ import { catalogObjects } from '../../shared/catalog/catalog.js';
 import { ConfigError, PolicyDeniedError } from '../../shared/errors.js';
 import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
+import { loadModel, modelFor } from '../../shared/runtime/adapters/model.js';
+import { seedCatalog } from '../../shared/runtime/assemble.js';
+import { composeFromEnv } from '../../shared/runtime/compose.js';
+import type { Deps } from '../../shared/runtime/deps.js';
 import {
   bundleDefines,
-  composeFromEnv,
   EVERYTHING,
   FUNCTION_USES,
   functionUses,
-  loadModel,
-  modelFor,
-  parseEnv,
-  seedCatalog,
-} from '../../shared/runtime/compose.js';
-import type { Deps } from '../../shared/runtime/deps.js';
+} from '../../shared/runtime/function-uses.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 
 /**

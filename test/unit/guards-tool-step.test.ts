@@ -16,6 +16,7 @@ import { DEFAULT_LIMITS } from '../../shared/domain/limits.js';
 import { toolStep } from '../../shared/domain/tool.js';
 import type { ResourcePutEvent } from '../../shared/events/envelope.js';
 import { OfflineChatModel } from '../../shared/llm/offline.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { withMeta } from '../../shared/resources/meta.js';
 import type {
   ApprovalDecision,
@@ -28,7 +29,7 @@ import type {
   Tool,
   ToolCallResource,
 } from '../../shared/resources/schemas.js';
-import { assembleDeps, SYSTEM_ACTOR, seedCatalog } from '../../shared/runtime/compose.js';
+import { assembleDeps, seedCatalog } from '../../shared/runtime/assemble.js';
 import { userActor } from '../../shared/runtime/conversation.js';
 import type { Deps } from '../../shared/runtime/deps.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
