@@ -2,10 +2,10 @@ import { NotFoundError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
 import type { Assistant, Message, Task, Tool } from '../resources/schemas.js';
-import type { Deps } from '../runtime/deps.js';
 import { electAssistant } from '../search/similarity.js';
 import { childUrn, OUTPUT_NAME, rootOf } from '../urn.js';
 import type { CorrectivePayload, TaskPayload } from './payloads.js';
+import type { Deps } from './ports.js';
 
 /**
  * Names and helpers shared by the steps. Every resource a step writes has a deterministic

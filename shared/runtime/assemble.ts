@@ -2,6 +2,7 @@ import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/pe
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { defaultCatalog, type ToolApproval } from '../catalog/catalog.js';
 import type { Limits } from '../domain/limits.js';
+import type { Deps } from '../domain/ports.js';
 import type { ChatModel, Embedder } from '../llm/port.js';
 import { type Policy, SYSTEM_ACTOR } from '../policy/port.js';
 import { builtinPolicy } from '../policy/select.js';
@@ -13,11 +14,10 @@ import { type ResourceCacheOptions, ResourceIndex } from '../resources/resource-
 import type { ChunkSearch } from '../search/port.js';
 import { HashingEmbedder } from '../search/similarity.js';
 import type { StorageInterface } from '../storage/port.js';
-import type { McpRuntime } from '../tools/mcp/execute.js';
+import type { McpRuntime } from '../tools/mcp/sessions.js';
 import type { ToolImplementation } from '../tools/port.js';
 import { defaultIdempotency } from './adapters/projections.js';
 import { loadTools, UnusedSearch } from './adapters/tools.js';
-import type { Deps } from './deps.js';
 import { EVERYTHING, type FunctionUses } from './function-uses.js';
 
 /**

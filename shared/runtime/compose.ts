@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { TOKENIZER_RANKS_ENV, tokenizerRanksFile } from '../context/tokens.js';
+import type { Deps } from '../domain/ports.js';
 import { ConfigError } from '../errors.js';
 import { selectPolicy } from '../policy/select.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
@@ -9,7 +10,6 @@ import { embedderFor, loadModel, UnusedChatModel } from './adapters/model.js';
 import { projectionsFor } from './adapters/projections.js';
 import { mcpFor } from './adapters/tools.js';
 import { assembleDeps } from './assemble.js';
-import type { Deps } from './deps.js';
 import { BUNDLED_FUNCTION, functionUses } from './function-uses.js';
 import { parseSettings } from './settings.js';
 

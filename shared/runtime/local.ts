@@ -9,6 +9,7 @@ import { handler as toolHandler } from '../../functions/tool/handler.js';
 import type { ToolApproval } from '../catalog/catalog.js';
 import { deadLetterStep } from '../domain/dead-letter.js';
 import type { Limits } from '../domain/limits.js';
+import type { Deps } from '../domain/ports.js';
 import { type ResourceEvent, toResourcePut } from '../events/envelope.js';
 import { type DeadLetter, type DeliveryFaults, LocalBus, type StepInvoker } from '../events/local-bus.js';
 import { routingTable, type StepName } from '../events/routing.js';
@@ -24,10 +25,9 @@ import type { FaultInjector } from '../storage/faulty.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import { NotifyingStorage } from '../storage/notifying.js';
 import type { StorageInterface } from '../storage/port.js';
-import type { McpRuntime } from '../tools/mcp/execute.js';
+import type { McpRuntime } from '../tools/mcp/sessions.js';
 import { assembleDeps, seedCatalog } from './assemble.js';
 import { provideDeps } from './compose.js';
-import type { Deps } from './deps.js';
 import { parseLimits } from './settings.js';
 
 /**

@@ -6,13 +6,13 @@ import { buildBundle, importOnce, median, probeEnvironment } from '../../infra/l
 import { PROJECT_ROOT } from '../../infra/lib/bundling.js';
 import { FUNCTIONS } from '../../infra/lib/functions.js';
 import { NAMES as RESULT_NAMES, toolActor } from '../../shared/domain/common.js';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
 import { GraphIndex } from '../../shared/graph/graph-index.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
 import { describeEntity, queryPatterns } from '../../shared/graph/query.js';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { ToolCallResource } from '../../shared/resources/schemas.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, LOCAL_BUCKET } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';

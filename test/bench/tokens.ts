@@ -21,6 +21,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { BedrockChatModel, createBedrockClient } from '../../shared/llm/bedrock.js';
 import { OfflineChatModel } from '../../shared/llm/offline.js';
 import type { ChatModel } from '../../shared/llm/port.js';
@@ -28,7 +29,6 @@ import { billedEquivalentInput, costOf, PRICES_AS_OF, priceOf } from '../../shar
 import { promptCacheSupport } from '../../shared/llm/prompt-cache.js';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Message } from '../../shared/resources/schemas.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';

@@ -32,6 +32,7 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import MiniSearch from 'minisearch';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type {
@@ -42,7 +43,6 @@ import type {
   Verdict,
 } from '../../shared/resources/schemas.js';
 import { modelFor } from '../../shared/runtime/adapters/model.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import { parseEnv } from '../../shared/runtime/settings.js';
 import { headingsOf, ingest } from '../../shared/search/ingest.js';

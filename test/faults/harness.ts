@@ -2,6 +2,7 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { outputUrn as outputUrnOf } from '../../shared/domain/common.js';
+import { startConversation } from '../../shared/domain/conversation.js';
 import type { DeadLetter, DeliveryFaults } from '../../shared/events/local-bus.js';
 import { OfflineChatModel } from '../../shared/llm/offline.js';
 import type { ChatModel } from '../../shared/llm/port.js';
@@ -14,7 +15,6 @@ import {
   type ProjectionDifference,
 } from '../../shared/projections/replay.js';
 import type { AnyResource, Message, Task, Verdict } from '../../shared/resources/schemas.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';

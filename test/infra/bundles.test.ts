@@ -20,11 +20,11 @@ import {
 import { FUNCTIONS } from '../../infra/lib/functions.js';
 import rules from '../../policies/rules.json' with { type: 'json' };
 import { outputUrn, NAMES as RESOURCE_NAMES } from '../../shared/domain/common.js';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
 import { withMeta } from '../../shared/resources/meta.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { FUNCTION_USES, functionUses } from '../../shared/runtime/function-uses.js';
 import { LOCAL_BUCKET } from '../../shared/runtime/local.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';

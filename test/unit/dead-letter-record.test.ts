@@ -10,6 +10,7 @@ import { handler } from '../../functions/dead-letter/handler.js';
 import rules from '../../policies/rules.json' with { type: 'json' };
 import { outputUrn } from '../../shared/domain/common.js';
 import { DeadLetterSchema } from '../../shared/domain/dead-letter.js';
+import type { Deps } from '../../shared/domain/ports.js';
 import { ConfigError, ValidationError } from '../../shared/errors.js';
 import {
   DEAD_LETTER_QUEUES_VARIABLE,
@@ -27,7 +28,6 @@ import type { AnyResource, Message, Plan, Task } from '../../shared/resources/sc
 import { assembleDeps } from '../../shared/runtime/assemble.js';
 import { provideDeps } from '../../shared/runtime/compose.js';
 import { consumeDeadLetters, type DeadLetterStepFn } from '../../shared/runtime/dead-letter-consumer.js';
-import type { Deps } from '../../shared/runtime/deps.js';
 import { parseLimits } from '../../shared/runtime/settings.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { keyOf, keyPrefixOf, urnOfKey } from '../../shared/urn.js';

@@ -6,7 +6,7 @@ import type { ChunkSearch, SearchHit } from '../../search/port.js';
 import { HashingEmbedder } from '../../search/similarity.js';
 import type { StorageInterface } from '../../storage/port.js';
 import { parseMcpServers } from '../../tools/mcp/config.js';
-import type { McpRuntime } from '../../tools/mcp/execute.js';
+import type { McpRuntime } from '../../tools/mcp/sessions.js';
 import type { ToolImplementation } from '../../tools/port.js';
 import { BUNDLED_FUNCTION, notUsed } from '../function-uses.js';
 import type { Env } from '../settings.js';
@@ -83,7 +83,7 @@ export async function mcpFor(env: Env): Promise<McpRuntime | undefined> {
   if (servers.length === 0) return undefined;
   if (process.env.CLD_BUNDLE_TOOLS !== 'false') {
     const [{ McpSessions }, { sdkConnector }] = await Promise.all([
-      import('../../tools/mcp/execute.js'),
+      import('../../tools/mcp/sessions.js'),
       import('../../tools/mcp/client.js'),
     ]);
     let provider: Promise<{ get(name: string, options: { maxAge: number }): Promise<unknown> }> | undefined;
