@@ -4,10 +4,6 @@ import { isBuiltin } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
-import { API_ROUTES } from '../../shared/channels/routes.js';
-import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
-import { withMeta } from '../../shared/resources/meta.js';
-import { keyOf } from '../../shared/urn.js';
 import {
   BUNDLE_FILE,
   copyPolicyBundle,
@@ -16,8 +12,12 @@ import {
   mcpSdkBuildOptions,
   PROJECT_ROOT,
   writeTokenizerRanks,
-} from './bundling.js';
-import { FUNCTION_TABLE, type FunctionSpec } from './functions.js';
+} from '../infra/lib/bundling.js';
+import { FUNCTION_TABLE, type FunctionSpec } from '../infra/lib/functions.js';
+import { API_ROUTES } from '../shared/channels/routes.js';
+import { s3ObjectCreatedEvent } from '../shared/events/envelope.js';
+import { withMeta } from '../shared/resources/meta.js';
+import { keyOf } from '../shared/urn.js';
 
 /**
  * Building and measuring function bundles outside CDK, with the stack's esbuild options
