@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { parseToolApproval, type ToolApproval } from '../catalog/catalog.js';
-import { TOKENIZER_RANKS_ENV } from '../context/tokens.js';
+import type { TOKENIZER_RANKS_ENV } from '../context/tokens.js';
 import { type Limits, LimitsSchema } from '../domain/limits.js';
 import { ConfigError } from '../errors.js';
 import { ModelEnvShape, modelConfigOf } from '../llm/config.js';
@@ -58,15 +58,19 @@ export const EnvSchema = z.object({
    * (shared/context/tokens.ts). Absent → in a function bundle the asset's
    * `tokenizer/cl100k_base.json` beside `index.mjs` (in Lambda `/var/task/tokenizer/cl100k_base.json`,
    * written by the bundling hook), elsewhere js-tiktoken's ranks module. The file is checked to
-   * exist at init.
+   * exist at init. (Named here as a literal, checked against `TOKENIZER_RANKS_ENV` below, so that
+   * parsing the settings does not load the tokenizer.)
    */
-  [TOKENIZER_RANKS_ENV]: z.string().min(1).optional(),
+  CLD_TOKENIZER_RANKS: z.string().min(1).optional(),
   /** MCP servers as a JSON array (shared/tools/mcp/config.ts); the stack sets it on the tool function from the CDK context. */
   CLD_MCP_SERVERS: z.string().min(1).optional(),
   /** A JSON file of MCP servers, the same format (local use; not with CLD_MCP_SERVERS). */
   CLD_MCP_CONFIG: z.string().min(1).optional(),
 });
 export type Env = z.infer<typeof EnvSchema>;
+// The tokenizer's variable is the one shared/context/tokens.ts reads.
+const ranksVariable: typeof TOKENIZER_RANKS_ENV = 'CLD_TOKENIZER_RANKS';
+void ranksVariable;
 
 /**
  * Parses the environment, including that the model variables fit together (shared/llm/config.ts).
