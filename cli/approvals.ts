@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ApprovalView, approvalsOf, decideApproval } from '../shared/domain/approval.js';
 import { NotFoundError } from '../shared/errors.js';
+import { SYSTEM_ACTOR } from '../shared/policy/port.js';
 import type { ResourceIndex } from '../shared/resources/resource-index.js';
 import type { Conversation } from '../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { FilesystemStorage } from '../shared/storage/filesystem.js';
 import { parseUrn, rootOf, urnOfKey } from '../shared/urn.js';
 import { UsageError } from './errors.js';
@@ -101,7 +101,7 @@ export async function approvalsCommand(
   const [{ createLocalRuntime }, { settleLocal }, { modelFor, embedderFor }] = await Promise.all([
     import('../shared/runtime/local.js'),
     import('../shared/runtime/local-recovery.js'),
-    import('../shared/runtime/compose.js'),
+    import('../shared/runtime/adapters/model.js'),
   ]);
   const runtime = await createLocalRuntime({
     dataDir,

@@ -57,9 +57,10 @@ async function main(argv: string[]): Promise<number> {
     case 'ingest': {
       const { positionals } = parseArgs({ args: rest, allowPositionals: true, options: {} });
       if (positionals.length === 0) throw new UsageError('ingest needs at least one folder or file');
-      const [{ composeFromEnv, embedderFor, modelFor }, { createLocalRuntime }, { runIngest }] =
+      const [{ composeFromEnv }, { embedderFor, modelFor }, { createLocalRuntime }, { runIngest }] =
         await Promise.all([
           import('../shared/runtime/compose.js'),
+          import('../shared/runtime/adapters/model.js'),
           import('../shared/runtime/local.js'),
           import('./resources.js'),
         ]);

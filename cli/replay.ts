@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import { InvalidUrnError, ValidationError } from '../shared/errors.js';
+import { SYSTEM_ACTOR } from '../shared/policy/port.js';
 import { describe, replayConversation } from '../shared/projections/replay.js';
-import { modelFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
+import { modelFor } from '../shared/runtime/adapters/model.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
 import { EXIT } from './errors.js';
 import { conversationUrnProblem } from './resources.js';

@@ -1,10 +1,10 @@
 import { readdir, stat } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
+import type { Deps } from '../shared/domain/ports.js';
 import { InvalidUrnError, ValidationError } from '../shared/errors.js';
 import { ingestGraph, isGraphFile } from '../shared/graph/ingest.js';
+import { SYSTEM_ACTOR } from '../shared/policy/port.js';
 import type { AnyResource } from '../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../shared/runtime/compose.js';
-import type { Deps } from '../shared/runtime/deps.js';
 import type { LocalRuntime } from '../shared/runtime/local.js';
 import { INGEST_EXTENSIONS, ingest } from '../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';

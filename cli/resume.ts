@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { conversationProgress } from '../shared/domain/progress.js';
 import { sweeperActor } from '../shared/domain/sweep.js';
 import { isEnded } from '../shared/domain/turn.js';
-import { modelFor } from '../shared/runtime/compose.js';
+import { modelFor } from '../shared/runtime/adapters/model.js';
 import { createLocalRuntime } from '../shared/runtime/local.js';
 import { resumeLocal, settleLocal } from '../shared/runtime/local-recovery.js';
 import { EXIT } from './errors.js';

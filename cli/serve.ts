@@ -8,24 +8,27 @@ import { parseToolApproval } from '../shared/catalog/catalog.js';
 import { parseChannelConfig } from '../shared/channels/config.js';
 import { forgetConsoleAssets } from '../shared/channels/console-assets.js';
 import { createChannels, provideChannels } from '../shared/channels/context.js';
+import { API_ROUTES } from '../shared/channels/routes.js';
+import { ValidationError } from '../shared/errors.js';
+import type { SchedulingPolicy } from '../shared/events/scheduler.js';
+import { SYSTEM_ACTOR } from '../shared/policy/port.js';
+import { modelFor } from '../shared/runtime/adapters/model.js';
+import { mcpFor } from '../shared/runtime/adapters/tools.js';
+import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.js';
 import {
   type ApiTokens,
   apiTokens,
   type LocalGateway,
   parseApiTokens,
   startLocalGateway,
-} from '../shared/channels/local-gateway.js';
-import { API_ROUTES } from '../shared/channels/routes.js';
-import { ValidationError } from '../shared/errors.js';
-import type { SchedulingPolicy } from '../shared/events/scheduler.js';
-import { type Env, mcpFor, modelFor, parseLimits, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
-import { createLocalRuntime, type LocalRuntime } from '../shared/runtime/local.js';
+} from '../shared/runtime/local-gateway.js';
 import {
   type LocalSweeper,
   type ResumeReport,
   resumeLocal,
   startLocalSweeper,
 } from '../shared/runtime/local-recovery.js';
+import { type Env, parseLimits } from '../shared/runtime/settings.js';
 import { ingest } from '../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import type { CliSettings } from './settings.js';
@@ -33,7 +36,7 @@ import type { CliSettings } from './settings.js';
 /**
  * `cld serve [--port 8787] [--data-dir .cld] [--docs <dir>]...`: the HTTP API, Slack and Teams
  * endpoints on 127.0.0.1, served by the same Lambda handlers as in AWS through a local stand-in
- * for API Gateway (shared/channels/local-gateway.ts), with the embedded default runtime behind
+ * for API Gateway (shared/runtime/local-gateway.ts), with the embedded default runtime behind
  * them. Bearer tokens come from `CLD_API_TOKENS` (`{"<token>": "<user id>"}`); without it one
  * token is generated for user `local` and printed. At start it resumes the conversations an
  * earlier run left unfinished (shared/runtime/local-recovery.ts) and runs the sweeper while it

@@ -1,5 +1,5 @@
 import { type ChannelConfig, parseChannelConfig } from '../shared/channels/config.js';
-import { parseSettings, type Settings } from '../shared/runtime/compose.js';
+import { parseSettings, type Settings } from '../shared/runtime/settings.js';
 import { type McpServerConfig, parseMcpServers } from '../shared/tools/mcp/config.js';
 
 /** What every CLI command is configured with, parsed once at start ({@link loadCliSettings}). */
@@ -13,7 +13,7 @@ export interface CliSettings extends Settings {
 /**
  * The one settings path of the CLI (issue 23): every command (`ingest`, `ask`, `show`, `serve`,
  * `resume`, `replay`, `tools`) parses the whole environment here, before doing anything, with the
- * schemas the functions use (shared/runtime/compose.ts `parseSettings`: `CLD_*` variables,
+ * schemas the functions use (shared/runtime/settings.ts `parseSettings`: `CLD_*` variables,
  * `CLD_LIMITS`, `CLD_TOOL_APPROVAL`; shared/channels/config.ts; shared/tools/mcp/config.ts), so a
  * setting is honoured or refused the same way by every command — never silently ignored.
  * @throws ConfigError naming the variable (and the key within it) that is malformed, unknown or

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { NotFoundError } from '../shared/errors.js';
+import { SYSTEM_ACTOR } from '../shared/policy/port.js';
 import type { Chunk, Document, Message } from '../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { parentOf, parseUrn } from '../shared/urn.js';
 import { answerForTerminal } from './answer.js';
 import { UsageError } from './errors.js';

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
+import { SYSTEM_ACTOR } from '../shared/policy/port.js';
 import { builtinPolicy } from '../shared/policy/select.js';
 import { ResourceIndex } from '../shared/resources/resource-index.js';
 import type { AnyResource } from '../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../shared/runtime/compose.js';
 import { FilesystemStorage } from '../shared/storage/filesystem.js';
 import { parseUrn } from '../shared/urn.js';
 

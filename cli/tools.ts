@@ -1,13 +1,13 @@
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../shared/errors.js';
-import type { Actor } from '../shared/policy/port.js';
+import { type Actor, SYSTEM_ACTOR } from '../shared/policy/port.js';
 import type { ResourceIndex } from '../shared/resources/resource-index.js';
-import { composeFromEnv, type Env, mcpFor, SYSTEM_ACTOR } from '../shared/runtime/compose.js';
-import { createLocalRuntime } from '../shared/runtime/local.js';
+import type { Env } from '../shared/runtime/settings.js';
 import { decideTool, discoverServer, type RegistryView, readRegistry } from '../shared/tools/registry.js';
 import { UsageError } from './errors.js';
 import type { CliSettings } from './settings.js';
+import { readOnlyResources } from './subtree.js';
 
 /**
  * `cld tools list | discover [<server>...] | approve <name> | revoke <name>` (issue 14 part 2):
@@ -30,7 +30,8 @@ export async function toolsCommand(args: string[], dataDir: string, settings: Cl
   const operator: Actor = { kind: 'operator', id: `cli:${process.env.CLD_OPERATOR ?? userInfo().username}` };
   // A bad server list is a configuration error for every subcommand, not only `discover`: parsed
   // with every other setting before any command runs (cli/settings.ts).
-  const resources = await registryResources(dataDir, env);
+  // `list` only reads: the local store alone; the others load the runtime (issue 23, item 5).
+  const resources = await registryResources(dataDir, env, sub === 'list');
   const now = new Date();
   switch (sub) {
     case 'list': {
@@ -39,6 +40,7 @@ export async function toolsCommand(args: string[], dataDir: string, settings: Cl
       return 0;
     }
     case 'discover': {
+      const { mcpFor } = await import('../shared/runtime/adapters/tools.js');
       const mcp = await mcpFor(env);
       if (!mcp) throw new ConfigError('no MCP server is configured (CLD_MCP_SERVERS or CLD_MCP_CONFIG)');
       const unknown = names.filter((n) => !mcp.servers.some((s) => s.name === n));
@@ -84,9 +86,13 @@ export async function toolsCommand(args: string[], dataDir: string, settings: Cl
   }
 }
 
-/** The registry's resources: the deployed bucket's with `CLD_BUCKET`, else the local data directory's. */
-async function registryResources(dataDir: string, env: Env): Promise<ResourceIndex> {
+/**
+ * The registry's resources: the deployed bucket's with `CLD_BUCKET`, else the local data
+ * directory's — read only (no runtime loaded, cli/subtree.ts) when `readOnly`.
+ */
+async function registryResources(dataDir: string, env: Env, readOnly: boolean): Promise<ResourceIndex> {
   if (env.CLD_BUCKET) {
+    const { composeFromEnv } = await import('../shared/runtime/compose.js');
     const deps = await composeFromEnv({
       ...process.env,
       CLD_FUNCTION: 'local',
@@ -94,6 +100,8 @@ async function registryResources(dataDir: string, env: Env): Promise<ResourceInd
     });
     return deps.resources;
   }
+  if (readOnly) return readOnlyResources(dataDir);
+  const { createLocalRuntime } = await import('../shared/runtime/local.js');
   return (await createLocalRuntime({ dataDir })).deps.resources;
 }
 

@@ -13,6 +13,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { buildConsole, MAX_CONSOLE_JS_GZIP_BYTES } from '../console/build.js';
+import { FUNCTIONS, type FunctionSpec } from '../infra/lib/functions.js';
+import { latestGeneration, MiniSearchIndex } from '../shared/search/minisearch-index.js';
+import { FilesystemStorage } from '../shared/storage/filesystem.js';
 import {
   BUNDLE_CACHE_DIR,
   type BuiltBundle,
@@ -27,10 +30,7 @@ import {
   median,
   probeEnvironment,
   probeEvent,
-} from '../infra/lib/bundles.js';
-import { FUNCTIONS, type FunctionSpec } from '../infra/lib/functions.js';
-import { latestGeneration, MiniSearchIndex } from '../shared/search/minisearch-index.js';
-import { FilesystemStorage } from '../shared/storage/filesystem.js';
+} from './bundles.js';
 
 /**
  * `npm run bundle:report [-- --runs N] [--top N] [--json] [--only a,b] [--corpus DIR] [--index sharded|whole]`: bundles every function of the
@@ -39,7 +39,7 @@ import { FilesystemStorage } from '../shared/storage/filesystem.js';
  * the policy bundle size, and the median time of `await import()` measured inside N separate
  * plain `node` processes (default 20; CPU time too, which depends less on the machine's load, and the load average before and after), against the goals of issue 3 (≤ 500 KB, ≤ 150 ms). In the
  * same processes, after the import, the handler is called twice with an event it composes its
- * Deps for and then returns on (infra/lib/bundles.ts `probeEvent`), against the embedded default
+ * Deps for and then returns on (scripts/bundles.ts `probeEvent`), against the embedded default
  * adapters (filesystem, offline model): the first call carries the init the cold start does at
  * the first invocation (composition), the second is the warm call. N more processes first import
  * the AWS SDK modules the bundle leaves to the Lambda runtime, then the bundle, to split the

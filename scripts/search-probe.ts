@@ -4,8 +4,8 @@ import { FilesystemStorage } from '../shared/storage/filesystem.js';
 
 /**
  * Entry of the search probe `npm run bundle:report` bundles with the function bundles' options
- * (infra/lib/bundles.ts `SearchProbe`): the tool step's cold open of the chunk index, as
- * shared/runtime/compose.ts `loadTools` does it in a function (the shard pack on the data
+ * (scripts/bundles.ts `SearchProbe`): the tool step's cold open of the chunk index, as
+ * shared/runtime/adapters/tools.ts `loadTools` does it in a function (the shard pack on the data
  * directory's `indexes/`), and its first search.
  * @param dataDir the data directory (`CLD_DATA_DIR`) whose `indexes/` holds the chunk index
  * @param mode `whole` opens the whole generation instead, as the tool step did before the pack

@@ -133,7 +133,7 @@ export function secretStatements(secrets: readonly ISecret[]): PolicyStatement[]
 /**
  * `secretsmanager:GetSecretValue` on exactly the secrets the MCP servers' headers name (complete
  * ARNs, infra/lib/config.ts `mcpServers`): the tool function reads them with Powertools
- * parameters (shared/runtime/compose.ts `mcpFor`). None → no statement.
+ * parameters (shared/runtime/adapters/tools.ts `mcpFor`). None → no statement.
  */
 export function mcpSecretStatements(servers: readonly McpServerConfig[]): PolicyStatement[] {
   const arns = [

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { type BundlingOptions, type ICommandHooks, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { BuildOptions } from 'esbuild';
 import { BUNDLED_RANKS_FILE, RANKS_MODULE } from '../../shared/context/tokens.js';
-import { bundleDefines } from '../../shared/runtime/compose.js';
+import { bundleDefines } from '../../shared/runtime/function-uses.js';
 import { MCP_SDK_FILE } from '../../shared/tools/mcp/client.js';
 
 /**

@@ -36,7 +36,7 @@ export const KEYS = {
   /**
    * The chunk index generations (`indexes/chunks.<n>.json`) and their shard packs
    * (`indexes/chunks-shards/<n>/…`, read from the first search on) of the tool step
-   * (the only function that composes `deps.search`: `FUNCTION_USES` in shared/runtime/compose.ts).
+   * (the only function that composes `deps.search`: `FUNCTION_USES` in shared/runtime/function-uses.ts).
    */
   index: 'indexes/*',
   /**
@@ -91,7 +91,7 @@ export const LIST_PREFIXES = {
  * The exact object keys of the default catalog (`keyOf` of each catalog URN). The stack's
  * catalog seed (infra/lib/catalog-seed.ts) puts each create-only at deploy (`If-None-Match: *`,
  * a no-op when it exists) and is granted `PutObject` on exactly these keys; no function may
- * write the catalog (a cold start writes nothing: shared/runtime/compose.ts `seedCatalog`).
+ * write the catalog (a cold start writes nothing: shared/runtime/assemble.ts `seedCatalog`).
  */
 export function catalogKeys(): string[] {
   return catalogObjects().map((object) => object.key);
@@ -288,7 +288,7 @@ const CATALOG_READS = [KEYS.assistants, KEYS.tools] as const;
  * No function writes the catalog: the stack seeds it at deploy (infra/lib/catalog-seed.ts), and a
  * cold start writes nothing. Only the tool step opens the chunk index (lists `indexes/chunks.`,
  * reads the newest generation) and searches documents (the `search` and `read` tools), so only it
- * gets `indexes/*` (`FUNCTION_USES` in shared/runtime/compose.ts; test/infra/stack.test.ts asserts
+ * gets `indexes/*` (`FUNCTION_USES` in shared/runtime/function-uses.ts; test/infra/stack.test.ts asserts
  * both agree); besides it, only the HTTP API function reads documents (`cld/doc.*`: a cited
  * Document or Chunk by URN, `GET /resources/<urn>`), without listing them.
  * A function with no list prefix still gets `s3:ListBucket` without a prefix, so a missing key

@@ -1,5 +1,9 @@
 import * as z from 'zod';
-import type { TurnStatus } from '../domain/progress.js';
+import type {
+  ApprovalStatus as DomainApprovalStatus,
+  ApprovalView as DomainApprovalView,
+} from '../domain/approval.js';
+import type { TurnStatus } from '../domain/turn.js';
 import { ERROR_CODES } from '../errors.js';
 import { ChannelSchema, ErrorInfoSchema, ToolStatusSchema } from '../resources/schemas.js';
 
@@ -442,6 +446,12 @@ export type CallView = z.infer<typeof CallViewSchema>;
 export type TimelineStep = z.infer<typeof TimelineStepSchema>;
 export type ApprovalStatus = z.infer<typeof ApprovalStatusSchema>;
 export type ApprovalView = z.infer<typeof ApprovalViewSchema>;
+/** Whether types `A` and `B` are assignable both ways. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+// The contract's approval views are exactly the domain's (shared/domain/approval.ts).
+const approvalCovered: [Same<ApprovalStatus, DomainApprovalStatus>, Same<ApprovalView, DomainApprovalView>] =
+  [true, true];
+void approvalCovered;
 export type TaskStatus = z.infer<typeof TaskStatusSchema>;
 export type TaskView = z.infer<typeof TaskViewSchema>;
 export type AnswerView = z.infer<typeof AnswerViewSchema>;

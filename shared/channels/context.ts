@@ -1,5 +1,5 @@
 import type { SecretsManagerClientConfig } from '@aws-sdk/client-secrets-manager';
-import type { Deps } from '../runtime/deps.js';
+import type { Deps } from '../domain/ports.js';
 import { type ChannelConfig, parseChannelConfig } from './config.js';
 import {
   createSlackDelivery,

@@ -1,11 +1,11 @@
 import * as z from 'zod';
 import { NAMES } from '../domain/common.js';
+import { userActor } from '../domain/conversation.js';
 import { outcomeOf } from '../domain/outcome.js';
 import { type TurnStatus, worstStatus } from '../domain/progress.js';
 import { ValidationError } from '../errors.js';
 import { MAX_LIST_LIMIT, type UserConversationStore } from '../projections/user-conversations.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
-import { userActor } from '../runtime/conversation.js';
 import { childUrn } from '../urn.js';
 import type { ConversationList, ConversationSummary } from './api-schemas.js';
 

@@ -1,5 +1,6 @@
 import { approvalsOf } from '../domain/approval.js';
 import { NAMES, outputUrn } from '../domain/common.js';
+import { userActor } from '../domain/conversation.js';
 import type { Limits } from '../domain/limits.js';
 import { outcomeOf } from '../domain/outcome.js';
 import { type ProgressOptions, type TurnStatus, turnProgress, worstStatus } from '../domain/progress.js';
@@ -8,7 +9,6 @@ import { NotFoundError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { AnyResource, Conversation, Message, Plan, Task, Verdict } from '../resources/schemas.js';
-import { userActor } from '../runtime/conversation.js';
 import { childUrn, parentOf, parseUrn, rootOf } from '../urn.js';
 import { callsOf, taskTimes, timelineOf, turnUsage, usageOf } from './activity.js';
 import type {

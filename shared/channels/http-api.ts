@@ -1,11 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Router, UnauthorizedError } from '@aws-lambda-powertools/event-handler/http';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import * as z from 'zod';
 import { decideApproval } from '../domain/approval.js';
+import { startConversation } from '../domain/conversation.js';
 import { MAX_MESSAGE_CHARS } from '../domain/limits.js';
 import { ConfigError, NotFoundError, ValidationError } from '../errors.js';
-import { startConversation } from '../runtime/conversation.js';
 import type { Accepted } from './api-schemas.js';
 import { compression } from './compression.js';
 import { consoleResponse, noneMatch, parseConsoleAuth, strongEtag } from './console-assets.js';
@@ -21,6 +20,13 @@ import {
 } from './conversations.js';
 import { callerSubject, header, mediaTypeOf } from './gateway.js';
 import { useErrorResponses } from './http-errors.js';
+import {
+  AddMessageBodySchema,
+  ApprovalPath,
+  DecideBodySchema,
+  PathId,
+  StartConversationBodySchema,
+} from './http-schemas.js';
 import { assertSameRequest, checkPriorRequest, requestFingerprint } from './idempotency.js';
 import { openApiFile } from './openapi.js';
 import { isOperatorPath, operatorActor, registerOperatorRoutes } from './operator-routes.js';
@@ -51,43 +57,10 @@ import { bodyLimit, sameRoute } from './request-guards.js';
  * (http-errors.ts). Every check runs before anything is stored.
  */
 
-/** Longest accepted user message, in characters (shared/domain/limits.ts, the same on every channel). */
-export { MAX_MESSAGE_CHARS };
-
-const Hint = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, 'a catalog name');
-
-/** Body of `POST /conversations`. */
-export const StartConversationBodySchema = z.strictObject({
-  /** The user's message. */
-  message: z.string().trim().min(1).max(MAX_MESSAGE_CHARS),
-  /** Name of a catalog Assistant the caller prefers (checked against the catalog). */
-  assistant: Hint.optional(),
-  /** Name of a catalog Tool the caller prefers (checked against the catalog). */
-  tool: Hint.optional(),
-});
-
-/** Body of `POST /conversations/{id}/messages`. */
-export const AddMessageBodySchema = StartConversationBodySchema;
-
-/** Path of the `/conversations/{id}` routes. */
-export const PathId = z.strictObject({ id: z.uuid({ message: 'conversation id must be a UUID' }) });
-
-/** Path of `POST /conversations/{id}/approvals/{approvalId}`. */
-export const ApprovalPath = z.strictObject({
-  id: PathId.shape.id,
-  approvalId: z.string().regex(/^[0-9a-f]{16}$/, 'approval id must be 16 lowercase hex digits'),
-});
-
-/** Body of `POST /conversations/{id}/approvals/{approvalId}`. */
-export const DecideBodySchema = z.strictObject({
-  /** `approve` runs the call; `deny` answers it DENIED (the model sees the reason). */
-  decision: z.enum(['approve', 'deny']),
-  /** Why (optional, at most 1,000 characters). */
-  reason: z.string().trim().min(1).max(1_000).optional(),
-});
-
 /** What `POST` answers (202): `z.infer` of api-schemas.ts `AcceptedSchema`. */
 export type { Accepted } from './api-schemas.js';
+/** Longest accepted user message, in characters (shared/domain/limits.ts, the same on every channel). */
+export { MAX_MESSAGE_CHARS };
 
 type Env = { store: { request: { user: string } } };
 

@@ -8,10 +8,10 @@ import {
 } from '@aws-lambda-powertools/idempotency';
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import type { Context } from 'aws-lambda';
+import { userActor } from '../domain/conversation.js';
 import { IdempotencyConflictError } from '../errors.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Message } from '../resources/schemas.js';
-import { userActor } from '../runtime/conversation.js';
 import { childUrn } from '../urn.js';
 
 /**

@@ -19,7 +19,7 @@ import {
   DecideBodySchema,
   PathId,
   StartConversationBodySchema,
-} from './http-api.js';
+} from './http-schemas.js';
 import { DecisionBodySchema, PathName, ToolsQuery } from './operator-routes.js';
 import { API_ROUTES, type ApiRoute } from './routes.js';
 import { SlackCommandSchema, SlackEventsBodySchema } from './slack.js';

@@ -1,13 +1,13 @@
 import * as z from 'zod';
 import { NAMES, outputUrn, type StepOutcome } from '../domain/common.js';
+import { userActor } from '../domain/conversation.js';
 import { outcomeOf } from '../domain/outcome.js';
+import type { Deps } from '../domain/ports.js';
 import { ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Conversation, Message, Task } from '../resources/schemas.js';
-import { userActor } from '../runtime/conversation.js';
-import type { Deps } from '../runtime/deps.js';
 import { childUrn, parentOf, parseUrn, rootOf, typeOf } from '../urn.js';
 import { noticeText, slackApprovalBlocks, teamsApprovalText } from './approvals.js';
 import type { Channels } from './context.js';

@@ -7,7 +7,7 @@ import { header } from './gateway.js';
  * The checks every channel route runs first, before authentication (JWT subject, Slack or Teams
  * signature) and before the body is parsed: what a request may be, independently of who sent it.
  * Registered as the first middlewares of the HTTP API, Slack and Teams routers; `serve`'s local
- * gateway applies the same rules before it even reads the body (local-gateway.ts).
+ * gateway applies the same rules before it even reads the body (shared/runtime/local-gateway.ts).
  */
 
 /**

@@ -17,7 +17,7 @@ import type { ChannelConfig } from './config.js';
  * esbuild hoists a bundled module's imports of external packages (`@aws-sdk/*`) to the top of the
  * bundle, so the client would still load at every cold start. The guard compares
  * `process.env.CLD_BUNDLE_FUNCTION`, which esbuild's `define` replaces with the function's name
- * in its bundle (shared/runtime/compose.ts `bundleDefines`), with a literal, so esbuild folds it
+ * in its bundle (shared/runtime/function-uses.ts `bundleDefines`), with a literal, so esbuild folds it
  * there and drops the branch; outside a bundle it is unset and every function may read secrets.
  */
 

@@ -1,8 +1,8 @@
 import { Router, UnauthorizedError } from '@aws-lambda-powertools/event-handler/http';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
+import { startConversation } from '../domain/conversation.js';
 import { ValidationError } from '../errors.js';
-import { startConversation } from '../runtime/conversation.js';
 import { decideSlackInteraction, SlackBlockActionsSchema, SlackInteractionSchema } from './approvals.js';
 import type { ChannelDeps, Channels } from './context.js';
 import { header, rawBody } from './gateway.js';

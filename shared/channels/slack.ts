@@ -1,7 +1,7 @@
 import * as z from 'zod';
+import { type StartConversationInput, userActor } from '../domain/conversation.js';
 import { ValidationError } from '../errors.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
-import { type StartConversationInput, userActor } from '../runtime/conversation.js';
 import { childUrn } from '../urn.js';
 
 /**

@@ -1,8 +1,8 @@
 import { Router, UnauthorizedError } from '@aws-lambda-powertools/event-handler/http';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
+import { type StartConversationInput, startConversation } from '../domain/conversation.js';
 import { NotFoundError, ValidationError } from '../errors.js';
-import { type StartConversationInput, startConversation } from '../runtime/conversation.js';
 import { childUrn } from '../urn.js';
 import { type ChatDecision, decideFromChat, parseTypedDecision, type TypedDecision } from './approvals.js';
 import type { ChannelDeps, Channels } from './context.js';

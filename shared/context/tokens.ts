@@ -35,7 +35,7 @@ export const BUNDLED_RANKS_FILE = 'tokenizer/cl100k_base.json';
 
 /**
  * The ranks file to read: `env.CLD_TOKENIZER_RANKS` when set; in a function bundle (where
- * esbuild's `define` sets `process.env.CLD_BUNDLE_FUNCTION`, shared/runtime/compose.ts) the
+ * esbuild's `define` sets `process.env.CLD_BUNDLE_FUNCTION`, shared/runtime/function-uses.ts) the
  * asset's {@link BUNDLED_RANKS_FILE} beside the bundle; otherwise undefined (use the module).
  */
 export function tokenizerRanksFile(

@@ -1,4 +1,3 @@
-import type { ApprovalStatus, ApprovalView } from '../channels/api-schemas.js';
 import { ApprovalDecidedError, ApprovalExpiredError, MessageEndedError, NotFoundError } from '../errors.js';
 import type { DecisionFacts } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
@@ -10,8 +9,8 @@ import type {
   Conversation,
   ToolCallResource,
 } from '../resources/schemas.js';
-import { userActor } from '../runtime/conversation.js';
 import { childUrn, isWithin, parentOf, parseUrn, rootOf } from '../urn.js';
+import { userActor } from './conversation.js';
 import { answerUrnOf, endedTurn, turnMessageOf } from './turn.js';
 
 /**
@@ -98,8 +97,12 @@ export function approvalRequest(
   };
 }
 
-/** Where a request stands (`pending`, `approved`, `denied`, `expired`): api-schemas.ts. */
-export type { ApprovalStatus } from '../channels/api-schemas.js';
+/**
+ * Where a request stands: waiting, decided either way, expired undecided, or `closed` (undecided
+ * when its message ended: a decision is refused and the call never runs). The HTTP API's
+ * `ApprovalStatusSchema` (shared/channels/api-schemas.ts) is checked to infer exactly this type.
+ */
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'closed';
 
 /**
  * Status of `request` at `now`, given its decision (if any). Times are compared as instants, not
@@ -130,11 +133,37 @@ export function decisionFacts(request: ApprovalRequest, decision: ApprovalDecisi
 
 /**
  * One approval request as channels show it: an element of `approvals` in `GET /conversations/{id}`
- * (newest first), and the body of `POST /conversations/{id}/approvals/{approvalId}`'s answer
- * (`z.infer` of the zod schema in shared/channels/api-schemas.ts, which the OpenAPI document is
- * generated from).
+ * (newest first), and the body of `POST /conversations/{id}/approvals/{approvalId}`'s answer. The
+ * zod schema the OpenAPI document is generated from (`ApprovalViewSchema` in
+ * shared/channels/api-schemas.ts) is checked to infer exactly this type.
  */
-export type { ApprovalView } from '../channels/api-schemas.js';
+export interface ApprovalView {
+  /** Public id (16 hex): the `{approvalId}` of the decide route, and what a Teams reply names. */
+  id: string;
+  /** URN of the `tool.Approval`. */
+  urn: string;
+  /** URN of the `tool.Call` it is about. */
+  call: string;
+  /** Tool function name and the arguments the model gave it. */
+  tool: string;
+  input: unknown;
+  /** Title of the task that made the call. */
+  task: string;
+  status: ApprovalStatus;
+  /** When it was requested and when it expires undecided (ISO 8601). */
+  requestedAt?: string | undefined;
+  expiresAt: string;
+  /** The decision, once there is one. */
+  decision?:
+    | {
+        decision: 'approve' | 'deny';
+        by: string;
+        channel: string;
+        reason?: string | undefined;
+        decidedAt?: string | undefined;
+      }
+    | undefined;
+}
 
 /**
  * The view of a request and its decision at `now`.

@@ -21,7 +21,6 @@ import type {
   UnansweredPart,
   Verdict,
 } from '../resources/schemas.js';
-import type { Deps } from '../runtime/deps.js';
 import { approvedToolsFor } from '../tools/registry.js';
 import { ancestorsOf, childUrn, parentOf, rootOf, typeOf } from '../urn.js';
 import {
@@ -35,6 +34,7 @@ import {
 } from './common.js';
 import { keepAnswered } from './outcome.js';
 import { parseVerdictPayload, SUBMIT_VERDICT, SUBMIT_VERDICT_SPEC } from './payloads.js';
+import type { Deps } from './ports.js';
 import { labelCitations } from './sources.js';
 import { budgetClock, endedTurn, turnMessageOf } from './turn.js';
 

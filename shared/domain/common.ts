@@ -2,10 +2,10 @@ import { NotFoundError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import { withMeta } from '../resources/meta.js';
 import type { Assistant, Message, SourceRef, Task, Tool } from '../resources/schemas.js';
-import type { Deps } from '../runtime/deps.js';
 import { electAssistant } from '../search/similarity.js';
 import { childUrn, OUTPUT_NAME, rootOf } from '../urn.js';
 import type { CorrectivePayload, TaskPayload } from './payloads.js';
+import type { Deps } from './ports.js';
 import { sourcesBlock, sourcesOf } from './sources.js';
 
 /**

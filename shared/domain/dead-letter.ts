@@ -4,11 +4,11 @@ import { toResourcePut } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';
 import { countOutput } from '../projections/counters.js';
 import type { Task } from '../resources/schemas.js';
-import type { Deps } from '../runtime/deps.js';
 import { childUrn, parentOf, rootOf, typeOf } from '../urn.js';
 import { failTask, roundOf } from './assistant.js';
 import { answerMessage, assistantActor, outputUrn, planActor, type StepOutcome } from './common.js';
 import { failPlanning } from './plan.js';
+import type { Deps } from './ports.js';
 
 /**
  * The dead-letter step (issue 5: "poison events in the dead-letter store with the affected task

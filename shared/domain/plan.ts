@@ -6,12 +6,12 @@ import { budgetExceeded, charge, modelCharge, readBudget } from '../projections/
 import { countedOutputs, countOutput } from '../projections/counters.js';
 import { withMeta } from '../resources/meta.js';
 import type { Message, Plan } from '../resources/schemas.js';
-import type { Deps } from '../runtime/deps.js';
 import { childUrn, parentOf, rootOf } from '../urn.js';
 import { answerMessage, buildTasks, NAMES, outputUrn, planActor, type StepOutcome } from './common.js';
 import { MAX_MESSAGE_CHARS } from './limits.js';
 import { keepAnswered } from './outcome.js';
 import { CREATE_PLAN, CREATE_PLAN_SPEC, type PlanPayload, parsePlanPayload } from './payloads.js';
+import type { Deps } from './ports.js';
 
 /**
  * The plan step (DESIGN.md "Flow"; seed roadmap-v2 steps 3 and 5):

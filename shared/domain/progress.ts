@@ -9,7 +9,7 @@ import type {
 import { childUrn, parentOf, rootOf } from '../urn.js';
 import { approvalIdOf, approvalStatus, approvalUrnOf, decisionUrnOf } from './approval.js';
 import { NAMES, outputUrn } from './common.js';
-import { answerStatus, answerUrnOf } from './turn.js';
+import { answerStatus, answerUrnOf, type TurnStatus } from './turn.js';
 
 /**
  * Progress of a conversation, derived from its stored resources alone (the resource tree is the
@@ -42,12 +42,8 @@ import { answerStatus, answerUrnOf } from './turn.js';
  * verdict: the supervisor's repeat finds them stored and emits nothing for them).
  */
 
-/**
- * Status of one turn (a user Message): `done`, `partial` (answered, some parts not: the answer's
- * `unanswered`, shared/domain/outcome.ts) and `failed` are ended (shared/domain/turn.ts
- * `isEnded`); the others are open.
- */
-export type TurnStatus = 'pending' | 'running' | 'stalled' | 'done' | 'partial' | 'failed';
+/** Status of one turn (a user Message): shared/domain/turn.ts. */
+export type { TurnStatus } from './turn.js';
 
 /**
  * Severity of statuses, least severe first: a conversation's status is the most severe of its

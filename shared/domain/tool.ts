@@ -17,7 +17,6 @@ import type {
   ToolCallResource,
   ToolStatus,
 } from '../resources/schemas.js';
-import type { Deps } from '../runtime/deps.js';
 import { argumentCheck, argumentProblems, type Execution, failure, withTimeout } from '../tools/execution.js';
 import { executeMcp } from '../tools/mcp/execute.js';
 import { approvedTool, isMcpName } from '../tools/registry.js';
@@ -32,6 +31,7 @@ import {
   decisionUrnOf,
 } from './approval.js';
 import { assistantActor, assistantOf, NAMES, type StepOutcome, toolActor } from './common.js';
+import type { Deps } from './ports.js';
 import { endedTurn, turnMessageOf } from './turn.js';
 
 /**

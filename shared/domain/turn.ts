@@ -6,7 +6,6 @@ import type { Message } from '../resources/schemas.js';
 import { childUrn, parseUrn, rootOf } from '../urn.js';
 import { NAMES } from './common.js';
 import { outcomeOf } from './outcome.js';
-import type { TurnStatus } from './progress.js';
 
 /**
  * A *turn* is one user Message and the work under it (its Plan, Tasks, tool calls, approval
@@ -15,6 +14,13 @@ import type { TurnStatus } from './progress.js';
  * asked here and only here, so a new status of an answer needs no change in the callers: the
  * open statuses are listed, every other status is an ended one.
  */
+
+/**
+ * Status of one turn (a user Message): `done`, `partial` (answered, some parts not: the answer's
+ * `unanswered`, shared/domain/outcome.ts) and `failed` are ended ({@link isEnded}); the others
+ * are open.
+ */
+export type TurnStatus = 'pending' | 'running' | 'stalled' | 'done' | 'partial' | 'failed';
 
 /** Statuses of a turn whose answer is not stored yet (shared/domain/progress.ts). */
 export const OPEN_STATUSES: readonly TurnStatus[] = ['pending', 'running', 'stalled'];

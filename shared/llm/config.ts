@@ -5,7 +5,7 @@ import { type StepModels, stepModelsOf } from './steps.js';
 /**
  * Which chat model a process uses, from its environment (parsed once, at init): the offline
  * model, Bedrock Runtime `Converse`, or an OpenAI-compatible `/chat/completions` server
- * (shared/llm/openai.ts). The adapters themselves are loaded by shared/runtime/compose.ts.
+ * (shared/llm/openai.ts). The adapters themselves are loaded by shared/runtime/adapters/model.ts.
  *
  * | variable | meaning |
  * |---|---|

@@ -23,6 +23,9 @@ export const ActorSchema = z.strictObject({
 });
 export type Actor = z.infer<typeof ActorSchema>;
 
+/** The operator actor: seeds the catalog (deploy, local start), ingests corpora, reads anything (CLI show). */
+export const SYSTEM_ACTOR: Actor = { kind: 'system', id: 'operator' };
+
 /**
  * Actions a policy decides; there is deliberately no rule that grants `delete`. `execute` is the
  * tool function running one call of a tool (resources: the `tool.Call`, then its `tool.Decision`

@@ -3,7 +3,7 @@ import { ConfigError } from '../errors.js';
 import type { ApplyResult, Projection, ProjectionStore, ProjectionValues } from './port.js';
 
 /**
- * What a function without projections gets (shared/runtime/compose.ts `projectionsFor`): in
+ * What a function without projections gets (shared/runtime/adapters/projections.ts `projectionsFor`): in
  * every mode, a function whose code does not use them (`FUNCTION_USES`: the tool, HTTP, Slack and
  * Teams functions, to which the stack grants no table); in AWS (`CLD_BUCKET` set), also one that
  * uses them when `CLD_TABLE` is not set. Using it is a bug in that table or in the grants, so it
@@ -44,7 +44,7 @@ export class UnconfiguredPersistenceLayer extends BasePersistenceLayer {
 /** The message of the ConfigError every call of the unconfigured store and layer rejects with. */
 export const UNCONFIGURED_MESSAGE =
   'no projections were composed for this function: it does not use them ' +
-  '(shared/runtime/compose.ts FUNCTION_USES), or it runs in AWS (CLD_BUCKET) without CLD_TABLE';
+  '(shared/runtime/function-uses.ts FUNCTION_USES), or it runs in AWS (CLD_BUCKET) without CLD_TABLE';
 
 function unconfigured(): ConfigError {
   return new ConfigError(UNCONFIGURED_MESSAGE);

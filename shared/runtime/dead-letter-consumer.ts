@@ -5,6 +5,7 @@ import type { SQSBatchResponse } from 'aws-lambda';
 import * as z from 'zod';
 import type { StepOutcome } from '../domain/common.js';
 import { type DeadLetterInput, deadLetterStep } from '../domain/dead-letter.js';
+import type { Deps } from '../domain/ports.js';
 import { CldError, toErrorInfo, ValidationError } from '../errors.js';
 import {
   DEAD_LETTER_QUEUES_VARIABLE,
@@ -13,7 +14,6 @@ import {
   toDeadLetterRecord,
 } from '../events/dead-letter-record.js';
 import { rootOf } from '../urn.js';
-import type { Deps } from './deps.js';
 
 /**
  * The consumer of the steps' dead-letter queues in AWS (issue 5's guarantee, deploy side): an

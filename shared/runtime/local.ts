@@ -9,6 +9,7 @@ import { handler as toolHandler } from '../../functions/tool/handler.js';
 import type { ToolApproval } from '../catalog/catalog.js';
 import { deadLetterStep } from '../domain/dead-letter.js';
 import type { Limits } from '../domain/limits.js';
+import type { Deps } from '../domain/ports.js';
 import { type ResourceEvent, toResourcePut } from '../events/envelope.js';
 import { type DeadLetter, type DeliveryFaults, LocalBus, type StepInvoker } from '../events/local-bus.js';
 import { routingTable, type StepName } from '../events/routing.js';
@@ -24,9 +25,10 @@ import type { FaultInjector } from '../storage/faulty.js';
 import { FilesystemStorage } from '../storage/filesystem.js';
 import { NotifyingStorage } from '../storage/notifying.js';
 import type { StorageInterface } from '../storage/port.js';
-import type { McpRuntime } from '../tools/mcp/execute.js';
-import { assembleDeps, parseLimits, provideDeps, seedCatalog } from './compose.js';
-import type { Deps } from './deps.js';
+import type { McpRuntime } from '../tools/mcp/sessions.js';
+import { assembleDeps, seedCatalog } from './assemble.js';
+import { provideDeps } from './compose.js';
+import { parseLimits } from './settings.js';
 
 /**
  * Read-cache bounds of the embedded default: one process runs every step of every conversation,
@@ -75,7 +77,7 @@ export interface LocalRuntimeOptions {
   storage?: StorageInterface;
   /** Bounds of the resource read cache (default {@link LOCAL_RESOURCE_CACHE}). */
   resourceCache?: ResourceCacheOptions;
-  /** MCP servers and sessions for the tool step (compose.ts `mcpFor`); default: none. */
+  /** MCP servers and sessions for the tool step (shared/runtime/adapters/tools.ts `mcpFor`); default: none. */
   mcp?: McpRuntime;
 }
 

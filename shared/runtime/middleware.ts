@@ -2,11 +2,11 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy, { type MiddlewareObj } from '@middy/core';
 import type { StepOutcome } from '../domain/common.js';
+import type { Deps } from '../domain/ports.js';
 import { CldError } from '../errors.js';
 import { type ResourcePutEvent, toResourcePut } from '../events/envelope.js';
 import { routeAccepts, routingTable, type StepName } from '../events/routing.js';
 import { rootOf } from '../urn.js';
-import type { Deps } from './deps.js';
 
 /**
  * The one middleware chain every step function uses (Middy: middleware first, handler last;

@@ -1,10 +1,10 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import * as z from 'zod';
+import type { Deps } from '../domain/ports.js';
 import { type SweepOutcome, sweep } from '../domain/sweep.js';
 import { ConfigError, ValidationError } from '../errors.js';
 import type { RedrivePublisher } from '../events/redrive.js';
-import type { Deps } from './deps.js';
 
 /**
  * The sweeper's Lambda handler (issue 12, redrive in AWS): a scheduled rule invokes it with an

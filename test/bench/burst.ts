@@ -11,7 +11,7 @@ import {
   SCHEDULING_POLICIES,
   type SchedulingPolicy,
 } from '../../shared/events/scheduler.js';
-import { parseEnv } from '../../shared/runtime/compose.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { childUrn, keyOf } from '../../shared/urn.js';
 

@@ -23,6 +23,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { BedrockChatModel, createBedrockClient } from '../../shared/llm/bedrock.js';
 import { OfflineChatModel } from '../../shared/llm/offline.js';
 import type { ChatModel } from '../../shared/llm/port.js';
@@ -35,9 +36,8 @@ import {
 } from '../../shared/llm/pricing.js';
 import { promptCacheSupport } from '../../shared/llm/prompt-cache.js';
 import { stepModelsOf } from '../../shared/llm/steps.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';

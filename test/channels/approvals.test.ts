@@ -9,7 +9,7 @@ import { answerMessage } from '../../shared/domain/common.js';
 import { sweeperActor } from '../../shared/domain/sweep.js';
 import { StalledError, toErrorInfo } from '../../shared/errors.js';
 import type { Message } from '../../shared/resources/schemas.js';
-import { parseEnv } from '../../shared/runtime/compose.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 import { rootOf } from '../../shared/urn.js';
 import { DOCS, until } from './helpers.js';
 

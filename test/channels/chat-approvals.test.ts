@@ -2,8 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVE_ACTION, DENY_ACTION } from '../../shared/channels/approvals.js';
 import { slackThreadName } from '../../shared/channels/slack.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { AnyResource, ApprovalDecision, Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { childUrn } from '../../shared/urn.js';
 import {
   type Captured,

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Served, startServe } from '../../cli/serve.js';
 import { acceptsGzip } from '../../shared/channels/compression.js';
 import { type ConversationList, type ConversationView, createCldClient } from '../../shared/client/index.js';
-import { parseEnv } from '../../shared/runtime/compose.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 import { DOCS, until } from './helpers.js';
 
 const ALICE = 'alice-token-0123456789abcdef';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Served, startServe } from '../../cli/serve.js';
 import { requestFingerprint } from '../../shared/channels/idempotency.js';
-import { parseEnv } from '../../shared/runtime/compose.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 
 /**
  * An `Idempotency-Key` reused with another body is refused (422, IETF draft "The Idempotency-Key

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { type Served, startServe } from '../../cli/serve.js';
 import { parseChannelConfig } from '../../shared/channels/config.js';
 import { operatorActor } from '../../shared/channels/operator-routes.js';
-import { parseEnv } from '../../shared/runtime/compose.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 
 /**
  * Operators only (issue 22, finding 10): `CLD_OPERATOR_SUBJECTS` names the JWT subjects that may

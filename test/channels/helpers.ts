@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Served, startServe } from '../../cli/serve.js';
-import { parseEnv } from '../../shared/runtime/compose.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 
 /**
  * Test helpers for the channels: request signing written from the platforms' documentation

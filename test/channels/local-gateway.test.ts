@@ -11,7 +11,7 @@ import {
   type LocalGateway,
   ResponseTooLargeError,
   startLocalGateway,
-} from '../../shared/channels/local-gateway.js';
+} from '../../shared/runtime/local-gateway.js';
 
 let gateway: LocalGateway;
 let size = 0;

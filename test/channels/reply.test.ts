@@ -11,15 +11,15 @@ import { createOnce, DELIVERY_RECORD_SECONDS } from '../../shared/channels/idemp
 import { replyStep } from '../../shared/channels/reply.js';
 import { escapeSlackText, slackThreadName } from '../../shared/channels/slack.js';
 import { NAMES } from '../../shared/domain/common.js';
+import { startConversation } from '../../shared/domain/conversation.js';
+import type { Deps } from '../../shared/domain/ports.js';
 import { s3ObjectCreatedEvent, toResourcePut } from '../../shared/events/envelope.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
 import { dynamoDBIdempotencyLayer, IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
 import { withMeta } from '../../shared/resources/meta.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { Conversation, Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
-import type { Deps } from '../../shared/runtime/deps.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';

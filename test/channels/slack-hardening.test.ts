@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { noticeText, outcomeText, slackApprovalBlocks } from '../../shared/channels/approvals.js';
 import { slackMemberThreadName, slackThreadName } from '../../shared/channels/slack.js';
 import type { ApprovalView } from '../../shared/domain/approval.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { ApprovalRequest, Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { childUrn } from '../../shared/urn.js';
 import {
   type Captured,

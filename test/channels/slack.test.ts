@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { escapeSlackText, slackThreadName } from '../../shared/channels/slack.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { childUrn, keyOf } from '../../shared/urn.js';
 import { PARTIAL_QUESTION, partialAnswerProblems } from '../helpers/partial.js';
 import {

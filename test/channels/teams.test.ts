@@ -2,8 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Conversation, Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { childUrn, keyOf } from '../../shared/urn.js';
 import { PARTIAL_QUESTION, partialAnswerProblems, UNANSWERED_PART } from '../helpers/partial.js';
 import {

@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Served, startServe } from '../../cli/serve.js';
-import { parseEnv } from '../../shared/runtime/compose.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 import { chromiumPath } from '../helpers/chromium.js';
 import { ANSWERED_PARTS, PARTIAL_QUESTION } from '../helpers/partial.js';
 

@@ -6,10 +6,10 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { MAX_MESSAGE_CHARS } from '../../shared/domain/limits.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Message, Plan } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 
 async function ask(content: string): Promise<{ plan: Plan | undefined; answer: Message | undefined }> {

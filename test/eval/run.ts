@@ -32,7 +32,9 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import MiniSearch from 'minisearch';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type {
   AnyResource,
   Message,
@@ -40,9 +42,9 @@ import type {
   ToolCallResource,
   Verdict,
 } from '../../shared/resources/schemas.js';
-import { modelFor, parseEnv, SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
+import { modelFor } from '../../shared/runtime/adapters/model.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 import { headingsOf, ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { childUrn, parentOf } from '../../shared/urn.js';

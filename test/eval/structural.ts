@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
+import { startConversation } from '../../shared/domain/conversation.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Message, ToolCallResource } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import type { LocalRuntime } from '../../shared/runtime/local.js';
 import { parentOf } from '../../shared/urn.js';
 import { containsTerm } from './eval-set.js';

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { CREATE_PLAN, SUBMIT_VERDICT } from '../../shared/domain/payloads.js';
 import type {
   ChatModel,
@@ -10,9 +11,8 @@ import type {
   ConverseResponse,
   JsonValue,
 } from '../../shared/llm/port.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { AnyResource, Message, Task, Verdict } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { parentOf } from '../../shared/urn.js';
 

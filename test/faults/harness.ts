@@ -2,9 +2,11 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { outputUrn as outputUrnOf } from '../../shared/domain/common.js';
+import { startConversation } from '../../shared/domain/conversation.js';
 import type { DeadLetter, DeliveryFaults } from '../../shared/events/local-bus.js';
 import { OfflineChatModel } from '../../shared/llm/offline.js';
 import type { ChatModel } from '../../shared/llm/port.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Projection, ProjectionStore } from '../../shared/projections/port.js';
 import {
   chargesOf,
@@ -13,8 +15,6 @@ import {
   type ProjectionDifference,
 } from '../../shared/projections/replay.js';
 import type { AnyResource, Message, Task, Verdict } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';

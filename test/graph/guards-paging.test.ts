@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolActor } from '../../shared/domain/common.js';
 import { GraphIndex } from '../../shared/graph/graph-index.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import type { StorageInterface } from '../../shared/storage/port.js';

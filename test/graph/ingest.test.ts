@@ -7,10 +7,10 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { ValidationError } from '../../shared/errors.js';
 import { DEFAULT_GRAPH_INDEX_KEY, GraphIndex } from '../../shared/graph/graph-index.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { Graph } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { childUrn } from '../../shared/urn.js';
 

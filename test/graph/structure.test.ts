@@ -1,14 +1,14 @@
 import { basename, dirname } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { toolActor } from '../../shared/domain/common.js';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { NotFoundError, ValidationError } from '../../shared/errors.js';
 import { GraphIndex } from '../../shared/graph/graph-index.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
 import type { DescribeResult } from '../../shared/graph/query.js';
 import { matchesFilter, signatureTypes } from '../../shared/graph/structure.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import type { StorageInterface } from '../../shared/storage/port.js';

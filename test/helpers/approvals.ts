@@ -1,6 +1,6 @@
+import { startConversation } from '../../shared/domain/conversation.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { ApprovalRequest, Conversation } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import type { LocalRuntime } from '../../shared/runtime/local.js';
 
 /**

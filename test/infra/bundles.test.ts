@@ -5,12 +5,6 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  buildBundle,
-  externalImports,
-  forbiddenInputs,
-  isProvidedAtRuntime,
-} from '../../infra/lib/bundles.js';
-import {
   BUNDLE_FILE,
   PROJECT_ROOT,
   policyBundle,
@@ -19,13 +13,14 @@ import {
 } from '../../infra/lib/bundling.js';
 import { FUNCTIONS } from '../../infra/lib/functions.js';
 import rules from '../../policies/rules.json' with { type: 'json' };
+import { buildBundle, externalImports, forbiddenInputs, isProvidedAtRuntime } from '../../scripts/bundles.js';
 import { outputUrn, NAMES as RESOURCE_NAMES } from '../../shared/domain/common.js';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
 import { withMeta } from '../../shared/resources/meta.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
-import { FUNCTION_USES, functionUses } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
+import { FUNCTION_USES, functionUses } from '../../shared/runtime/function-uses.js';
 import { LOCAL_BUCKET } from '../../shared/runtime/local.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { MCP_SDK_FILE } from '../../shared/tools/mcp/client.js';

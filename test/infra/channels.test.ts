@@ -17,7 +17,7 @@ import { SLACK_CLIENT_RETRIES } from '../../shared/channels/delivery.js';
 import { DELIVERY_LOCK_MS, deliveryGuard } from '../../shared/channels/idempotency.js';
 import { API_ROUTES, type ApiRoute } from '../../shared/channels/routes.js';
 import { dynamoDBIdempotencyLayer } from '../../shared/projections/idempotency.js';
-import { EnvSchema } from '../../shared/runtime/compose.js';
+import { EnvSchema } from '../../shared/runtime/settings.js';
 import { type DynaliteHandle, startDynalite } from '../helpers/dynalite.js';
 import {
   API_CONTEXT,

@@ -2,15 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildBundle, externalImports } from '../../infra/lib/bundles.js';
 import { FUNCTIONS, type FunctionSpec } from '../../infra/lib/functions.js';
+import { buildBundle, externalImports } from '../../scripts/bundles.js';
 
 /**
  * The channel functions' bundles carry Powertools' SecretsProvider and the Secrets Manager client
  * exactly when the function table gives the function a secret (shared/channels/secrets.ts): the
  * `http` function reads none, so its bundle neither contains the provider nor imports the client
  * (an external `@aws-sdk/*` import would load it at every cold start). Bundles are built as the
- * stack builds them (infra/lib/bundles.ts `buildBundle`), into a temporary directory.
+ * stack builds them (scripts/bundles.ts `buildBundle`), into a temporary directory.
  */
 
 const CHANNEL_FUNCTIONS = ['http', 'slack', 'teams', 'reply'] as const;

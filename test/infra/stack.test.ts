@@ -29,7 +29,7 @@ import { routingTable } from '../../shared/events/routing.js';
 import { IDEMPOTENCY_PK } from '../../shared/projections/idempotency.js';
 import { OPEN_PARTITION } from '../../shared/projections/open-conversations.js';
 import { parseResource } from '../../shared/resources/schemas.js';
-import { functionUses } from '../../shared/runtime/compose.js';
+import { functionUses } from '../../shared/runtime/function-uses.js';
 import { keyOf } from '../../shared/urn.js';
 import {
   API_CONTEXT,

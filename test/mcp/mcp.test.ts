@@ -3,17 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideApproval } from '../../shared/domain/approval.js';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { CREATE_PLAN } from '../../shared/domain/payloads.js';
 import { PolicyDeniedError, ToolUnavailableError } from '../../shared/errors.js';
 import type { ChatModel, ContentBlock, ConverseRequest, ConverseResponse } from '../../shared/llm/port.js';
 import type { Actor } from '../../shared/policy/port.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { ApprovalRequest, Message, ToolApproval } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import { sdkConnector } from '../../shared/tools/mcp/client.js';
 import { type McpServerConfig, parseMcpServers } from '../../shared/tools/mcp/config.js';
-import { executeMcp, McpSessions } from '../../shared/tools/mcp/execute.js';
+import { executeMcp } from '../../shared/tools/mcp/execute.js';
+import { McpSessions } from '../../shared/tools/mcp/sessions.js';
 import {
   decideTool,
   discoverServer,

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Served, startServe } from '../../cli/serve.js';
-import { parseEnv, SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 import { discoverServer } from '../../shared/tools/registry.js';
 import { startTestMcpServer, type TestMcpServer } from './server.js';
 

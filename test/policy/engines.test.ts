@@ -5,10 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, PolicyDeniedError } from '../../shared/errors.js';
 import { inputBytes, type LoadedPolicyLike, OpaWasmPolicy } from '../../shared/policy/opa-wasm.js';
 import type { Actor } from '../../shared/policy/port.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { compileRules, type RulesPolicy } from '../../shared/policy/rules.js';
 import { builtinPolicy, selectPolicy } from '../../shared/policy/select.js';
 import { withMeta } from '../../shared/resources/meta.js';
-import { composeFromEnv, parseEnv, SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
+import { composeFromEnv } from '../../shared/runtime/compose.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 import { FUNCTIONS, RULES, URNS } from './table.js';
 
 const C = URNS.C as string;

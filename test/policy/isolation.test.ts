@@ -8,14 +8,14 @@ import {
   assistantActor as stepAssistantActor,
   toolActor as stepToolActor,
 } from '../../shared/domain/common.js';
+import { startConversation, userActor } from '../../shared/domain/conversation.js';
 import { PolicyDeniedError } from '../../shared/errors.js';
 import type { Actor, Policy } from '../../shared/policy/port.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
 import { withMeta } from '../../shared/resources/meta.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { AnyResource, Message, Task, ToolCallResource } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation, userActor } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';

@@ -12,14 +12,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { outputUrn } from '../../shared/domain/common.js';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { DEFAULT_LIMITS, type Limits } from '../../shared/domain/limits.js';
 import { BudgetExceededError } from '../../shared/errors.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { budgetExceeded, readBudget } from '../../shared/projections/budget.js';
 import { chargesOf, diffProjections, foldCharges } from '../../shared/projections/replay.js';
 import type { AnyResource, Message } from '../../shared/resources/schemas.js';
-import { parseLimits, SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
+import { parseLimits } from '../../shared/runtime/settings.js';
 import { SCALE_LIMITS } from '../bench/scale-limits.js';
 import { ScriptedModel } from '../faults/scripted-model.js';
 

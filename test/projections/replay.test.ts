@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startConversation } from '../../shared/domain/conversation.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { LocalProjectionStore } from '../../shared/projections/local.js';
 import { replayConversation } from '../../shared/projections/replay.js';
 import type { AnyResource } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import { ScriptedModel } from '../faults/scripted-model.js';
 

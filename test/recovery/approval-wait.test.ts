@@ -16,15 +16,15 @@ import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalStatus, decideApproval } from '../../shared/domain/approval.js';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { conversationProgress, type TurnProgress } from '../../shared/domain/progress.js';
 import { type SweepOutcome, sweep } from '../../shared/domain/sweep.js';
 import type { ResourceEvent } from '../../shared/events/envelope.js';
 import { createEventBridgeClient, EventBridgePublisher } from '../../shared/events/eventbridge-publisher.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { AnyResource, ApprovalRequest, Conversation, Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import {
   createLocalRuntime,
   LOCAL_BUCKET,

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startConversation } from '../../shared/domain/conversation.js';
+import type { Deps } from '../../shared/domain/ports.js';
 import { ConfigError, ValidationError } from '../../shared/errors.js';
 import { LocalRedrivePublisher } from '../../shared/events/redrive.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
-import type { Deps } from '../../shared/runtime/deps.js';
 import { createLocalRuntime, LOCAL_BUCKET, type LocalRuntime } from '../../shared/runtime/local.js';
 import { createSweeperHandler, publisherFromEnv } from '../../shared/runtime/sweeper-handler.js';
 

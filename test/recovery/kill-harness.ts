@@ -6,8 +6,8 @@ import { build } from 'esbuild';
 import { conversationProgress } from '../../shared/domain/progress.js';
 import { sweeperActor } from '../../shared/domain/sweep.js';
 import { mulberry32 } from '../../shared/events/local-bus.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { replayConversation } from '../../shared/projections/replay.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 
 /**

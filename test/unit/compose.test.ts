@@ -4,22 +4,21 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { writeTokenizerRanks } from '../../infra/lib/bundling.js';
 import { catalogObjects } from '../../shared/catalog/catalog.js';
+import type { Deps } from '../../shared/domain/ports.js';
 import { ConfigError, PolicyDeniedError } from '../../shared/errors.js';
 import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
+import { loadModel, modelFor } from '../../shared/runtime/adapters/model.js';
+import { seedCatalog } from '../../shared/runtime/assemble.js';
+import { composeFromEnv } from '../../shared/runtime/compose.js';
 import {
   bundleDefines,
-  composeFromEnv,
   EVERYTHING,
   FUNCTION_USES,
   functionUses,
-  loadModel,
-  modelFor,
-  parseEnv,
-  seedCatalog,
-} from '../../shared/runtime/compose.js';
-import type { Deps } from '../../shared/runtime/deps.js';
+} from '../../shared/runtime/function-uses.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
+import { parseEnv } from '../../shared/runtime/settings.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 
 /**

@@ -10,6 +10,7 @@ import { handler } from '../../functions/dead-letter/handler.js';
 import rules from '../../policies/rules.json' with { type: 'json' };
 import { outputUrn } from '../../shared/domain/common.js';
 import { DeadLetterSchema } from '../../shared/domain/dead-letter.js';
+import type { Deps } from '../../shared/domain/ports.js';
 import { ConfigError, ValidationError } from '../../shared/errors.js';
 import {
   DEAD_LETTER_QUEUES_VARIABLE,
@@ -24,9 +25,10 @@ import { countedOutputs } from '../../shared/projections/counters.js';
 import { LocalProjectionStore } from '../../shared/projections/local.js';
 import { withMeta } from '../../shared/resources/meta.js';
 import type { AnyResource, Message, Plan, Task } from '../../shared/resources/schemas.js';
-import { assembleDeps, parseLimits, provideDeps } from '../../shared/runtime/compose.js';
+import { assembleDeps } from '../../shared/runtime/assemble.js';
+import { provideDeps } from '../../shared/runtime/compose.js';
 import { consumeDeadLetters, type DeadLetterStepFn } from '../../shared/runtime/dead-letter-consumer.js';
-import type { Deps } from '../../shared/runtime/deps.js';
+import { parseLimits } from '../../shared/runtime/settings.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { keyOf, keyPrefixOf, urnOfKey } from '../../shared/urn.js';
 import { conversation, message, NOW, task, thrownBy, toolCall } from './builders.js';

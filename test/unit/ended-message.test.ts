@@ -7,9 +7,9 @@ import { answerMessage, NAMES, outputUrn, toolActor } from '../../shared/domain/
 import { sweeperActor } from '../../shared/domain/sweep.js';
 import { turnMessageOf } from '../../shared/domain/turn.js';
 import type { ResourcePutEvent } from '../../shared/events/envelope.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { withMeta } from '../../shared/resources/meta.js';
 import type { ApprovalRequest, Message, ToolCallResource } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import { keyOf, parentOf, rootOf } from '../../shared/urn.js';
 import { startWaitingForApproval } from '../helpers/approvals.js';

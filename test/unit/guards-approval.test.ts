@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decideApproval, decisionUrnOf } from '../../shared/domain/approval.js';
 import { DEFAULT_LIMITS, LimitsSchema } from '../../shared/domain/limits.js';
 import { ApprovalExpiredError, NotFoundError } from '../../shared/errors.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { ApprovalRequest, Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import { startWaitingForApproval } from '../helpers/approvals.js';
 

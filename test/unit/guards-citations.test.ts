@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultCatalog } from '../../shared/catalog/catalog.js';
+import { startConversation } from '../../shared/domain/conversation.js';
 import { CREATE_PLAN } from '../../shared/domain/payloads.js';
 import type { ChatModel, ContentBlock, ConverseRequest, ConverseResponse } from '../../shared/llm/port.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Assistant, Message } from '../../shared/resources/schemas.js';
-import { SYSTEM_ACTOR } from '../../shared/runtime/compose.js';
-import { startConversation } from '../../shared/runtime/conversation.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 
 /**

@@ -12,10 +12,13 @@ import {
   executionUrnOf,
 } from '../../shared/domain/approval.js';
 import { assistantActor, NAMES, planActor, toolActor } from '../../shared/domain/common.js';
+import { userActor } from '../../shared/domain/conversation.js';
 import { DEFAULT_LIMITS } from '../../shared/domain/limits.js';
+import type { Deps } from '../../shared/domain/ports.js';
 import { toolStep } from '../../shared/domain/tool.js';
 import type { ResourcePutEvent } from '../../shared/events/envelope.js';
 import { OfflineChatModel } from '../../shared/llm/offline.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { withMeta } from '../../shared/resources/meta.js';
 import type {
   ApprovalDecision,
@@ -28,9 +31,7 @@ import type {
   Tool,
   ToolCallResource,
 } from '../../shared/resources/schemas.js';
-import { assembleDeps, SYSTEM_ACTOR, seedCatalog } from '../../shared/runtime/compose.js';
-import { userActor } from '../../shared/runtime/conversation.js';
-import type { Deps } from '../../shared/runtime/deps.js';
+import { assembleDeps, seedCatalog } from '../../shared/runtime/assemble.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import type { ToolImplementation } from '../../shared/tools/port.js';
 import { childUrn, keyOf } from '../../shared/urn.js';

@@ -1,9 +1,9 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
+import type { Deps } from '../../shared/domain/ports.js';
 import { ConfigError } from '../../shared/errors.js';
 import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
 import { memoiseComposition } from '../../shared/runtime/compose.js';
-import type { Deps } from '../../shared/runtime/deps.js';
 import { localContext } from '../../shared/runtime/local.js';
 import { createStepHandler } from '../../shared/runtime/middleware.js';
 import { childUrn, keyOf } from '../../shared/urn.js';

@@ -1,6 +1,5 @@
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { Limits } from '../domain/limits.js';
 import type { ChatModel, Embedder } from '../llm/port.js';
 import type { OpenConversationStore } from '../projections/open-conversations.js';
 import type { ProjectionStore } from '../projections/port.js';
@@ -8,12 +7,13 @@ import type { UserConversationStore } from '../projections/user-conversations.js
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Assistant, Tool } from '../resources/schemas.js';
 import type { ChunkSearch } from '../search/port.js';
-import type { McpRuntime } from '../tools/mcp/execute.js';
+import type { McpRuntime } from '../tools/mcp/sessions.js';
 import type { ToolImplementation } from '../tools/port.js';
+import type { Limits } from './limits.js';
 
 /**
- * What a step needs, built once per cold start by a composition root (runtime/compose.ts for
- * Lambda, runtime/local.ts for the embedded default) and passed in. Domain code depends on
+ * What a step needs, built once per cold start by a composition root (shared/runtime/compose.ts for
+ * Lambda, shared/runtime/local.ts for the embedded default) and passed in. Domain code depends on
  * these ports only.
  */
 export interface Deps {

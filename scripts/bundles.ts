@@ -4,10 +4,6 @@ import { isBuiltin } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
-import { API_ROUTES } from '../../shared/channels/routes.js';
-import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
-import { withMeta } from '../../shared/resources/meta.js';
-import { keyOf } from '../../shared/urn.js';
 import {
   BUNDLE_FILE,
   copyPolicyBundle,
@@ -16,8 +12,12 @@ import {
   mcpSdkBuildOptions,
   PROJECT_ROOT,
   writeTokenizerRanks,
-} from './bundling.js';
-import { FUNCTION_TABLE, type FunctionSpec } from './functions.js';
+} from '../infra/lib/bundling.js';
+import { FUNCTION_TABLE, type FunctionSpec } from '../infra/lib/functions.js';
+import { API_ROUTES } from '../shared/channels/routes.js';
+import { s3ObjectCreatedEvent } from '../shared/events/envelope.js';
+import { withMeta } from '../shared/resources/meta.js';
+import { keyOf } from '../shared/urn.js';
 
 /**
  * Building and measuring function bundles outside CDK, with the stack's esbuild options
@@ -240,7 +240,7 @@ export interface ImportTiming {
  * A first search for {@link importOnce}, instead of a handler call: after the bundle's import,
  * the child imports `entry` (a bundle of scripts/search-probe.ts, built with the function
  * bundles' options) and runs its `firstSearch(dataDir, query)`: the tool step's cold open of the
- * chunk index (compose.ts `loadTools`) and its first query.
+ * chunk index (shared/runtime/adapters/tools.ts `loadTools`) and its first query.
  */
 export interface SearchProbe {
   entry: string;

@@ -1,4 +1,3 @@
-import { NAMES } from '../domain/common.js';
 import { ValidationError } from '../errors.js';
 import type { Actor } from '../policy/port.js';
 import type { OpenConversationStore } from '../projections/open-conversations.js';
@@ -6,6 +5,7 @@ import { withMeta } from '../resources/meta.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Conversation, Message } from '../resources/schemas.js';
 import { childUrn } from '../urn.js';
+import { NAMES } from './common.js';
 
 /** What a channel knows when a user writes. */
 export interface StartConversationInput {

@@ -6,10 +6,10 @@ import * as z from 'zod';
 import { handler as httpHandler } from '../../functions/http/handler.js';
 import { handler as slackHandler } from '../../functions/slack/handler.js';
 import { handler as teamsHandler } from '../../functions/teams/handler.js';
+import type { ErrorBody } from '../channels/http-errors.js';
+import { hasDotSegment } from '../channels/request-guards.js';
+import { type ChannelFunction, matchRoute } from '../channels/routes.js';
 import { ConfigError } from '../errors.js';
-import type { ErrorBody } from './http-errors.js';
-import { hasDotSegment } from './request-guards.js';
-import { type ChannelFunction, matchRoute } from './routes.js';
 
 /**
  * A local stand-in for API Gateway's HTTP API (what `npm start -- serve` runs): a `node:http`
