@@ -209,9 +209,8 @@ export type Postings = Map<number, Map<number, number>>;
 export class PostingShard {
   private constructor(
     private readonly terms: Map<string, number>,
-    private readonly words: DataView,
-    private readonly offsetsAt: number,
-    private readonly postingsAt: number,
+    /** The offsets (terms + 1), then the posting words. */
+    private readonly words: Uint32Array,
     private readonly postingWords: number,
   ) {}
 
@@ -244,7 +243,18 @@ export class PostingShard {
     if (previous !== postingWords) return undefined;
     const terms = new Map<string, number>();
     for (const [i, term] of (list as string[]).entries()) terms.set(term, i);
-    return new PostingShard(terms, view, offsetsAt, postingsAt, postingWords);
+    const count = (data.byteLength - offsetsAt) / 4;
+    let words: Uint32Array;
+    if (!LITTLE_ENDIAN) {
+      words = new Uint32Array(count);
+      for (let i = 0; i < count; i += 1) words[i] = view.getUint32(offsetsAt + 4 * i, true);
+    } else if ((data.byteOffset + offsetsAt) % 4 === 0) {
+      words = new Uint32Array(data.buffer, data.byteOffset + offsetsAt, count);
+    } else {
+      // A Buffer from a pool may start anywhere: copy to an aligned one.
+      words = new Uint32Array(Uint8Array.prototype.slice.call(data, offsetsAt).buffer);
+    }
+    return new PostingShard(terms, words, postingWords);
   }
 
   /** Whether the shard holds `term`. */
@@ -260,10 +270,11 @@ export class PostingShard {
   postings(term: string): Postings | undefined {
     const index = this.terms.get(term);
     if (index === undefined) return undefined;
-    const word = (i: number) => this.words.getUint32(this.postingsAt + 4 * i, true);
-    const offset = (i: number) => this.words.getUint32(this.offsetsAt + 4 * i, true);
-    let at = offset(index);
-    const end = offset(index + 1);
+    const words = this.words;
+    const base = this.terms.size + 1;
+    let at = base + (words[index] as number);
+    const end = base + (words[index + 1] as number);
+    const word = (i: number) => words[i] as number;
     const postings: Postings = new Map();
     const fields = at < end ? word(at++) : 0;
     for (let f = 0; f < fields; f += 1) {
@@ -290,6 +301,9 @@ export class PostingShard {
     return this.postingWords;
   }
 }
+
+/** Whether this machine stores a Uint32Array's words little-endian, as the layout does. */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 function align4(bytes: number): number {
   return (bytes + 3) & ~3;
