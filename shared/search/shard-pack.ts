@@ -530,23 +530,96 @@ function treeToJSON(node: RadixNode): unknown[] {
 }
 
 /**
- * The radix tree of a pack's `tree` (see {@link PackCoreSchema}), for `new SearchableMap(tree)`.
- * @returns undefined when the JSON is not such a tree
+ * The radix tree of a pack's `tree` (see {@link PackCoreSchema}), for `new SearchableMap(tree)`:
+ * a node's children become Map entries only when the search first looks at that node (its
+ * `get`, `has`, `keys`, iteration), so a query builds the few thousand nodes its exact, prefix
+ * and fuzzy lookups walk, not the whole dictionary's. Read-only use: minisearch's search reads
+ * the tree and never changes it.
+ * @returns undefined when `json` is not an array
+ * @throws ValidationError from a lookup that reaches a node that is not `[edge, child]` pairs
  */
-export function treeFromJSON(json: readonly unknown[]): RadixNode | undefined {
-  const node: RadixNode = new Map();
-  for (const entry of json) {
-    if (!Array.isArray(entry) || entry.length !== 2 || typeof entry[0] !== 'string') return undefined;
-    const [edge, child] = entry as [string, unknown];
-    if (edge === '') {
-      if (child !== 1) return undefined;
-      node.set(edge, true);
-      continue;
-    }
-    if (!Array.isArray(child)) return undefined;
-    const sub = treeFromJSON(child);
-    if (!sub) return undefined;
-    node.set(edge, sub);
+export function treeFromJSON(json: unknown): RadixNode | undefined {
+  return Array.isArray(json) ? new LazyRadixNode(json) : undefined;
+}
+
+/** A radix tree node whose entries are made from its JSON at the first read (see {@link treeFromJSON}). */
+class LazyRadixNode extends Map<string, RadixNode | true> {
+  private json: readonly unknown[] | undefined;
+
+  constructor(json: readonly unknown[]) {
+    super();
+    this.json = json;
   }
-  return node;
+
+  private fill(): void {
+    const json = this.json;
+    if (json === undefined) return;
+    this.json = undefined;
+    for (const entry of json) {
+      if (!Array.isArray(entry) || entry.length !== 2 || typeof entry[0] !== 'string')
+        throw new ValidationError('the term dictionary of the chunk index does not parse');
+      const [edge, child] = entry as [string, unknown];
+      if (edge === '' ? child !== 1 : !Array.isArray(child))
+        throw new ValidationError('the term dictionary of the chunk index does not parse');
+      super.set(edge, edge === '' ? true : new LazyRadixNode(child as unknown[]));
+    }
+  }
+
+  override get(key: string): RadixNode | true | undefined {
+    this.fill();
+    return super.get(key);
+  }
+
+  override has(key: string): boolean {
+    this.fill();
+    return super.has(key);
+  }
+
+  override get size(): number {
+    this.fill();
+    return super.size;
+  }
+
+  override keys(): MapIterator<string> {
+    this.fill();
+    return super.keys();
+  }
+
+  override values(): MapIterator<RadixNode | true> {
+    this.fill();
+    return super.values();
+  }
+
+  override entries(): MapIterator<[string, RadixNode | true]> {
+    this.fill();
+    return super.entries();
+  }
+
+  override [Symbol.iterator](): MapIterator<[string, RadixNode | true]> {
+    this.fill();
+    return super[Symbol.iterator]();
+  }
+
+  override forEach(
+    callback: (value: RadixNode | true, key: string, map: Map<string, RadixNode | true>) => void,
+    thisArg?: unknown,
+  ): void {
+    this.fill();
+    super.forEach(callback, thisArg);
+  }
+
+  override set(key: string, value: RadixNode | true): this {
+    this.fill();
+    return super.set(key, value);
+  }
+
+  override delete(key: string): boolean {
+    this.fill();
+    return super.delete(key);
+  }
+
+  override clear(): void {
+    this.json = undefined;
+    super.clear();
+  }
 }

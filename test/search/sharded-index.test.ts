@@ -174,6 +174,19 @@ describe('ShardedChunkIndex', () => {
     expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
   });
 
+  it('fails with a ValidationError when the term dictionary does not parse where a search reads it', async () => {
+    const copy = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-tree-')));
+    for (const key of await storage.findByPrefix('indexes/'))
+      if (key !== coreKey('indexes/chunks', 1)) await copy.put(key, await storage.get(key));
+    const core = JSON.parse((await storage.get(coreKey('indexes/chunks', 1))).toString('utf8'));
+    // Every top-level node's children replaced by a node that is not `[edge, child]` pairs.
+    core.tree = core.tree.map(([edge]: [string]) => [edge, [['x']]]);
+    await copy.put(coreKey('indexes/chunks', 1), JSON.stringify(core));
+    const sharded = await ShardedChunkIndex.open(copy);
+
+    await expect(sharded.search('bucket')).rejects.toMatchObject({ name: 'ValidationError' });
+  });
+
   it('fails with a ValidationError when a posting shard does not decode', async () => {
     const copy = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-bad-')));
     for (const key of await storage.findByPrefix('indexes/')) {
