@@ -440,17 +440,31 @@ export async function latestGeneration(storage: StorageInterface, stem: string):
 export function withDocumentPrior(results: readonly SearchResult[]): SearchResult[] {
   const documentOf = (result: SearchResult) =>
     typeof result.source === 'string' ? result.source : String(result.id).replace(/\/[^/]*$/, '');
+  // Each result's document once, and each document's prior once (a first search may rank
+  // thousands of results from a few hundred documents); the sums add up in the same order.
+  const documents = results.map(documentOf);
   const top = new Map<string, number[]>();
-  for (const result of results) {
-    const scores = top.get(documentOf(result)) ?? [];
+  for (const [i, result] of results.entries()) {
+    const document = documents[i] as string;
+    let scores = top.get(document);
+    if (!scores) {
+      scores = [];
+      top.set(document, scores);
+    }
     if (scores.length < PRIOR_TOP) scores.push(result.score);
-    top.set(documentOf(result), scores);
   }
-  const prior = (result: SearchResult) =>
-    (top.get(documentOf(result)) ?? []).reduce((sum, score) => sum + score, 0);
+  const priors = new Map<string, number>();
+  for (const [document, scores] of top)
+    priors.set(
+      document,
+      scores.reduce((sum, score) => sum + score, 0),
+    );
   return results
     .map((result, order) => ({
-      result: { ...result, score: result.score + PRIOR_WEIGHT * prior(result) },
+      result: {
+        ...result,
+        score: result.score + PRIOR_WEIGHT * (priors.get(documents[order] as string) ?? 0),
+      },
       order,
     }))
     .sort((a, b) => b.result.score - a.result.score || a.order - b.order)

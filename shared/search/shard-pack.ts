@@ -1,6 +1,7 @@
 import type { AsPlainObject } from 'minisearch';
 import SearchableMap from 'minisearch/SearchableMap';
 import * as z from 'zod';
+import { ValidationError } from '../errors.js';
 import type { StorageInterface } from '../storage/port.js';
 import type { ResolvedOwners } from './owners.js';
 
@@ -8,28 +9,34 @@ import type { ResolvedOwners } from './owners.js';
  * The *shard pack* of a chunk index generation (issue 25 item 5): the same minisearch index as
  * `<stem>.<n>.json`, cut so that a cold `search` reads only what its query needs.
  *
- * - `<stem>-shards/<n>/core.json`: what every query needs and nothing more — BM25 statistics
+ * - `<stem>-shards/<n>/v3/core.json`: what every query needs and nothing more — BM25 statistics
  *   (document count, field lengths, average field lengths), the document ids, each chunk's type
  *   and source path (filters and the document and module priors), the term dictionary (terms
  *   only, in the serialisation's order so the reader's radix tree iterates as minisearch's own),
- *   the resolved module prior ({@link ResolvedOwners}) and where everything else lives.
- * - `<stem>-shards/<n>/postings.<i>.json`: the posting lists of a contiguous range of sorted
- *   terms (`term → fieldId → shortId → term frequency`, minisearch's own serialisation), about
- *   {@link POSTING_SHARD_BYTES} each; `bounds[i]` is the first term of shard i.
- * - `<stem>-shards/<n>/texts.<i>.json`: heading trail and text of consecutive chunks, read for
+ *   the resolved module prior ({@link ResolvedOwners}) and where everything else lives. The
+ *   per-chunk data are flat number arrays and the URNs a table of prefixes plus one string of
+ *   suffixes (v3), so parsing the core allocates a few large values, not an array per chunk.
+ * - `<stem>-shards/<n>/v3/postings.<i>.bin`: the posting lists of a contiguous range of sorted
+ *   terms, about {@link POSTING_SHARD_BYTES} each, in the binary layout of {@link PostingShard}
+ *   (v3; JSON before): a reader decodes the lists of the terms its query asks for and nothing
+ *   else. `bounds[i]` is the first term of shard i.
+ * - `<stem>-shards/<n>/v3/texts.<i>.json`: heading trail and text of consecutive chunks, read for
  *   the hits a query returns only.
- * - `<stem>-shards/<n>/vectors.json`: the stored embeddings, read only by hybrid search.
+ * - `<stem>-shards/<n>/v3/vectors.json`: the stored embeddings, read only by hybrid search.
  *
  * The core is written last: its presence says the pack is complete. The stem is `<stem>-shards`
- * rather than `<stem>.…` so that listing the generations (`<stem>.`) does not list the pack.
+ * rather than `<stem>.…` so that listing the generations (`<stem>.`) does not list the pack. The
+ * layout version is part of the key prefix, so a generation's pack of an older layout (written
+ * create-only under the old prefix) is neither read nor in the way of writing the new one: a
+ * reader finds no core of its version and reads the whole generation until ingest writes the next.
  * Whole generations stay the source of truth (ingest opens and extends them); a pack is derived
  * data, and a generation without one is read whole (shared/search/sharded-index.ts).
  */
 
 /** Version of the pack layout; a reader treats a pack of another version as absent. */
-export const SHARD_PACK_VERSION = 2;
+export const SHARD_PACK_VERSION = 3;
 
-/** Target size of a posting shard's JSON, in bytes (a shard holds whole terms, so it may exceed it). */
+/** Target size of a posting shard, in bytes (a shard holds whole terms, so it may exceed it). */
 export const POSTING_SHARD_BYTES = 48 * 1024;
 
 /** Target size of a text shard's JSON, in bytes. */
@@ -37,7 +44,7 @@ export const TEXT_SHARD_BYTES = 64 * 1024;
 
 /** Storage key prefix of the pack of generation `generation` of the index stored under `stem`. */
 export function packPrefix(stem: string, generation: number): string {
-  return `${stem}-shards/${generation}/`;
+  return `${stem}-shards/${generation}/v${SHARD_PACK_VERSION}/`;
 }
 
 /** Storage key of the core of a pack. */
@@ -45,9 +52,9 @@ export function coreKey(stem: string, generation: number): string {
   return `${packPrefix(stem, generation)}core.json`;
 }
 
-/** Storage key of posting shard `shard`. */
+/** Storage key of posting shard `shard` ({@link PostingShard}'s binary layout). */
 export function postingsKey(stem: string, generation: number, shard: number): string {
-  return `${packPrefix(stem, generation)}postings.${shard}.json`;
+  return `${packPrefix(stem, generation)}postings.${shard}.bin`;
 }
 
 /** Storage key of text shard `shard`. */
@@ -60,6 +67,15 @@ export function vectorsKey(stem: string, generation: number): string {
   return `${packPrefix(stem, generation)}vectors.json`;
 }
 
+/** Numbers per chunk in a core's `docs`: shortId, URN prefix index, type index, source index or -1, text shard. */
+export const DOC_WIDTH = 5;
+
+/** A core's `fieldLengths` entry for a field minisearch stored as null (JSON's NaN). */
+export const FIELD_LENGTH_NULL = -1;
+
+/** A core's `fieldLengths` entry past the end of a chunk's minisearch array (a field it lacks). */
+export const FIELD_LENGTH_ABSENT = -2;
+
 /** The core of a pack (see the module comment). */
 export const PackCoreSchema = z.object({
   pack: z.literal(SHARD_PACK_VERSION),
@@ -71,12 +87,17 @@ export const PackCoreSchema = z.object({
   /** Per field id; null for a field no chunk has (minisearch's NaN, as JSON writes it). */
   averageFieldLength: z.array(z.number().nullable()),
   dirtCount: z.number().int().nonnegative(),
-  /** Per chunk, in the serialisation's order: [shortId, URN, type index, source index or -1, text shard]. */
-  docs: z.array(
-    z.tuple([z.number().int(), z.string(), z.number().int(), z.number().int(), z.number().int()]),
-  ),
-  /** shortId → field lengths by field id (minisearch's `fieldLength`; null for a field the chunk lacks). */
-  fieldLength: z.record(z.string(), z.array(z.number().nullable())),
+  /** URN prefixes (up to and including the last `/`; `''` for a URN without one). */
+  prefixes: z.array(z.string()),
+  /** Each chunk's URN after its prefix, in the serialisation's order, joined by `\n`. */
+  suffixes: z.string(),
+  /** {@link DOC_WIDTH} integers per chunk, in the serialisation's order (see DOC_WIDTH). */
+  docs: z.array(z.number().int()),
+  /**
+   * Per chunk (as `docs`), one integer per field id: minisearch's `fieldLength`, with
+   * {@link FIELD_LENGTH_NULL} and {@link FIELD_LENGTH_ABSENT} for its null and missing entries.
+   */
+  fieldLengths: z.array(z.number().int()),
   types: z.array(z.string()),
   sources: z.array(z.string()),
   /**
@@ -98,38 +119,43 @@ export type PackCore = z.infer<typeof PackCoreSchema>;
 
 /**
  * Parses a stored core: {@link PackCoreSchema} for the small fields, and a hand-written walk over
- * the large arrays (chunks, owned names) and the field lengths (tens of thousands of entries, which zod checks in
- * hundreds of milliseconds: the time this format exists to save).
+ * the large arrays (chunks, field lengths, owned names), which zod checks in hundreds of
+ * milliseconds: the time this format exists to save. Also checks that the arrays agree in length
+ * and that every index points into its table.
  * @returns the core, or undefined when `raw` is not a core of this version
  */
 export function parseCore(raw: unknown): PackCore | undefined {
   if (typeof raw !== 'object' || raw === null) return undefined;
-  const { docs, fieldLength, tree, owners, ...small } = raw as Record<string, unknown>;
-  const head = PackCoreSchema.omit({ docs: true, fieldLength: true, tree: true, owners: true }).safeParse(
+  const { docs, fieldLengths, tree, owners, ...small } = raw as Record<string, unknown>;
+  const head = PackCoreSchema.omit({ docs: true, fieldLengths: true, tree: true, owners: true }).safeParse(
     small,
   );
   if (!head.success) return undefined;
-  const isInt = (value: unknown) => Number.isInteger(value);
-  if (
-    !Array.isArray(docs) ||
-    !docs.every(
-      (doc) =>
-        Array.isArray(doc) &&
-        doc.length === 5 &&
-        isInt(doc[0]) &&
-        typeof doc[1] === 'string' &&
-        isInt(doc[2]) &&
-        isInt(doc[3]) &&
-        isInt(doc[4]),
+  const { prefixes, types, sources, textShards, fieldIds } = head.data;
+  if (!Array.isArray(docs) || docs.length % DOC_WIDTH !== 0) return undefined;
+  const chunks = docs.length / DOC_WIDTH;
+  for (let at = 0; at < docs.length; at += DOC_WIDTH) {
+    if (
+      !isIndex(docs[at], Number.MAX_SAFE_INTEGER) ||
+      !isIndex(docs[at + 1], prefixes.length) ||
+      !isIndex(docs[at + 2], types.length) ||
+      !(docs[at + 3] === -1 || isIndex(docs[at + 3], sources.length)) ||
+      !isIndex(docs[at + 4], textShards)
     )
-  )
-    return undefined;
-  if (!Array.isArray(tree)) return undefined;
-  if (typeof fieldLength !== 'object' || fieldLength === null) return undefined;
-  for (const lengths of Object.values(fieldLength)) {
-    if (!Array.isArray(lengths) || !lengths.every((length) => length === null || typeof length === 'number'))
       return undefined;
   }
+  const fields = Object.keys(fieldIds).length;
+  if (
+    !Array.isArray(fieldLengths) ||
+    fieldLengths.length !== chunks * fields ||
+    !fieldLengths.every((length) => Number.isInteger(length) && length >= FIELD_LENGTH_ABSENT)
+  )
+    return undefined;
+  let lines = 1;
+  for (let at = head.data.suffixes.indexOf('\n'); at >= 0; at = head.data.suffixes.indexOf('\n', at + 1))
+    lines += 1;
+  if (chunks > 0 && lines !== chunks) return undefined;
+  if (!Array.isArray(tree)) return undefined;
   const isStrings = (value: unknown) =>
     Array.isArray(value) && value.every((item) => typeof item === 'string');
   if (
@@ -152,40 +178,187 @@ export function parseCore(raw: unknown): PackCore | undefined {
     return undefined;
   return {
     ...head.data,
-    docs: docs as PackCore['docs'],
-    fieldLength: fieldLength as PackCore['fieldLength'],
+    docs: docs as number[],
+    fieldLengths: fieldLengths as number[],
     tree,
     owners: owners as PackCore['owners'],
   };
 }
 
-/** A posting shard: term → fieldId → shortId → term frequency. */
-export const PostingShardSchema = z.record(
-  z.string(),
-  z.record(z.string(), z.record(z.string(), z.number())),
-);
+function isIndex(value: unknown, size: number): value is number {
+  return Number.isInteger(value) && (value as number) >= 0 && (value as number) < size;
+}
+
+/** minisearch's in-memory posting list of one term: fieldId → shortId → term frequency. */
+export type Postings = Map<number, Map<number, number>>;
 
 /**
- * Parses a stored posting shard ({@link PostingShardSchema}, checked by hand: zod's walk over
- * thousands of nested records costs more than reading the shard).
- * @returns the shard, or undefined when `raw` is not one
+ * A posting shard as stored (v3), decoded term by term. Layout, all integers unsigned 32-bit
+ * little-endian:
+ *
+ * - the byte length `n` of the shard's terms as a UTF-8 JSON array of strings (sorted), then
+ *   those `n` bytes, then zero bytes up to a multiple of 4;
+ * - `terms + 1` word offsets into the posting words that follow, one per term and one past the end;
+ * - the posting words: per term, its field count, then per field its id, its chunk count `m` and
+ *   `m` pairs of shortId and term frequency, in minisearch's serialisation's order (so the reader's
+ *   Maps iterate, and its scores add up, as `MiniSearch.loadJS`'s do).
+ *
+ * Nothing of a shard is turned into JavaScript objects but its term list and the posting lists
+ * asked for ({@link postings}), so a cold search's garbage is what its query needs.
  */
-export function parsePostingShard(raw: unknown): z.infer<typeof PostingShardSchema> | undefined {
-  const isRecord = (value: unknown): value is Record<string, unknown> =>
-    typeof value === 'object' && value !== null && !Array.isArray(value);
-  if (!isRecord(raw)) return undefined;
-  for (const fields of Object.values(raw)) {
-    if (!isRecord(fields)) return undefined;
-    for (const docs of Object.values(fields)) {
-      if (!isRecord(docs)) return undefined;
-      for (const frequency of Object.values(docs)) if (typeof frequency !== 'number') return undefined;
+export class PostingShard {
+  private constructor(
+    private readonly terms: Map<string, number>,
+    /** The offsets (terms + 1), then the posting words. */
+    private readonly words: Uint32Array,
+    private readonly postingWords: number,
+  ) {}
+
+  /**
+   * Reads a stored shard's header.
+   * @returns the shard, or undefined when `data` does not have the layout
+   */
+  static parse(data: Uint8Array): PostingShard | undefined {
+    if (data.byteLength < 4) return undefined;
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    const termBytes = view.getUint32(0, true);
+    if (4 + termBytes > data.byteLength) return undefined;
+    let list: unknown;
+    try {
+      list = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(data.subarray(4, 4 + termBytes)));
+    } catch {
+      return undefined;
     }
+    if (!Array.isArray(list) || !list.every((term) => typeof term === 'string')) return undefined;
+    const offsetsAt = align4(4 + termBytes);
+    const postingsAt = offsetsAt + 4 * (list.length + 1);
+    if (postingsAt > data.byteLength || (data.byteLength - postingsAt) % 4 !== 0) return undefined;
+    const postingWords = (data.byteLength - postingsAt) / 4;
+    let previous = 0;
+    for (let i = 0; i <= list.length; i += 1) {
+      const offset = view.getUint32(offsetsAt + 4 * i, true);
+      if (offset < previous || offset > postingWords) return undefined;
+      previous = offset;
+    }
+    if (previous !== postingWords) return undefined;
+    const terms = new Map<string, number>();
+    for (const [i, term] of (list as string[]).entries()) terms.set(term, i);
+    const count = (data.byteLength - offsetsAt) / 4;
+    let words: Uint32Array;
+    if (!LITTLE_ENDIAN) {
+      words = new Uint32Array(count);
+      for (let i = 0; i < count; i += 1) words[i] = view.getUint32(offsetsAt + 4 * i, true);
+    } else if ((data.byteOffset + offsetsAt) % 4 === 0) {
+      words = new Uint32Array(data.buffer, data.byteOffset + offsetsAt, count);
+    } else {
+      // A Buffer from a pool may start anywhere: copy to an aligned one.
+      words = new Uint32Array(Uint8Array.prototype.slice.call(data, offsetsAt).buffer);
+    }
+    return new PostingShard(terms, words, postingWords);
   }
-  return raw as z.infer<typeof PostingShardSchema>;
+
+  /** Whether the shard holds `term`. */
+  has(term: string): boolean {
+    return this.terms.has(term);
+  }
+
+  /**
+   * The posting list of `term`, as minisearch holds it in memory; undefined when the shard does not
+   * hold the term.
+   * @throws ValidationError when the term's words do not decode (a corrupt shard)
+   */
+  postings(term: string): Postings | undefined {
+    const index = this.terms.get(term);
+    if (index === undefined) return undefined;
+    const words = this.words;
+    const base = this.terms.size + 1;
+    let at = base + (words[index] as number);
+    const end = base + (words[index + 1] as number);
+    const word = (i: number) => words[i] as number;
+    const postings: Postings = new Map();
+    const fields = at < end ? word(at++) : 0;
+    for (let f = 0; f < fields; f += 1) {
+      if (at + 2 > end) throw new ValidationError(`posting list of ${term} is truncated`);
+      const fieldId = word(at);
+      const count = word(at + 1);
+      at += 2;
+      if (at + 2 * count > end) throw new ValidationError(`posting list of ${term} is truncated`);
+      const frequencies = new Map<number, number>();
+      for (let d = 0; d < count; d += 1, at += 2) frequencies.set(word(at), word(at + 1));
+      postings.set(fieldId, frequencies);
+    }
+    if (at !== end) throw new ValidationError(`posting list of ${term} has ${end - at} words left over`);
+    return postings;
+  }
+
+  /** Number of terms (for tests). */
+  get size(): number {
+    return this.terms.size;
+  }
+
+  /** Number of posting words (for tests). */
+  get words32(): number {
+    return this.postingWords;
+  }
+}
+
+/** Whether this machine stores a Uint32Array's words little-endian, as the layout does. */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+function align4(bytes: number): number {
+  return (bytes + 3) & ~3;
 }
 
 /**
- * Parses a stored text shard ({@link TextShardSchema}, checked by hand like the posting shards).
+ * Encodes posting lists in {@link PostingShard}'s layout.
+ * @param entries `[term, fieldId → shortId → term frequency]` (minisearch's serialisation), terms sorted
+ * @throws ValidationError when an id or a frequency is not an unsigned 32-bit integer
+ */
+export function encodePostingShard(
+  entries: readonly (readonly [string, Record<string, Record<string, number>>])[],
+): Buffer {
+  const termBytes = Buffer.from(JSON.stringify(entries.map(([term]) => term)), 'utf8');
+  const words: number[] = [];
+  const offsets: number[] = [];
+  const u32 = (value: number, what: string) => {
+    if (!Number.isInteger(value) || value < 0 || value > 0xffffffff)
+      throw new ValidationError(`${what} ${value} does not fit the posting shard layout`);
+    words.push(value);
+  };
+  for (const [term, fields] of entries) {
+    offsets.push(words.length);
+    const fieldEntries = Object.entries(fields);
+    u32(fieldEntries.length, `field count of ${term}`);
+    for (const [fieldId, docs] of fieldEntries) {
+      const docEntries = Object.entries(docs);
+      u32(Number(fieldId), `field id of ${term}`);
+      u32(docEntries.length, `chunk count of ${term}`);
+      for (const [shortId, frequency] of docEntries) {
+        u32(Number(shortId), `shortId of ${term}`);
+        u32(frequency, `term frequency of ${term}`);
+      }
+    }
+  }
+  offsets.push(words.length);
+  const offsetsAt = align4(4 + termBytes.length);
+  const out = Buffer.alloc(offsetsAt + 4 * (offsets.length + words.length));
+  out.writeUInt32LE(termBytes.length, 0);
+  termBytes.copy(out, 4);
+  let at = offsetsAt;
+  for (const value of offsets) {
+    out.writeUInt32LE(value, at);
+    at += 4;
+  }
+  for (const value of words) {
+    out.writeUInt32LE(value, at);
+    at += 4;
+  }
+  return out;
+}
+
+/**
+ * Parses a stored text shard ({@link TextShardSchema}, checked by hand: zod's walk over
+ * thousands of records costs more than reading the shard).
  * @returns the shard, or undefined when `raw` is not one
  */
 export function parseTextShard(raw: unknown): z.infer<typeof TextShardSchema> | undefined {
@@ -243,12 +416,20 @@ export async function writeShardPack(
   };
   const typeAt = new Map<string, number>();
   const sourceAt = new Map<string, number>();
-  const docs: PackCore['docs'] = [];
+  const prefixes: string[] = [];
+  const prefixAt = new Map<string, number>();
+  const suffixes: string[] = [];
+  const docs: number[] = [];
+  const fieldLengths: number[] = [];
+  const fieldCount = Object.keys(plain.fieldIds).length;
+  const fieldLength = plain.fieldLength as Record<string, (number | null)[]>;
   const textShards: Record<string, { title?: string; text: string }>[] = [];
   let current: Record<string, { title?: string; text: string }> = {};
   let currentBytes = 0;
   const storedFields = plain.storedFields as Record<string, Stored>;
-  for (const [shortId, urn] of Object.entries(plain.documentIds)) {
+  for (const [shortId, id] of Object.entries(plain.documentIds)) {
+    const urn = String(id);
+    if (urn.includes('\n')) throw new ValidationError(`chunk id ${JSON.stringify(urn)} holds a line break`);
     const stored = storedFields[shortId] ?? {};
     const entry: { title?: string; text: string } = {
       text: typeof stored.text === 'string' ? stored.text : '',
@@ -262,13 +443,26 @@ export async function writeShardPack(
     }
     current[shortId] = entry;
     currentBytes += bytes;
-    docs.push([
+    const cut = urn.lastIndexOf('/') + 1;
+    suffixes.push(urn.slice(cut));
+    docs.push(
       Number(shortId),
-      String(urn),
+      intern(prefixes, prefixAt, urn.slice(0, cut)),
       intern(types, typeAt, typeof stored.type === 'string' ? stored.type : ''),
       typeof stored.source === 'string' ? intern(sources, sourceAt, stored.source) : -1,
       textShards.length,
-    ]);
+    );
+    const lengths = fieldLength[shortId] ?? [];
+    for (let field = 0; field < fieldCount; field += 1) {
+      const length = lengths[field];
+      fieldLengths.push(
+        field >= lengths.length
+          ? FIELD_LENGTH_ABSENT
+          : typeof length === 'number'
+            ? length
+            : FIELD_LENGTH_NULL,
+      );
+    }
   }
   if (currentBytes > 0) textShards.push(current);
 
@@ -276,28 +470,30 @@ export async function writeShardPack(
   for (const [term] of plain.index) dictionary.set(term, true);
   const tree = treeToJSON((dictionary as unknown as { _tree: RadixNode })._tree);
   const sorted = [...plain.index].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  const postingShards: Record<string, unknown>[] = [];
+  const postingShards: [string, Record<string, Record<string, number>>][][] = [];
   const bounds: string[] = [];
-  let shard: Record<string, unknown> = {};
+  let shard: [string, Record<string, Record<string, number>>][] = [];
   let shardBytes = 0;
   for (const [term, data] of sorted) {
-    const bytes = JSON.stringify(data).length + term.length + 4;
+    // The binary layout's size: the term, and per field 2 words and 2 per chunk.
+    let bytes = term.length + 12;
+    for (const docs of Object.values(data)) bytes += 8 + 8 * Object.keys(docs).length;
     if (shardBytes > 0 && shardBytes + bytes > POSTING_SHARD_BYTES) {
       postingShards.push(shard);
-      shard = {};
+      shard = [];
       shardBytes = 0;
     }
     if (shardBytes === 0) bounds.push(term);
-    shard[term] = data;
+    shard.push([term, data as Record<string, Record<string, number>>]);
     shardBytes += bytes;
   }
   if (shardBytes > 0) postingShards.push(shard);
 
-  const puts: [string, string][] = [
+  const puts: [string, string | Buffer][] = [
     ...textShards.map((texts, i): [string, string] => [textsKey(stem, generation, i), JSON.stringify(texts)]),
-    ...postingShards.map((postings, i): [string, string] => [
+    ...postingShards.map((postings, i): [string, Buffer] => [
       postingsKey(stem, generation, i),
-      JSON.stringify(postings),
+      encodePostingShard(postings),
     ]),
   ];
   if (vectors) puts.push([vectorsKey(stem, generation), JSON.stringify(vectors)]);
@@ -309,8 +505,10 @@ export async function writeShardPack(
     fieldIds: plain.fieldIds,
     averageFieldLength: plain.averageFieldLength,
     dirtCount: plain.dirtCount ?? 0,
+    prefixes,
+    suffixes: suffixes.join('\n'),
     docs,
-    fieldLength: plain.fieldLength,
+    fieldLengths,
     types,
     sources,
     tree,
@@ -332,23 +530,96 @@ function treeToJSON(node: RadixNode): unknown[] {
 }
 
 /**
- * The radix tree of a pack's `tree` (see {@link PackCoreSchema}), for `new SearchableMap(tree)`.
- * @returns undefined when the JSON is not such a tree
+ * The radix tree of a pack's `tree` (see {@link PackCoreSchema}), for `new SearchableMap(tree)`:
+ * a node's children become Map entries only when the search first looks at that node (its
+ * `get`, `has`, `keys`, iteration), so a query builds the few thousand nodes its exact, prefix
+ * and fuzzy lookups walk, not the whole dictionary's. Read-only use: minisearch's search reads
+ * the tree and never changes it.
+ * @returns undefined when `json` is not an array
+ * @throws ValidationError from a lookup that reaches a node that is not `[edge, child]` pairs
  */
-export function treeFromJSON(json: readonly unknown[]): RadixNode | undefined {
-  const node: RadixNode = new Map();
-  for (const entry of json) {
-    if (!Array.isArray(entry) || entry.length !== 2 || typeof entry[0] !== 'string') return undefined;
-    const [edge, child] = entry as [string, unknown];
-    if (edge === '') {
-      if (child !== 1) return undefined;
-      node.set(edge, true);
-      continue;
-    }
-    if (!Array.isArray(child)) return undefined;
-    const sub = treeFromJSON(child);
-    if (!sub) return undefined;
-    node.set(edge, sub);
+export function treeFromJSON(json: unknown): RadixNode | undefined {
+  return Array.isArray(json) ? new LazyRadixNode(json) : undefined;
+}
+
+/** A radix tree node whose entries are made from its JSON at the first read (see {@link treeFromJSON}). */
+class LazyRadixNode extends Map<string, RadixNode | true> {
+  private json: readonly unknown[] | undefined;
+
+  constructor(json: readonly unknown[]) {
+    super();
+    this.json = json;
   }
-  return node;
+
+  private fill(): void {
+    const json = this.json;
+    if (json === undefined) return;
+    this.json = undefined;
+    for (const entry of json) {
+      if (!Array.isArray(entry) || entry.length !== 2 || typeof entry[0] !== 'string')
+        throw new ValidationError('the term dictionary of the chunk index does not parse');
+      const [edge, child] = entry as [string, unknown];
+      if (edge === '' ? child !== 1 : !Array.isArray(child))
+        throw new ValidationError('the term dictionary of the chunk index does not parse');
+      super.set(edge, edge === '' ? true : new LazyRadixNode(child as unknown[]));
+    }
+  }
+
+  override get(key: string): RadixNode | true | undefined {
+    this.fill();
+    return super.get(key);
+  }
+
+  override has(key: string): boolean {
+    this.fill();
+    return super.has(key);
+  }
+
+  override get size(): number {
+    this.fill();
+    return super.size;
+  }
+
+  override keys(): MapIterator<string> {
+    this.fill();
+    return super.keys();
+  }
+
+  override values(): MapIterator<RadixNode | true> {
+    this.fill();
+    return super.values();
+  }
+
+  override entries(): MapIterator<[string, RadixNode | true]> {
+    this.fill();
+    return super.entries();
+  }
+
+  override [Symbol.iterator](): MapIterator<[string, RadixNode | true]> {
+    this.fill();
+    return super[Symbol.iterator]();
+  }
+
+  override forEach(
+    callback: (value: RadixNode | true, key: string, map: Map<string, RadixNode | true>) => void,
+    thisArg?: unknown,
+  ): void {
+    this.fill();
+    super.forEach(callback, thisArg);
+  }
+
+  override set(key: string, value: RadixNode | true): this {
+    this.fill();
+    return super.set(key, value);
+  }
+
+  override delete(key: string): boolean {
+    this.fill();
+    return super.delete(key);
+  }
+
+  override clear(): void {
+    this.json = undefined;
+    super.clear();
+  }
 }

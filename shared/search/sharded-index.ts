@@ -20,26 +20,25 @@ import { NameOwners } from './owners.js';
 import type { ChunkSearch, SearchFilter, SearchHit } from './port.js';
 import {
   coreKey,
+  DOC_WIDTH,
+  FIELD_LENGTH_ABSENT,
+  FIELD_LENGTH_NULL,
   type PackCore,
+  PostingShard,
+  type Postings,
   parseCore,
-  parsePostingShard,
   parseTextShard,
   postingsKey,
   textsKey,
   treeFromJSON,
 } from './shard-pack.js';
 
-/** minisearch's in-memory posting list of one term: fieldId → shortId → term frequency. */
-type Postings = Map<number, Map<number, number>>;
-
 /** The loaded core: what every query needs. */
 interface Core {
   engine: MiniSearch<StoredFields>;
   owners: NameOwners;
   terms: LazyTerms;
-  /** shortId of each URN, and the text shard of each shortId. */
-  shortIds: Map<string, number>;
-  textShardOf: Map<number, number>;
+  chunks: ChunkTable;
   generation: number;
 }
 
@@ -60,10 +59,7 @@ interface Core {
  */
 export class ShardedChunkIndex implements ChunkSearch {
   private core: Promise<Core | MiniSearchIndex | undefined> | undefined;
-  private readonly postings = new Map<
-    number,
-    Promise<Record<string, Record<string, Record<string, number>>>>
-  >();
+  private readonly postings = new Map<number, Promise<void>>();
   private readonly texts = new Map<
     number,
     Promise<Record<string, { title?: string | undefined; text: string }>>
@@ -126,15 +122,13 @@ export class ShardedChunkIndex implements ChunkSearch {
       if (accept && !accept(result.id as string)) continue;
       chosen.push(result);
     }
-    const shards = new Set(
-      chosen.map((result) => core.textShardOf.get(core.shortIds.get(result.id as string) ?? -1) ?? -1),
-    );
+    const shards = new Set(chosen.map((result) => core.chunks.textShardOf(result.id as string)));
     const loaded = new Map(
       await Promise.all([...shards].map(async (s) => [s, await this.loadTexts(s)] as const)),
     );
     return chosen.map((result) => {
-      const shortId = core.shortIds.get(result.id as string) ?? -1;
-      const stored = loaded.get(core.textShardOf.get(shortId) ?? -1)?.[String(shortId)];
+      const shortId = core.chunks.shortIdOf(result.id as string);
+      const stored = loaded.get(core.chunks.textShardOf(result.id as string))?.[String(shortId)];
       const hit: SearchHit = {
         urn: result.id as string,
         type: result.type as string,
@@ -148,13 +142,17 @@ export class ShardedChunkIndex implements ChunkSearch {
   }
 
   private async read(key: string): Promise<unknown> {
-    this.reads.push(key);
-    const data = await this.storage.get(key);
+    const data = await this.readBytes(key);
     try {
       return JSON.parse(data.toString('utf8'));
     } catch (error) {
       throw new ValidationError(`index shard ${key} is not JSON`, { cause: error });
     }
+  }
+
+  private readBytes(key: string): Promise<Buffer> {
+    this.reads.push(key);
+    return this.storage.get(key);
   }
 
   private async loadCore(): Promise<Core | MiniSearchIndex | undefined> {
@@ -181,15 +179,14 @@ export class ShardedChunkIndex implements ChunkSearch {
   private loadPostings(core: Core, shard: number): Promise<void> {
     let pending = this.postings.get(shard);
     if (!pending) {
-      pending = this.read(postingsKey(this.key, core.generation, shard)).then((raw) => {
-        const parsed = parsePostingShard(raw);
+      pending = this.readBytes(postingsKey(this.key, core.generation, shard)).then((data) => {
+        const parsed = PostingShard.parse(data);
         if (!parsed) throw new ValidationError(`posting shard ${shard} of the chunk index does not parse`);
         core.terms.supply(shard, parsed);
-        return parsed;
       });
       this.postings.set(shard, pending);
     }
-    return pending.then(() => undefined);
+    return pending;
   }
 
   private loadTexts(shard: number): Promise<Record<string, { title?: string | undefined; text: string }>> {
@@ -217,7 +214,7 @@ export class ShardedChunkIndex implements ChunkSearch {
 class LazyTerms {
   recording: Set<string> | undefined;
   private readonly loaded = new Map<string, Postings>();
-  private readonly shards = new Map<number, Record<string, Record<string, Record<string, number>>>>();
+  private readonly shards = new Map<number, PostingShard>();
   /** Expansions of the current query (the dry run and the search ask the same ones). */
   private readonly expansions = new Map<string, readonly (readonly [string, number])[]>();
 
@@ -238,8 +235,8 @@ class LazyTerms {
     return low;
   }
 
-  /** Makes the posting lists of a shard available (converted to minisearch's Maps when first asked for). */
-  supply(index: number, shard: Record<string, Record<string, Record<string, number>>>): void {
+  /** Makes the posting lists of a shard available (decoded to minisearch's Maps when first asked for). */
+  supply(index: number, shard: PostingShard): void {
     this.shards.set(index, shard);
   }
 
@@ -250,16 +247,8 @@ class LazyTerms {
     }
     let postings = this.loaded.get(term);
     if (postings) return postings;
-    const shard = this.shards.get(this.shardOf(term));
-    const fields = shard && Object.hasOwn(shard, term) ? shard[term] : undefined;
-    if (!fields) return undefined;
-    postings = new Map();
-    for (const [fieldId, docs] of Object.entries(fields)) {
-      const frequencies = new Map<number, number>();
-      for (const [shortId, frequency] of Object.entries(docs))
-        frequencies.set(Number.parseInt(shortId, 10), frequency);
-      postings.set(Number.parseInt(fieldId, 10), frequencies);
-    }
+    postings = this.shards.get(this.shardOf(term))?.postings(term);
+    if (!postings) return undefined;
     this.loaded.set(term, postings);
     return postings;
   }
@@ -303,43 +292,158 @@ class LazyTerms {
 }
 
 /**
- * A minisearch instance over a pack's core: the statistics, document ids and the light stored
- * fields (URN, type, source) set as `MiniSearch.loadJS` sets them, and {@link LazyTerms} as its
- * term index. minisearch 7 keeps these in plain (underscore) properties; the equivalence test
- * (test/search/sharded-index.test.ts) fails if an upgrade changes them.
+ * The chunks of a pack's core as minisearch's search reads them (`get` and `has` of its
+ * `_documentIds`, `_storedFields` and `_fieldLength` Maps), answered from the core's flat arrays:
+ * a chunk's URN, stored fields and field lengths become objects only when a query matches it.
+ */
+class ChunkTable {
+  /** Row of each shortId in the core's arrays (-1: no such chunk). */
+  private readonly rows: Int32Array;
+  /** Start of each row's URN suffix in `suffixes`. */
+  private readonly starts: Int32Array;
+  private readonly urns: (string | undefined)[];
+  private readonly stored: (Partial<StoredFields> | undefined)[];
+  private readonly lengths: ((number | null)[] | undefined)[];
+  /** Row of each URN made so far (every URN a search returns was made by {@link urnAt}). */
+  private readonly byUrn = new Map<string, number>();
+  private complete = false;
+  private readonly fields: number;
+
+  constructor(private readonly core: PackCore) {
+    const chunks = core.docs.length / DOC_WIDTH;
+    this.fields = Object.keys(core.fieldIds).length;
+    let size = core.nextId;
+    for (let row = 0; row < chunks; row += 1)
+      size = Math.max(size, (core.docs[row * DOC_WIDTH] as number) + 1);
+    this.rows = new Int32Array(size).fill(-1);
+    for (let row = 0; row < chunks; row += 1) this.rows[core.docs[row * DOC_WIDTH] as number] = row;
+    this.starts = new Int32Array(chunks + 1);
+    let at = 0;
+    for (let row = 0; row < chunks; row += 1) {
+      this.starts[row] = at;
+      const end = core.suffixes.indexOf('\n', at);
+      at = (end < 0 ? core.suffixes.length : end) + 1;
+    }
+    this.starts[chunks] = core.suffixes.length + 1;
+    this.urns = new Array(chunks);
+    this.stored = new Array(chunks);
+    this.lengths = new Array(chunks);
+  }
+
+  private row(shortId: number): number {
+    return shortId >= 0 && shortId < this.rows.length ? (this.rows[shortId] as number) : -1;
+  }
+
+  private urnAt(row: number): string {
+    let urn = this.urns[row];
+    if (urn === undefined) {
+      const { docs, prefixes, suffixes } = this.core;
+      const suffix = suffixes.slice(this.starts[row], (this.starts[row + 1] as number) - 1);
+      urn = `${prefixes[docs[row * DOC_WIDTH + 1] as number]}${suffix}`;
+      this.urns[row] = urn;
+      this.byUrn.set(urn, row);
+    }
+    return urn;
+  }
+
+  /** `_documentIds`: shortId → URN. */
+  readonly documentIds = {
+    has: (shortId: number) => this.row(shortId) >= 0,
+    get: (shortId: number) => {
+      const row = this.row(shortId);
+      return row < 0 ? undefined : this.urnAt(row);
+    },
+  };
+
+  /** `_storedFields`: shortId → URN, type, source (the text lives in the text shards). */
+  readonly storedFields = {
+    get: (shortId: number) => {
+      const row = this.row(shortId);
+      if (row < 0) return undefined;
+      let stored = this.stored[row];
+      if (!stored) {
+        const { docs, types, sources } = this.core;
+        stored = { urn: this.urnAt(row), type: types[docs[row * DOC_WIDTH + 2] as number] ?? '' };
+        const path = sources[docs[row * DOC_WIDTH + 3] as number];
+        if (path !== undefined) stored.source = path;
+        this.stored[row] = stored;
+      }
+      return stored;
+    },
+  };
+
+  /** `_fieldLength`: shortId → length of each field (null and missing entries as minisearch had them). */
+  readonly fieldLength = {
+    get: (shortId: number) => {
+      const row = this.row(shortId);
+      if (row < 0) return undefined;
+      let lengths = this.lengths[row];
+      if (!lengths) {
+        lengths = [];
+        for (let field = 0; field < this.fields; field += 1) {
+          const length = this.core.fieldLengths[row * this.fields + field] as number;
+          if (length === FIELD_LENGTH_ABSENT) break;
+          lengths.push(length === FIELD_LENGTH_NULL ? null : length);
+        }
+        this.lengths[row] = lengths;
+      }
+      return lengths;
+    },
+  };
+
+  /** `_idToShortId`: URN → shortId (every URN is made at the first miss; search does not use it). */
+  readonly idToShortId = {
+    has: (urn: string) => this.rowOf(urn) >= 0,
+    get: (urn: string) => {
+      const row = this.rowOf(urn);
+      return row < 0 ? undefined : (this.core.docs[row * DOC_WIDTH] as number);
+    },
+  };
+
+  private rowOf(urn: string): number {
+    const row = this.byUrn.get(urn);
+    if (row !== undefined) return row;
+    if (this.complete) return -1;
+    for (let at = 0; at < this.urns.length; at += 1) this.urnAt(at);
+    this.complete = true;
+    return this.byUrn.get(urn) ?? -1;
+  }
+
+  /** shortId of a URN a search returned (-1: none). */
+  shortIdOf(urn: string): number {
+    return this.idToShortId.get(urn) ?? -1;
+  }
+
+  /** Text shard of a URN a search returned (-1: none). */
+  textShardOf(urn: string): number {
+    const row = this.rowOf(urn);
+    return row < 0 ? -1 : (this.core.docs[row * DOC_WIDTH + 4] as number);
+  }
+}
+
+/**
+ * A minisearch instance over a pack's core: the statistics set as `MiniSearch.loadJS` sets them,
+ * {@link ChunkTable} as its chunk Maps and {@link LazyTerms} as its term index. minisearch 7 keeps
+ * these in plain (underscore) properties; the equivalence test (test/search/sharded-index.test.ts)
+ * fails if an upgrade changes them.
  */
 function coreOf(core: PackCore, generation: number): Core {
   const engine = new MiniSearch<StoredFields>(ENGINE_OPTIONS);
   const tree = treeFromJSON(core.tree);
   if (!tree) throw new ValidationError('the term dictionary of the chunk index does not parse');
   const terms = new LazyTerms(new SearchableMap<true>(tree as Map<string, never>), core.bounds);
-  const documentIds = new Map<number, string>();
-  const shortIds = new Map<string, number>();
-  const storedFields = new Map<number, Partial<StoredFields>>();
-  const textShardOf = new Map<number, number>();
-  for (const [shortId, urn, type, source, textShard] of core.docs) {
-    documentIds.set(shortId, urn);
-    shortIds.set(urn, shortId);
-    textShardOf.set(shortId, textShard);
-    const stored: Partial<StoredFields> = { urn, type: core.types[type] ?? '' };
-    const path = core.sources[source];
-    if (path !== undefined) stored.source = path;
-    storedFields.set(shortId, stored);
-  }
-  const fieldLength = new Map<number, (number | null)[]>();
-  for (const [shortId, lengths] of Object.entries(core.fieldLength))
-    fieldLength.set(Number.parseInt(shortId, 10), lengths);
+  const chunks = new ChunkTable(core);
   Object.assign(engine, {
     _documentCount: core.documentCount,
     _nextId: core.nextId,
-    _idToShortId: shortIds,
+    _idToShortId: chunks.idToShortId,
     _fieldIds: core.fieldIds,
     _avgFieldLength: core.averageFieldLength,
     _dirtCount: core.dirtCount,
-    _documentIds: documentIds,
-    _fieldLength: fieldLength,
-    _storedFields: storedFields,
+    _documentIds: chunks.documentIds,
+    _fieldLength: chunks.fieldLength,
+    _storedFields: chunks.storedFields,
     _index: terms,
   });
-  return { engine, owners: NameOwners.fromResolved(core.owners), terms, shortIds, textShardOf, generation };
+  return { engine, owners: NameOwners.fromResolved(core.owners), terms, chunks, generation };
 }

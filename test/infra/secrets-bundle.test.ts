@@ -1,9 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FUNCTIONS, type FunctionSpec } from '../../infra/lib/functions.js';
 import { buildBundle, externalImports } from '../../scripts/bundles.js';
+import { MCP_SDK_FILE } from '../../shared/tools/mcp/client.js';
 
 /**
  * The channel functions' bundles carry Powertools' SecretsProvider and the Secrets Manager client
@@ -35,4 +39,41 @@ describe('Secrets Manager in the channel bundles', () => {
     expect(externalImports(built.metafile).includes('@aws-sdk/client-secrets-manager')).toBe(readsSecrets);
     expect(inputs.some((input) => input.includes('@aws-lambda-powertools/parameters/'))).toBe(readsSecrets);
   });
+});
+
+describe('Secrets Manager in the tool function asset', () => {
+  it('is left out of index.mjs and loads with the MCP SDK file, whose SecretsProvider reads a secret', async () => {
+    const built = await buildBundle('tool', FUNCTIONS.tool, work);
+    // The client would load at every cold start of the tool function if index.mjs imported it.
+    expect(externalImports(built.metafile)).not.toContain('@aws-sdk/client-secrets-manager');
+    const sdkFile = join(built.dir, MCP_SDK_FILE);
+    expect(readFileSync(sdkFile, 'utf8')).toContain('"@aws-sdk/client-secrets-manager"');
+
+    const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:cld/mcp-token-AbCdEf';
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const { SecretId } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { SecretId: string };
+        res.setHeader('content-type', 'application/x-amz-json-1.1');
+        res.end(JSON.stringify({ ARN: SecretId, Name: 'cld/mcp-token', SecretString: 'token-from-sm' }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const sdk = (await import(
+        pathToFileURL(sdkFile).href
+      )) as typeof import('../../shared/tools/mcp/sdk.js');
+      const provider = new sdk.SecretsProvider({
+        clientConfig: {
+          region: 'eu-west-1',
+          endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+          credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
+        },
+      });
+      expect(await provider.get(arn)).toBe('token-from-sm');
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 120_000);
 });

@@ -18,6 +18,7 @@ import {
   ingest,
 } from '../../shared/search/ingest.js';
 import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
+import { coreKey } from '../../shared/search/shard-pack.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import type { FindOptions, PutResult, StorageInterface } from '../../shared/storage/port.js';
 import { childUrn, keyOf, keyPrefixOf } from '../../shared/urn.js';
@@ -184,7 +185,7 @@ describe('ingest', () => {
     ]);
     // Then the generation's shard pack, its core last (shared/search/shard-pack.ts).
     const pack = env.storage.puts.filter((put) => put.key.startsWith('indexes/chunks-shards/1/'));
-    expect(pack.at(-1)).toEqual({ key: 'indexes/chunks-shards/1/core.json', created: true });
+    expect(pack.at(-1)).toEqual({ key: coreKey('indexes/chunks', 1), created: true });
     expect(pack.some((put) => put.key.includes('/postings.'))).toBe(true);
     expect((await MiniSearchIndex.open(env.storage)).size).toBe(report.chunks);
   });

@@ -7,7 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markdownChunks } from '../../shared/search/chunking.js';
 import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import type { IndexedItem, SearchHit } from '../../shared/search/port.js';
-import { coreKey } from '../../shared/search/shard-pack.js';
+import {
+  coreKey,
+  encodePostingShard,
+  PostingShard,
+  packPrefix,
+  SHARD_PACK_VERSION,
+} from '../../shared/search/shard-pack.js';
 import { ShardedChunkIndex } from '../../shared/search/sharded-index.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 
@@ -116,7 +122,7 @@ describe('ShardedChunkIndex', () => {
 
   it('reads the core and only the posting shards its query needs at a cold search', async () => {
     const sharded = await ShardedChunkIndex.open(storage);
-    const postingShards = (await storage.findByPrefix('indexes/chunks-shards/1/postings.')).length;
+    const postingShards = (await storage.findByPrefix(`${packPrefix('indexes/chunks', 1)}postings.`)).length;
     expect(postingShards).toBeGreaterThan(4);
     // Opening reads nothing (a cold start that only asks the graph pays one listing).
     expect(sharded.reads).toEqual([]);
@@ -150,13 +156,94 @@ describe('ShardedChunkIndex', () => {
     await expect(empty.search('bucket', { limit: 0 })).rejects.toMatchObject({ code: 'VALIDATION' });
   });
 
-  it('fails with a ValidationError when a posting shard is not JSON', async () => {
+  it('reads the whole generation when its pack is of an older layout', async () => {
+    const old = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-old-')));
+    await old.put('indexes/chunks.1.json', JSON.stringify(whole));
+    // A pack as version 2 wrote it: under the prefix without a version, with a JSON core.
+    const v2Core = JSON.stringify({
+      ...JSON.parse((await storage.get(coreKey('indexes/chunks', 1))).toString()),
+      pack: 2,
+    });
+    await old.put('indexes/chunks-shards/1/core.json', v2Core);
+    expect(packPrefix('indexes/chunks', 1)).toBe(`indexes/chunks-shards/1/v${SHARD_PACK_VERSION}/`);
+    const sharded = await ShardedChunkIndex.open(old);
+
+    const hits = await sharded.search(QUERIES[0] as string);
+
+    expect(summary(hits)).toEqual(summary(await whole.search(QUERIES[0] as string)));
+    expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
+  });
+
+  it('fails with a ValidationError when the term dictionary does not parse where a search reads it', async () => {
+    const copy = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-tree-')));
+    for (const key of await storage.findByPrefix('indexes/'))
+      if (key !== coreKey('indexes/chunks', 1)) await copy.put(key, await storage.get(key));
+    const core = JSON.parse((await storage.get(coreKey('indexes/chunks', 1))).toString('utf8'));
+    // Every top-level node's children replaced by a node that is not `[edge, child]` pairs.
+    core.tree = core.tree.map(([edge]: [string]) => [edge, [['x']]]);
+    await copy.put(coreKey('indexes/chunks', 1), JSON.stringify(core));
+    const sharded = await ShardedChunkIndex.open(copy);
+
+    await expect(sharded.search('bucket')).rejects.toMatchObject({ name: 'ValidationError' });
+  });
+
+  it('fails with a ValidationError when a posting shard does not decode', async () => {
     const copy = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-bad-')));
     for (const key of await storage.findByPrefix('indexes/')) {
-      await copy.put(key, key.includes('/postings.') ? '{"truncated' : await storage.get(key));
+      const data = await storage.get(key);
+      // Cut each posting shard in its posting words: the header still reads, a list does not.
+      await copy.put(key, key.includes('/postings.') ? data.subarray(0, data.length - 8) : data);
     }
     const sharded = await ShardedChunkIndex.open(copy);
 
     await expect(sharded.search('bucket')).rejects.toMatchObject({ name: 'ValidationError' });
+  });
+});
+
+describe('PostingShard', () => {
+  const entries = [
+    ['alpha', { '0': { '3': 1, '12': 4 }, '2': { '3': 2 } }],
+    ['beta', { '1': { '7': 9 } }],
+    ['gamma', {}],
+  ] as const;
+
+  it('decodes each posting list as minisearch holds it, in the serialisation order', () => {
+    const shard = PostingShard.parse(encodePostingShard(entries));
+
+    expect(shard?.size).toBe(3);
+    expect(shard?.postings('alpha')).toEqual(
+      new Map([
+        [
+          0,
+          new Map([
+            [3, 1],
+            [12, 4],
+          ]),
+        ],
+        [2, new Map([[3, 2]])],
+      ]),
+    );
+    expect([...(shard?.postings('alpha')?.get(0)?.keys() ?? [])]).toEqual([3, 12]);
+    expect(shard?.postings('beta')).toEqual(new Map([[1, new Map([[7, 9]])]]));
+    expect(shard?.postings('gamma')).toEqual(new Map());
+    expect(shard?.postings('delta')).toBeUndefined();
+  });
+
+  it('decodes from a Buffer at an unaligned offset', () => {
+    const encoded = encodePostingShard(entries);
+    const padded = Buffer.concat([Buffer.from([7]), encoded]).subarray(1);
+
+    expect(PostingShard.parse(padded)?.postings('beta')).toEqual(new Map([[1, new Map([[7, 9]])]]));
+  });
+
+  it('refuses a shard whose header or offsets do not hold', () => {
+    const encoded = encodePostingShard(entries);
+    expect(PostingShard.parse(Buffer.from('{"alpha":{}}'))).toBeUndefined();
+    expect(PostingShard.parse(encoded.subarray(0, encoded.length - 4))).toBeUndefined();
+    expect(PostingShard.parse(Buffer.alloc(2))).toBeUndefined();
+  });
+
+  it('refuses to encode a frequency that is not an unsigned 32-bit integer', () => {
+    expect(() => encodePostingShard([['x', { '0': { '1': 1.5 } }]])).toThrow(/does not fit/);
   });
 });

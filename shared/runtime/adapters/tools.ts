@@ -82,14 +82,14 @@ export async function mcpFor(env: Env): Promise<McpRuntime | undefined> {
   const servers = parseMcpServers(env, { stdio: !env.CLD_BUCKET });
   if (servers.length === 0) return undefined;
   if (process.env.CLD_BUNDLE_TOOLS !== 'false') {
-    const [{ McpSessions }, { sdkConnector }] = await Promise.all([
+    const [{ McpSessions }, { sdkConnector, loadSecretsProvider }] = await Promise.all([
       import('../../tools/mcp/sessions.js'),
       import('../../tools/mcp/client.js'),
     ]);
     let provider: Promise<{ get(name: string, options: { maxAge: number }): Promise<unknown> }> | undefined;
     const readSecret = async (arn: string): Promise<string> => {
-      provider ??= import('@aws-lambda-powertools/parameters/secrets').then(
-        ({ SecretsProvider }) =>
+      provider ??= loadSecretsProvider().then(
+        (SecretsProvider) =>
           new SecretsProvider({ clientConfig: env.AWS_REGION ? { region: env.AWS_REGION } : {} }),
       );
       const value = await (await provider).get(arn, { maxAge: SECRET_MAX_AGE_SECONDS });

@@ -117,6 +117,15 @@ async function loadSdk(): Promise<typeof import('./sdk.js')> {
   return (await import(file)) as typeof import('./sdk.js');
 }
 
+/**
+ * Powertools' `SecretsProvider` class, from the SDK's file ({@link MCP_SDK_FILE}, sdk.ts), so the
+ * Secrets Manager client loads at the first MCP call that reads a header secret, not at the
+ * `tool` function's cold start.
+ */
+export async function loadSecretsProvider(): Promise<typeof import('./sdk.js')['SecretsProvider']> {
+  return (await loadSdk()).SecretsProvider;
+}
+
 /** Client identity sent in `initialize`. */
 const CLIENT_INFO = { name: 'cld', version: '0.1.0' };
 
