@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Annotations, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, type Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
@@ -77,6 +78,17 @@ const NO_DEAD_LETTER_CONFIG_REASONS: Readonly<Record<FunctionSpec['trigger'], st
 
 /** Retention of every queue of a function (SQS's maximum, 14 days). */
 const QUEUE_RETENTION = Duration.days(14);
+
+/**
+ * The `depsLockFilePath` a function's `NodejsFunction` is given: `package-lock.json` of the
+ * project root, or, in the installed package (npm never packs a `package-lock.json`), its
+ * `package.json`. NodejsFunction reads the file only to pick a package manager for `nodeModules`
+ * (which no function uses; each bundle is self-contained) and requires it under `projectRoot`.
+ */
+export function depsLockFileOf(projectRoot: string): string {
+  const lock = join(projectRoot, 'package-lock.json');
+  return existsSync(lock) ? lock : join(projectRoot, 'package.json');
+}
 
 /** Id of the warning added to a function deployed without its compiled OPA policy. */
 export const POLICY_BUNDLE_WARNING = 'cld:policyBundleWithoutWasm';
@@ -283,7 +295,7 @@ export class StepFunction extends Construct {
           }
         : {}),
       projectRoot,
-      depsLockFilePath: join(projectRoot, 'package-lock.json'),
+      depsLockFilePath: depsLockFileOf(projectRoot),
       bundling: nodejsBundling(
         name,
         policy.wasm !== undefined,
