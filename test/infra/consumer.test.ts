@@ -1,0 +1,234 @@
+import { execFileSync } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../../infra/lib/bundling.js';
+import { FUNCTION_TABLE } from '../../infra/lib/functions.js';
+import type { TemplateJson } from './helpers.js';
+
+/**
+ * The package tried as a platform engineer would (issue 26): `npm run build:construct` (what
+ * `prepare` runs), `npm pack`, then a separate CDK app in a temporary folder, plain Node.js ESM
+ * (no tsx), with the tarball unpacked as npm installs it (`node_modules/cld`) and the
+ * dependencies linked from this clone's `node_modules` (no network). Its stack has resources of
+ * its own (an SNS topic for its alarms), a permissions boundary, and two `Cld` constructs,
+ * `Agents` and `Agents2`; `node app.mjs` synthesizes it (bundling skipped with CDK's
+ * `aws:cdk:bundling-stacks` switch, as the other infra tests do: NodejsFunction still requires
+ * every entry file and the lock file under the package root, and the construct still finds the
+ * package's policies, which the assertions below check).
+ */
+
+const ISSUER = 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Ab12Cd34E';
+
+/** The consumer's CDK app: its own topic and boundary, two Cld constructs. */
+const APP = `
+import { App, Stack } from 'aws-cdk-lib';
+import { ManagedPolicy } from 'aws-cdk-lib/aws-iam';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { Cld } from 'cld/construct';
+
+const app = new App({
+  outdir: 'cdk.out',
+  context: { 'aws:cdk:bundling-stacks': [], 'aws:cdk:enable-path-metadata': true },
+});
+const stack = new Stack(app, 'Platform');
+const alarms = new Topic(stack, 'OpsAlarms', { displayName: 'platform alarms' });
+const boundary = ManagedPolicy.fromManagedPolicyName(stack, 'Boundary', 'platform-boundary');
+new Cld(stack, 'Agents', {
+  stageName: 'qa',
+  modelId: 'global.anthropic.claude-sonnet-4-5-20250929-v1:0',
+  jwtIssuer: '${ISSUER}',
+  jwtAudience: ['3n4b5urk1ft4fl3mg5e62d9ado'],
+  alarmTopic: alarms,
+  permissionsBoundary: boundary,
+  tags: { team: 'platform' },
+});
+new Cld(stack, 'Agents2', {
+  stageName: 'staging',
+  modelId: 'offline',
+  jwtIssuer: '${ISSUER}',
+  jwtAudience: ['7kq1example0client'],
+  permissionsBoundary: boundary,
+});
+app.synth();
+`;
+
+/** Physical-name properties by resource type: names AWS requires unique per account and Region. */
+const PHYSICAL_NAMES: Readonly<Record<string, string>> = {
+  'AWS::CloudWatch::Dashboard': 'DashboardName',
+  'AWS::ApiGatewayV2::Api': 'Name',
+  'AWS::SNS::Topic': 'TopicName',
+  'AWS::SQS::Queue': 'QueueName',
+  'AWS::Lambda::Function': 'FunctionName',
+  'AWS::IAM::Role': 'RoleName',
+  'AWS::S3::Bucket': 'BucketName',
+  'AWS::DynamoDB::GlobalTable': 'TableName',
+  'AWS::Logs::LogGroup': 'LogGroupName',
+  'AWS::SecretsManager::Secret': 'Name',
+  'AWS::Events::Rule': 'Name',
+  'AWS::CloudWatch::Alarm': 'AlarmName',
+};
+
+interface Resource {
+  Type: string;
+  Properties?: Record<string, unknown>;
+  Metadata?: Record<string, unknown>;
+}
+
+let template: TemplateJson & { Resources: Record<string, Resource> };
+let messages: { level: string; data: unknown; path: string }[];
+
+/** The construct path (`aws:cdk:path` metadata) of a resource. */
+function pathOf(resource: Resource): string {
+  return String(resource.Metadata?.['aws:cdk:path'] ?? '');
+}
+
+/** Resources of a type under a construct path prefix (`Platform/Agents/`). */
+function under(type: string, prefix: string): [string, Resource][] {
+  return Object.entries(template.Resources).filter(
+    ([, resource]) => resource.Type === type && pathOf(resource).startsWith(prefix),
+  );
+}
+
+/** Runs a command in `cwd`, its output on failure in the error. */
+function run(command: string, args: string[], cwd: string): string {
+  return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/**
+ * `node_modules` of the consumer: the unpacked tarball as `cld`, and a link to each package of
+ * this clone's `node_modules` (one copy of aws-cdk-lib for the app and the construct).
+ */
+function install(tarball: string, app: string): void {
+  const modules = join(app, 'node_modules');
+  mkdirSync(modules);
+  const source = realpathSync(join(PROJECT_ROOT, 'node_modules'));
+  for (const entry of readdirSync(source)) {
+    if (entry.startsWith('.') || entry === 'cld') continue;
+    symlinkSync(join(source, entry), join(modules, entry));
+  }
+  run('tar', ['-xzf', tarball, '-C', app], app);
+  renameSync(join(app, 'package'), join(modules, 'cld'));
+}
+
+beforeAll(() => {
+  run(process.execPath, ['--import', 'tsx', 'scripts/build-construct.ts'], PROJECT_ROOT);
+  const work = mkdtempSync(join(tmpdir(), 'cld-consumer-'));
+  const packed = JSON.parse(
+    run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], PROJECT_ROOT),
+  ) as { filename: string }[];
+  const app = join(work, 'app');
+  mkdirSync(app);
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({ name: 'platform', private: true, type: 'module' }),
+  );
+  install(join(work, packed[0]?.filename as string), app);
+  writeFileSync(join(app, 'app.mjs'), APP);
+  run(process.execPath, ['app.mjs'], app);
+  template = JSON.parse(readFileSync(join(app, 'cdk.out', 'Platform.template.json'), 'utf8'));
+  const manifest = JSON.parse(readFileSync(join(app, 'cdk.out', 'manifest.json'), 'utf8')) as {
+    artifacts: Record<string, { metadata?: Record<string, { type: string; data: unknown }[]> }>;
+  };
+  messages = Object.entries(manifest.artifacts.Platform?.metadata ?? {}).flatMap(([path, entries]) =>
+    entries
+      .filter((entry) => entry.type === 'aws:cdk:error' || entry.type === 'aws:cdk:warning')
+      .map((entry) => ({ level: entry.type, data: entry.data, path })),
+  );
+  // Build (declarations), pack and a two-construct synth on a loaded 2-core machine.
+}, 900_000);
+
+describe('a CDK app of its own with two Cld from npm pack', () => {
+  it('synthesizes both, each with every function of the table, with no synth error or policy warning', () => {
+    const functions = Object.keys(FUNCTION_TABLE).length;
+    for (const id of ['Agents', 'Agents2']) {
+      const own = under('AWS::Lambda::Function', `Platform/${id}/`).filter(([, r]) =>
+        pathOf(r).endsWith('/Function/Resource'),
+      );
+      expect(own).toHaveLength(functions);
+    }
+    // No error, and no "bundled without policies/dist/<name>.wasm" warning: the construct found
+    // the package's own policies from inside node_modules/cld.
+    expect(messages.filter((m) => m.level === 'aws:cdk:error')).toEqual([]);
+    expect(messages.filter((m) => String(m.data).includes('cld:policyBundleWithoutWasm'))).toEqual([]);
+  });
+
+  it('sets the permissions boundary on every IAM role of the template', () => {
+    const roles = Object.entries(template.Resources).filter(([, r]) => r.Type === 'AWS::IAM::Role');
+    // Both constructs' functions and the stack-wide providers (bucket notifications, custom resources).
+    expect(roles.length).toBeGreaterThan(2 * Object.keys(FUNCTION_TABLE).length);
+    for (const [id, role] of roles) {
+      expect({ id, boundary: JSON.stringify(role.Properties?.PermissionsBoundary) }).toEqual({
+        id,
+        boundary: expect.stringContaining(':policy/platform-boundary'),
+      });
+    }
+  });
+
+  it('has no physical name twice (the dashboards and APIs are named by construct path)', () => {
+    const names = Object.values(template.Resources).flatMap((r) => {
+      const property = PHYSICAL_NAMES[r.Type];
+      const value = property ? r.Properties?.[property] : undefined;
+      return value === undefined ? [] : [`${r.Type} ${JSON.stringify(value)}`];
+    });
+    expect(names.length).toBeGreaterThanOrEqual(4);
+    expect(names.filter((name, i) => names.indexOf(name) !== i)).toEqual([]);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'AWS::CloudWatch::Dashboard "Platform-Agents-conversations"',
+        'AWS::CloudWatch::Dashboard "Platform-Agents2-conversations"',
+        'AWS::ApiGatewayV2::Api "Platform-Agents-api"',
+        'AWS::ApiGatewayV2::Api "Platform-Agents2-api"',
+      ]),
+    );
+  });
+
+  it('uses the stage given to each construct and no other', () => {
+    const apis = Object.values(template.Resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Api');
+    expect(apis.map((r) => r.Properties?.Description).sort()).toEqual([
+      'cld (qa): conversations API and Slack/Teams webhooks',
+      'cld (staging): conversations API and Slack/Teams webhooks',
+    ]);
+    const text = JSON.stringify(template);
+    expect(text).not.toMatch(/\bdev\b|\bprod\b|Cld-/);
+  });
+
+  it("notifies the app's own topic from every alarm of Agents, and Agents2's own topic from its alarms", () => {
+    const ops = Object.entries(template.Resources).find(
+      ([, r]) => pathOf(r) === 'Platform/OpsAlarms/Resource',
+    );
+    expect(ops).toBeDefined();
+    const opsRef = JSON.stringify([{ Ref: ops?.[0] }]);
+    const agents = under('AWS::CloudWatch::Alarm', 'Platform/Agents/');
+    expect(agents.length).toBeGreaterThan(10);
+    for (const [, alarm] of agents) {
+      expect(JSON.stringify(alarm.Properties?.AlarmActions)).toBe(opsRef);
+      expect(JSON.stringify(alarm.Properties?.OKActions)).toBe(opsRef);
+    }
+    // Agents created no topic; Agents2 (no alarmTopic given) created one, which its alarms use.
+    expect(under('AWS::SNS::Topic', 'Platform/Agents/')).toEqual([]);
+    const [own] = under('AWS::SNS::Topic', 'Platform/Agents2/');
+    expect(own).toBeDefined();
+    for (const [, alarm] of under('AWS::CloudWatch::Alarm', 'Platform/Agents2/'))
+      expect(JSON.stringify(alarm.Properties?.AlarmActions)).toBe(JSON.stringify([{ Ref: own?.[0] }]));
+  });
+
+  it('tags the resources of the construct given tags, and only those', () => {
+    const tagged = (prefix: string) =>
+      under('AWS::Lambda::Function', prefix).filter(([, r]) =>
+        JSON.stringify(r.Properties?.Tags ?? []).includes('"Key":"team","Value":"platform"'),
+      ).length;
+    expect(tagged('Platform/Agents/')).toBe(Object.keys(FUNCTION_TABLE).length);
+    expect(tagged('Platform/Agents2/')).toBe(0);
+  });
+});
