@@ -144,6 +144,13 @@ export interface CldProps {
   readonly projectRoot?: string;
 }
 
+/**
+ * The aws-s3 feature flag under which server access logs are delivered by a bucket-policy grant
+ * to `logging.s3.amazonaws.com`; without it CDK asks for the `LogDeliveryWrite` ACL, which a
+ * bucket with `BUCKET_OWNER_ENFORCED` object ownership cannot have.
+ */
+export const SERVER_ACCESS_LOGS_USE_BUCKET_POLICY = '@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy';
+
 /** Construct id (prefix) of the singleton function CDK adds for `AwsCustomResource`. */
 const AWS_CUSTOM_RESOURCE_SINGLETON = 'AWS679f53fac002430cb0da5b7982bd2287';
 
@@ -293,6 +300,9 @@ export class Cld extends Construct {
 
   constructor(scope: Construct, id: string, props: CldProps) {
     super(scope, id);
+    // The access-logs bucket takes S3's log delivery by bucket policy (ACLs stay disabled),
+    // whatever the enclosing app's feature flags say; the standalone app sets the same flag.
+    this.node.setContext(SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, true);
     const config = configOfProps(props);
     this.config = config;
     const production = isProduction(config);

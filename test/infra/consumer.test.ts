@@ -87,6 +87,8 @@ interface Resource {
 
 let template: TemplateJson & { Resources: Record<string, Resource> };
 let messages: { level: string; data: unknown; path: string }[];
+/** How many construct paths carry metadata (so an empty `messages` is not a file read wrong). */
+let paths: number;
 
 /** The construct path (`aws:cdk:path` metadata) of a resource. */
 function pathOf(resource: Resource): string {
@@ -137,10 +139,13 @@ beforeAll(() => {
   writeFileSync(join(app, 'app.mjs'), APP);
   run(process.execPath, ['app.mjs'], app);
   template = JSON.parse(readFileSync(join(app, 'cdk.out', 'Platform.template.json'), 'utf8'));
-  const manifest = JSON.parse(readFileSync(join(app, 'cdk.out', 'manifest.json'), 'utf8')) as {
-    artifacts: Record<string, { metadata?: Record<string, { type: string; data: unknown }[]> }>;
-  };
-  messages = Object.entries(manifest.artifacts.Platform?.metadata ?? {}).flatMap(([path, entries]) =>
+  // The stack's construct metadata (annotations by construct path), beside its template.
+  const metadata = JSON.parse(readFileSync(join(app, 'cdk.out', 'Platform.metadata.json'), 'utf8')) as Record<
+    string,
+    { type: string; data: unknown }[]
+  >;
+  paths = Object.keys(metadata).length;
+  messages = Object.entries(metadata).flatMap(([path, entries]) =>
     entries
       .filter((entry) => entry.type === 'aws:cdk:error' || entry.type === 'aws:cdk:warning')
       .map((entry) => ({ level: entry.type, data: entry.data, path })),
@@ -157,6 +162,7 @@ describe('a CDK app of its own with two Cld from npm pack', () => {
       );
       expect(own).toHaveLength(functions);
     }
+    expect(paths).toBeGreaterThan(100);
     // No error, and no "bundled without policies/dist/<name>.wasm" warning: the construct found
     // the package's own policies from inside node_modules/cld.
     expect(messages.filter((m) => m.level === 'aws:cdk:error')).toEqual([]);
