@@ -63,6 +63,25 @@ new Cld(stack, 'Agents2', {
 app.synth();
 `;
 
+/**
+ * A TypeScript consumer type-checked against the shipped declarations: the `@ts-expect-error`
+ * line fails the check if the types were missing (an `any` accepts anything).
+ */
+const TYPED = `
+import { App, Stack } from 'aws-cdk-lib';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { Cld, type CldProps } from 'cld/construct';
+
+const stack = new Stack(new App(), 'Platform');
+const props: CldProps = { stageName: 'qa', modelId: 'offline', alarmTopic: new Topic(stack, 'Alarms') };
+const cld = new Cld(stack, 'Agents', props);
+const attributes: string[] = [cld.apiUrl, cld.bucket.bucketName, cld.table.tableName, cld.alarmTopic.topicArn, cld.dashboard.dashboardName];
+const functions: string[] = [...cld.functions.keys()];
+// @ts-expect-error stageName is required
+new Cld(stack, 'NoStage', { modelId: 'offline' });
+export { attributes, functions };
+`;
+
 /** Physical-name properties by resource type: names AWS requires unique per account and Region. */
 const PHYSICAL_NAMES: Readonly<Record<string, string>> = {
   'AWS::CloudWatch::Dashboard': 'DashboardName',
@@ -89,6 +108,8 @@ let template: TemplateJson & { Resources: Record<string, Resource> };
 let messages: { level: string; data: unknown; path: string }[];
 /** How many construct paths carry metadata (so an empty `messages` is not a file read wrong). */
 let paths: number;
+/** The consumer app's folder. */
+let consumer: string;
 
 /** The construct path (`aws:cdk:path` metadata) of a resource. */
 function pathOf(resource: Resource): string {
@@ -137,6 +158,7 @@ beforeAll(() => {
   );
   install(join(work, packed[0]?.filename as string), app);
   writeFileSync(join(app, 'app.mjs'), APP);
+  consumer = app;
   run(process.execPath, ['app.mjs'], app);
   template = JSON.parse(readFileSync(join(app, 'cdk.out', 'Platform.template.json'), 'utf8'));
   // The stack's construct metadata (annotations by construct path), beside its template.
@@ -237,4 +259,26 @@ describe('a CDK app of its own with two Cld from npm pack', () => {
     expect(tagged('Platform/Agents/')).toBe(Object.keys(FUNCTION_TABLE).length);
     expect(tagged('Platform/Agents2/')).toBe(0);
   });
+
+  it('type-checks a TypeScript consumer against the declarations the package ships', () => {
+    writeFileSync(join(consumer, 'typed.ts'), TYPED);
+    writeFileSync(
+      join(consumer, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          target: 'ES2022',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: [],
+        },
+        files: ['typed.ts'],
+      }),
+    );
+    const tsc = join(consumer, 'node_modules', 'typescript', 'bin', 'tsc');
+    // Throws with tsc's diagnostics when the check fails.
+    expect(run(process.execPath, [tsc, '-p', 'tsconfig.json'], consumer)).toBe('');
+  }, 180_000);
 });
