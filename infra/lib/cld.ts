@@ -1,4 +1,8 @@
-import { CfnOutput, Duration, RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CfnOutput, Duration, RemovalPolicy, Stack, Stage, Tags, Validations } from 'aws-cdk-lib';
 import type { Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import { AttributeType, Billing, type ITableV2, TableEncryptionV2, TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
@@ -16,8 +20,14 @@ import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct, type IConstruct } from 'constructs';
+import {
+  type CatalogFiles,
+  catalogObjects,
+  DEFAULT_CATALOG_FILES,
+  defaultCatalog,
+} from '../../shared/catalog/catalog.js';
 import { API_ROUTES, type ApiRoute } from '../../shared/channels/routes.js';
-import { ConfigError } from '../../shared/errors.js';
+import { ConfigError, ValidationError } from '../../shared/errors.js';
 import { type Route, routingTable } from '../../shared/events/routing.js';
 import { PROJECT_ROOT } from './bundling.js';
 import { CatalogSeed } from './catalog-seed.js';
@@ -129,6 +139,15 @@ export interface CldProps {
   /** JWT `sub` values of the operators who may approve and revoke discovered tools over the API, ≤ 50. */
   readonly operatorSubjects?: readonly string[];
   /**
+   * The catalog as data: assistant and tool definition files (the shapes of
+   * shared/catalog/assistants/*.json and tools/*.json: `AssistantFileSchema`, `ToolFileSchema`),
+   * instead of the default catalog of shared/catalog/. The deploy stores each (create-only,
+   * versioned by content) and every function runs this catalog (copied into its asset, read at
+   * cold start). A tool defines the description and parameters of one of the tools the code
+   * implements (`graph`, `read`, `search`); an assistant may name only tools of this catalog.
+   */
+  readonly catalog?: CatalogFiles;
+  /**
    * Emit CloudFormation outputs (bucket, table, API and webhook URLs, secret ARNs, log groups,
    * dead-letter queues, alarm topic, dashboard); default true. Their logical ids carry the
    * construct's path, so two constructs in one stack do not collide.
@@ -204,6 +223,37 @@ export function configOfProps(props: CldProps): StackConfig {
     throw new ConfigError(`invalid Cld props:\n  ${problems.join('\n  ')}`, { details: { problems } });
   }
   return parsed.data;
+}
+
+/**
+ * Checks a catalog given as data: every definition valid, every tool one the code implements
+ * (the default catalog's tools), every tool an assistant names in the catalog.
+ * @returns the objects the deploy stores
+ * @throws ConfigError naming the problem (`catalog: ...`)
+ */
+export function checkCatalog(files: CatalogFiles): ReturnType<typeof catalogObjects> {
+  let catalog: ReturnType<typeof defaultCatalog>;
+  try {
+    catalog = defaultCatalog({}, files);
+  } catch (error) {
+    if (error instanceof ValidationError)
+      throw new ConfigError(`catalog: ${error.message}`, { cause: error });
+    throw error;
+  }
+  const implemented = new Set(defaultCatalog({}, DEFAULT_CATALOG_FILES).tools.map((t) => t.function.name));
+  const tools = new Set(catalog.tools.map((t) => t.function.name));
+  for (const name of tools)
+    if (!implemented.has(name))
+      throw new ConfigError(
+        `catalog: tool "${name}" has no implementation (the code implements ${[...implemented].join(', ')})`,
+      );
+  for (const assistant of catalog.assistants)
+    for (const name of assistant.tools)
+      if (!tools.has(name))
+        throw new ConfigError(
+          `catalog: assistant "${assistant.meta.name}" names tool "${name}", which the catalog does not define`,
+        );
+  return catalogObjects(files);
 }
 
 /** Config fields whose prop has another name. */
@@ -333,15 +383,17 @@ export class Cld extends Construct {
       });
 
     this.secrets = channelSecrets(this, config.secretArns, removalPolicy);
+    const catalog = props.catalog ? this.writeCatalog(props.catalog) : undefined;
     this.catalogSeed = new CatalogSeed(this, 'CatalogSeed', {
       bucket: this.bucket,
       logRetention: config.logRetentionDays as RetentionDays,
       removalPolicy,
+      ...(catalog ? { objects: catalog.objects } : {}),
     });
 
     const projectRoot = props.projectRoot ?? PROJECT_ROOT;
     const table = Object.entries(props.functions ?? FUNCTION_TABLE);
-    this.functions = this.addFunctions(table, config, removalPolicy, projectRoot);
+    this.functions = this.addFunctions(table, config, removalPolicy, projectRoot, catalog?.file);
     this.functionSpecs = new Map(table);
     this.deadLetterConsumer = [...this.functions.values()].find((step) => step.trigger === 'sqs');
     checkPolicyBundles(this, projectRoot);
@@ -427,6 +479,7 @@ export class Cld extends Construct {
     config: StackConfig,
     removalPolicy: RemovalPolicy,
     projectRoot: string,
+    catalogFile: string | undefined,
   ): ReadonlyMap<string, StepFunction> {
     const consumers = table.filter(([, spec]) => spec.trigger === 'sqs');
     if (consumers.length > 1) {
@@ -446,6 +499,7 @@ export class Cld extends Construct {
         secrets: this.secrets,
         removalPolicy,
         projectRoot,
+        ...(catalogFile ? { catalogFile } : {}),
         ...(consumer ? { deadLetterConsumer: consumer } : {}),
       });
       // The catalog version the bundle names is stored before the function runs the bundle.
@@ -520,6 +574,23 @@ export class Cld extends Construct {
       rules.set(id, rule);
     }
     return rules;
+  }
+
+  /**
+   * Checks the catalog ({@link checkCatalog}) and writes it, as the functions' assets hold it,
+   * to `<cloud assembly>/cld-catalog-<sha256>.json`, the file each asset copies.
+   */
+  private writeCatalog(files: CatalogFiles): { objects: ReturnType<typeof catalogObjects>; file: string } {
+    const objects = checkCatalog(files);
+    const body = JSON.stringify({ assistants: files.assistants, tools: files.tools });
+    const outdir = Stage.of(this)?.outdir ?? mkdtempSync(join(tmpdir(), 'cld-catalog-'));
+    mkdirSync(outdir, { recursive: true });
+    const file = join(
+      outdir,
+      `cld-catalog-${createHash('sha256').update(body).digest('hex').slice(0, 16)}.json`,
+    );
+    writeFileSync(file, body);
+    return { objects, file };
   }
 
   /** The stack-wide providers CDK added for this construct (they are children of the stack). */

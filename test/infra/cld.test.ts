@@ -1,11 +1,23 @@
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { App, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { TableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { describe, expect, it } from 'vitest';
-import { Cld, type CldProps, configOfProps, namePrefix } from '../../infra/lib/cld.js';
-import { ConfigError } from '../../shared/errors.js';
+import { Cld, type CldProps, checkCatalog, configOfProps, namePrefix } from '../../infra/lib/cld.js';
+import { FUNCTION_TABLE } from '../../infra/lib/functions.js';
+import {
+  BUNDLED_CATALOG_FILE,
+  bundledCatalogFiles,
+  type CatalogFiles,
+  catalogObjects,
+  DEFAULT_CATALOG_FILES,
+} from '../../shared/catalog/catalog.js';
+import { ConfigError, ValidationError } from '../../shared/errors.js';
 
 /**
  * The `Cld` construct's own props (infra/lib/cld.ts): validation that names the prop, names from
@@ -86,4 +98,79 @@ describe('Cld with an existing bucket and table', () => {
     });
     expect(Object.keys(template.findOutputs('*'))).toEqual([]);
   }, 180_000);
+});
+
+/** A catalog of one assistant (the researcher, with other instructions) and the two tools it uses. */
+const [researcherFile] = DEFAULT_CATALOG_FILES.assistants.filter(
+  (a) => (a as { name: string }).name === 'researcher',
+);
+const CUSTOM: CatalogFiles = {
+  assistants: [
+    { ...(researcherFile as object), instructions: 'Search, read, answer in one paragraph; cite.' },
+  ],
+  tools: DEFAULT_CATALOG_FILES.tools.filter((t) => ['search', 'read'].includes((t as { name: string }).name)),
+};
+
+describe('the catalog as data', () => {
+  it('accepts a catalog of implemented tools and the assistants that use them', () => {
+    expect(checkCatalog(CUSTOM).map((o) => o.key)).toEqual(catalogObjects(CUSTOM).map((o) => o.key));
+  });
+
+  it.each([
+    [
+      'a tool the code does not implement',
+      { ...CUSTOM, tools: [...CUSTOM.tools, { ...(CUSTOM.tools[0] as object), name: 'weather' }] },
+      'tool "weather" has no implementation',
+    ],
+    [
+      'an assistant naming a tool the catalog leaves out',
+      { ...CUSTOM, tools: CUSTOM.tools.slice(0, 1) },
+      'names tool',
+    ],
+    [
+      'a malformed definition',
+      { ...CUSTOM, assistants: [{ name: 'x' }] },
+      'catalog: invalid catalog assistant',
+    ],
+  ])('refuses %s', (_what, files, message) => {
+    const error = errorOf(() => checkCatalog(files as CatalogFiles));
+    expect(error.message).toContain(message);
+  });
+
+  it("reads the asset's catalog file, and none when the asset has none", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cld-asset-'));
+    const url = pathToFileURL(`${dir}/`);
+    expect(bundledCatalogFiles(url)).toBeUndefined();
+    mkdirSync(join(dir, 'catalog'));
+    writeFileSync(join(dir, BUNDLED_CATALOG_FILE), JSON.stringify(CUSTOM));
+    expect(bundledCatalogFiles(url)).toEqual(CUSTOM);
+    writeFileSync(join(dir, BUNDLED_CATALOG_FILE), '{"assistants": "x"}');
+    expect(() => bundledCatalogFiles(url)).toThrow(ValidationError);
+  });
+
+  it("stores the given catalog at deploy and copies it into a function's built asset", () => {
+    const outdir = mkdtempSync(join(tmpdir(), 'cld-catalog-synth-'));
+    const app = new App({ outdir, context: { 'aws:cdk:enable-asset-metadata': true } });
+    const stack = new Stack(app, 'Platform');
+    const cld = new Cld(stack, 'Agents', {
+      ...BASE,
+      catalog: CUSTOM,
+      // One function, bundled for real (the sweeper: no console, no MCP SDK), and no routes.
+      functions: { sweeper: FUNCTION_TABLE.sweeper as NonNullable<(typeof FUNCTION_TABLE)['sweeper']> },
+      routes: () => [],
+      apiRoutes: [],
+      outputs: false,
+    });
+    expect([...cld.catalogSeed.objects.keys()]).toEqual(catalogObjects(CUSTOM).map((o) => o.key));
+    const assembly = app.synth();
+    const template = assembly.getStackByName('Platform').template as {
+      Resources: Record<string, { Type: string; Metadata?: Record<string, string> }>;
+    };
+    const [fn] = Object.values(template.Resources).filter(
+      (r) => r.Type === 'AWS::Lambda::Function' && r.Metadata?.['aws:asset:path']?.startsWith('asset.'),
+    );
+    const asset = join(outdir, fn?.Metadata?.['aws:asset:path'] as string);
+    expect(JSON.parse(readFileSync(join(asset, BUNDLED_CATALOG_FILE), 'utf8'))).toEqual(CUSTOM);
+    expect(bundledCatalogFiles(pathToFileURL(`${asset}/`))).toEqual(CUSTOM);
+  }, 300_000);
 });
