@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../infra/lib/bundling.js';
 import { FUNCTION_TABLE } from '../../infra/lib/functions.js';
+import { catalogObjects, DEFAULT_CATALOG_FILES } from '../../shared/catalog/catalog.js';
 import type { TemplateJson } from './helpers.js';
 
 /**
@@ -30,7 +31,22 @@ import type { TemplateJson } from './helpers.js';
 
 const ISSUER = 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Ab12Cd34E';
 
-/** The consumer's CDK app: its own topic and boundary, two Cld constructs. */
+/** The catalog given to Agents2 as data: one assistant and the tool it uses. */
+const CATALOG = {
+  assistants: [
+    {
+      name: 'answerer',
+      purpose: 'Answer a question from the documentation.',
+      instructions: 'Search, then answer in one paragraph citing the chunks.',
+      applicability: 'Any question about the documentation.',
+      evaluation: 'The answer cites at least one chunk.',
+      tools: ['search'],
+    },
+  ],
+  tools: DEFAULT_CATALOG_FILES.tools.filter((tool) => (tool as { name: string }).name === 'search'),
+};
+
+/** The consumer's CDK app: its own topic and boundary, two Cld constructs (Agents2 with its own catalog). */
 const APP = `
 import { App, Stack } from 'aws-cdk-lib';
 import { ManagedPolicy } from 'aws-cdk-lib/aws-iam';
@@ -55,6 +71,7 @@ new Cld(stack, 'Agents', {
 });
 new Cld(stack, 'Agents2', {
   stageName: 'staging',
+  catalog: ${JSON.stringify(CATALOG)},
   modelId: 'offline',
   jwtIssuer: '${ISSUER}',
   jwtAudience: ['7kq1example0client'],
@@ -281,4 +298,15 @@ describe('a CDK app of its own with two Cld from npm pack', () => {
     // Throws with tsc's diagnostics when the check fails.
     expect(run(process.execPath, [tsc, '-p', 'tsconfig.json'], consumer)).toBe('');
   }, 180_000);
+
+  it('stores the default catalog for Agents and the catalog given as data for Agents2', () => {
+    // Each custom resource's Create call (JSON text with the object key it puts).
+    const keysOf = (prefix: string) =>
+      under('Custom::CldCatalogObject', prefix).map(([, r]) => JSON.stringify(r.Properties?.Create));
+    const agents = keysOf('Platform/Agents/');
+    const agents2 = keysOf('Platform/Agents2/');
+    expect(agents).toHaveLength(catalogObjects().length);
+    expect(agents2).toHaveLength(2);
+    for (const object of catalogObjects(CATALOG)) expect(agents2.join('\n')).toContain(object.key);
+  });
 });
