@@ -6,12 +6,13 @@ import {
   readFileSync,
   realpathSync,
   renameSync,
+  rmSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../infra/lib/bundling.js';
 import { FUNCTION_TABLE } from '../../infra/lib/functions.js';
 import { catalogObjects, DEFAULT_CATALOG_FILES } from '../../shared/catalog/catalog.js';
@@ -125,8 +126,9 @@ let template: TemplateJson & { Resources: Record<string, Resource> };
 let messages: { level: string; data: unknown; path: string }[];
 /** How many construct paths carry metadata (so an empty `messages` is not a file read wrong). */
 let paths: number;
-/** The consumer app's folder. */
+/** The consumer app's folder, and the temporary folder holding it and the tarball. */
 let consumer: string;
+let work: string;
 
 /** The construct path (`aws:cdk:path` metadata) of a resource. */
 function pathOf(resource: Resource): string {
@@ -163,7 +165,7 @@ function install(tarball: string, app: string): void {
 
 beforeAll(() => {
   run(process.execPath, ['--import', 'tsx', 'scripts/build-construct.ts'], PROJECT_ROOT);
-  const work = mkdtempSync(join(tmpdir(), 'cld-consumer-'));
+  work = mkdtempSync(join(tmpdir(), 'cld-consumer-'));
   const packed = JSON.parse(
     run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], PROJECT_ROOT),
   ) as { filename: string }[];
@@ -191,6 +193,9 @@ beforeAll(() => {
   );
   // Build (declarations), pack and a two-construct synth on a loaded 2-core machine.
 }, 900_000);
+
+// The links in node_modules are removed, not what they point to (rmSync does not follow links).
+afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('a CDK app of its own with two Cld from npm pack', () => {
   it('synthesizes both, each with every function of the table, with no synth error or policy warning', () => {
