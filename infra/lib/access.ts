@@ -1,4 +1,4 @@
-import { Aws, type CfnElement, Stack } from 'aws-cdk-lib';
+import { Aws, CfnElement, Stack } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
@@ -82,11 +82,15 @@ export function storageStatements(bucket: IBucket, access: StorageAccess): Polic
 
 /**
  * The cdk-nag finding id (`AwsSolutions-IAM5[Resource::...]`) of an object-key pattern of
- * `bucket`, as cdk-nag renders the resource (`<LogicalId.Arn>/pattern`).
+ * `bucket`, as cdk-nag renders the resource (`<LogicalId.Arn>/pattern`; for an imported bucket
+ * `arn:<AWS::Partition>:s3:::<name>/pattern`).
  */
 export function objectPatternFinding(bucket: IBucket, pattern: string): string {
-  const stack = Stack.of(bucket);
-  const logicalId = stack.getLogicalId(bucket.node.defaultChild as CfnElement);
+  const resource = bucket.node.defaultChild;
+  // An imported bucket (a Cld given `bucket`) has no resource: its ARN is built from its name.
+  if (!(resource instanceof CfnElement))
+    return `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::${bucket.bucketName}/${pattern}]`;
+  const logicalId = Stack.of(bucket).getLogicalId(resource);
   return `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/${pattern}]`;
 }
 

@@ -1,4 +1,4 @@
-import { Annotations, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Annotations, Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
   type CfnStage,
@@ -84,6 +84,8 @@ export interface ChannelsApiProps {
   functions: ReadonlyMap<string, ApiFunction>;
   /** Removal policy of the access-log group (the stage's). */
   removalPolicy: RemovalPolicy;
+  /** The API's name (infra/lib/cld.ts `namePrefix` + `-api`). */
+  apiName: string;
 }
 
 /**
@@ -137,8 +139,8 @@ export class ChannelsApi extends Construct {
       removalPolicy: props.removalPolicy,
     });
     this.api = new HttpApi(this, 'Api', {
-      // API names need not be unique (the id is); the stack's name makes it findable in the console.
-      apiName: `${Stack.of(this).stackName}-api`,
+      // API names need not be unique (the id is); the construct's path makes it findable in the console.
+      apiName: props.apiName,
       description: `cld (${config.stage}): conversations API and Slack/Teams webhooks`,
       createDefaultStage: false,
       ...(config.allowedOrigins.length > 0

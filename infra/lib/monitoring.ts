@@ -1,4 +1,4 @@
-import { Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, Validations } from 'aws-cdk-lib';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import {
   Alarm,
@@ -24,20 +24,24 @@ export interface MonitoringProps {
   functions: ReadonlyMap<string, StepFunction>;
   /** The channels' HTTP API. */
   api: HttpApi;
+  /** The dashboard's name (unique in the account and Region; infra/lib/cld.ts `namePrefix`). */
+  dashboardName: string;
+  /** An existing topic every alarm notifies; default: `config.alarmTopicArn`'s, else one created here. */
+  alarmTopic?: ITopic;
 }
 
 /** The HTTP API's 5xx responses in 5 minutes above which the API alarm fires. */
 export const API_5XX_ALARM_THRESHOLD = 0;
 
 /**
- * What a platform engineer watches (issue 24): the alarm topic every alarm of the stack notifies,
+ * What a platform engineer watches (issue 24): the alarm topic every alarm of the construct notifies,
  * the HTTP API's 5xx alarm, and one CloudWatch dashboard.
  *
- * - Topic: the existing one of `cld:alarmTopicArn`, or one created here (TLS-only publishing, the
+ * - Topic: the one given (`alarmTopic`, `cld:alarmTopicArn`), or one created here (TLS-only publishing, the
  *   AWS managed SNS key), with `cld:alarmEmail` subscribed when given. {@link notifyAllAlarms}
  *   adds it as the ALARM and OK action of every `AWS::CloudWatch::Alarm` in the stack, so an alarm
  *   added later cannot be forgotten.
- * - Dashboard (`<stack>-conversations`): the alarms' states; per function invocations, errors,
+ * - Dashboard (`<stack>[-<construct path>]-conversations`): the alarms' states of the enclosing construct; per function invocations, errors,
  *   throttles and p95 duration; Lambda's asynchronous-event age and drops; dead letters waiting;
  *   the API's requests, 4xx and 5xx; Bedrock input/output tokens and throttles of the configured
  *   model (AWS/Bedrock, by `ModelId`).
@@ -52,7 +56,9 @@ export class Monitoring extends Construct {
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
     const { config } = props;
-    if (config.alarmTopicArn) {
+    if (props.alarmTopic) {
+      this.alarmTopic = props.alarmTopic;
+    } else if (config.alarmTopicArn) {
       this.alarmTopic = Topic.fromTopicArn(this, 'AlarmTopic', config.alarmTopicArn);
     } else {
       const topic = new Topic(this, 'AlarmTopic', {
@@ -104,16 +110,16 @@ export class Monitoring extends Construct {
         statistic: 'Sum',
         ...minute,
       });
-    const stack = Stack.of(this);
     this.dashboard = new Dashboard(this, 'Dashboard', {
-      dashboardName: `${stack.stackName}-conversations`,
+      dashboardName: props.dashboardName,
       defaultInterval: Duration.hours(3),
     });
     this.dashboard.addWidgets(
       new AlarmStatusWidget({
         title: 'Alarms',
         width: 24,
-        alarms: alarmsOf(stack),
+        // The alarms of the construct holding this one (the whole Cld), not of the whole stack.
+        alarms: alarmsOf(scope),
       }),
     );
     this.dashboard.addWidgets(

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Annotations, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, type Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
@@ -5,12 +6,13 @@ import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, RecursiveLoop, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
-import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { type BundlingOptions, NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { BUNDLED_CATALOG_FILE } from '../../shared/catalog/catalog.js';
 import { ConfigError } from '../../shared/errors.js';
 import { DEAD_LETTER_QUEUES_VARIABLE } from '../../shared/events/dead-letter-record.js';
 import {
@@ -56,6 +58,42 @@ export interface StepFunctionProps {
    * visibility timeout of 6 × the consumer's timeout. Required for such a function.
    */
   deadLetterConsumer?: StepFunction;
+  /**
+   * A catalog file (`{ assistants, tools }` of definition files) copied into the asset as
+   * `catalog/files.json` (shared/catalog/catalog.ts `BUNDLED_CATALOG_FILE`), which the bundle
+   * runs instead of the default catalog; absent: the default.
+   */
+  catalogFile?: string;
+}
+
+/** Quotes a value for `bash -c` (the shell aws-lambda-nodejs runs command hooks with). */
+function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Shell commands that copy `file` into the asset as its catalog (`<outputDir>/catalog/files.json`). */
+export function catalogCopyCommands(file: string, outputDir: string): string[] {
+  const target = `${outputDir}/${BUNDLED_CATALOG_FILE}`;
+  return [
+    `mkdir -p ${shellQuote(target.slice(0, target.lastIndexOf('/')))}`,
+    `cp ${shellQuote(file)} ${shellQuote(target)}`,
+  ];
+}
+
+/** The bundling options with {@link catalogCopyCommands} after the others, when there is a catalog file. */
+function withCatalog(bundling: BundlingOptions, file: string | undefined): BundlingOptions {
+  const hooks = bundling.commandHooks;
+  if (!file || !hooks) return bundling;
+  return {
+    ...bundling,
+    commandHooks: {
+      ...hooks,
+      afterBundling: (inputDir, outputDir) => [
+        ...hooks.afterBundling(inputDir, outputDir),
+        ...catalogCopyCommands(file, outputDir),
+      ],
+    },
+  };
 }
 
 /** The age of the oldest event in Lambda's asynchronous queue above which the alarm fires (seconds). */
@@ -77,6 +115,17 @@ const NO_DEAD_LETTER_CONFIG_REASONS: Readonly<Record<FunctionSpec['trigger'], st
 
 /** Retention of every queue of a function (SQS's maximum, 14 days). */
 const QUEUE_RETENTION = Duration.days(14);
+
+/**
+ * The `depsLockFilePath` a function's `NodejsFunction` is given: `package-lock.json` of the
+ * project root, or, in the installed package (npm never packs a `package-lock.json`), its
+ * `package.json`. NodejsFunction reads the file only to pick a package manager for `nodeModules`
+ * (which no function uses; each bundle is self-contained) and requires it under `projectRoot`.
+ */
+export function depsLockFileOf(projectRoot: string): string {
+  const lock = join(projectRoot, 'package-lock.json');
+  return existsSync(lock) ? lock : join(projectRoot, 'package.json');
+}
 
 /** Id of the warning added to a function deployed without its compiled OPA policy. */
 export const POLICY_BUNDLE_WARNING = 'cld:policyBundleWithoutWasm';
@@ -283,12 +332,10 @@ export class StepFunction extends Construct {
           }
         : {}),
       projectRoot,
-      depsLockFilePath: join(projectRoot, 'package-lock.json'),
-      bundling: nodejsBundling(
-        name,
-        policy.wasm !== undefined,
-        spec.console === true,
-        spec.mcpServers === true,
+      depsLockFilePath: depsLockFileOf(projectRoot),
+      bundling: withCatalog(
+        nodejsBundling(name, policy.wasm !== undefined, spec.console === true, spec.mcpServers === true),
+        props.catalogFile,
       ),
     });
     if (!policy.wasm) {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { withMeta } from '../resources/meta.js';
@@ -150,10 +151,51 @@ export interface CatalogFiles {
 }
 
 /** The definition files of the default catalog, bundled with the code. */
-export const CATALOG_FILES: CatalogFiles = {
+export const DEFAULT_CATALOG_FILES: CatalogFiles = {
   assistants: [apiReference, coordinator, editor, researcher],
   tools: [graph, read, search],
 };
+
+/**
+ * Where a function's asset holds the catalog given to the `Cld` construct (its `catalog` prop,
+ * infra/lib/cld.ts), relative to the asset's `index.mjs`: `{ "assistants": [...], "tools": [...] }`
+ * of definition files.
+ */
+export const BUNDLED_CATALOG_FILE = 'catalog/files.json';
+
+const CatalogFilesSchema = z.strictObject({
+  assistants: z.array(z.unknown()).min(1),
+  tools: z.array(z.unknown()),
+});
+
+/**
+ * The catalog files of a function's asset: `<dir>/`{@link BUNDLED_CATALOG_FILE} when the
+ * construct wrote one, else undefined (the asset runs the default catalog).
+ * @param dir the asset's root as a directory URL (ending in `/`)
+ * @throws ValidationError when the file is not JSON of that shape (each definition is validated where it is used)
+ */
+export function bundledCatalogFiles(dir: URL): CatalogFiles | undefined {
+  const file = new URL(`./${BUNDLED_CATALOG_FILE}`, dir);
+  if (!existsSync(file)) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new ValidationError(`${BUNDLED_CATALOG_FILE} is not JSON`, { cause: error });
+  }
+  return parseFile(CatalogFilesSchema, value, 'files');
+}
+
+/**
+ * The catalog this code runs: in a function bundle (esbuild's `define` sets
+ * `process.env.CLD_BUNDLE_FUNCTION`, shared/runtime/compose.ts) the asset's
+ * {@link BUNDLED_CATALOG_FILE} when it has one; otherwise {@link DEFAULT_CATALOG_FILES}.
+ * Read once, at cold start.
+ */
+export const CATALOG_FILES: CatalogFiles =
+  (process.env.CLD_BUNDLE_FUNCTION !== undefined
+    ? bundledCatalogFiles(new URL('./', import.meta.url))
+    : undefined) ?? DEFAULT_CATALOG_FILES;
 
 /**
  * The default catalog's resources; `approval` sets the `approval` of the tools it names (a name

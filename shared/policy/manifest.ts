@@ -67,7 +67,7 @@ export type BundleCheck =
  * Whether the bundles in `distDir` were built from the sources now in `policiesDir`: the manifest
  * exists and parses, lists exactly the current sources with their current sha256, and every bundle
  * it lists (and one per function in `functions`, plus the probe) exists with its recorded sha256.
- * Synchronous: `npm run build:policies` and the CDK app (infra/lib/stack.ts, which fails synth on
+ * Synchronous: `npm run build:policies` and the CDK app (infra/lib/checks.ts, which fails synth on
  * stale bundles) both call it.
  * @param functions the function names of policies/rules.json
  * @returns fresh, or the problems (one line each, naming files)
