@@ -20,7 +20,7 @@ import type { TemplateJson } from './helpers.js';
 
 /**
  * The package tried as a platform engineer would (issue 26): `npm run build:construct` (what
- * `prepare` runs), `npm pack`, then a separate CDK app in a temporary folder, plain Node.js ESM
+ * `prepack` runs), `npm pack`, then a separate CDK app in a temporary folder, plain Node.js ESM
  * (no tsx), with the tarball unpacked as npm installs it (`node_modules/cld`) and the
  * dependencies linked from this clone's `node_modules` (no network). Its stack has resources of
  * its own (an SNS topic for its alarms), a permissions boundary, and two `Cld` constructs,
