@@ -119,11 +119,34 @@ export function renderToolResult(content: string, ids: CitationIds, query?: stri
   const terms = new Set(query ? termsOf(query) : []);
   return hits
     .map((hit, rank) => {
-      const label = [hit.title?.replace(/\s+>\s+/g, ' › '), hit.source].filter(Boolean).join(' — ');
+      const label = [hit.title?.replace(/\s+>\s+/g, ' › '), hit.source]
+        .filter(Boolean)
+        .join(' — ')
+        .replace(/\s+/g, ' ');
       const header = `[${ids.idOf(hit.urn)}]${label ? ` ${label}` : ''}`;
-      return rank < PASSAGE_HITS ? `${header}\n${passageOf(hit.text, terms)}` : header;
+      return rank < PASSAGE_HITS ? `${header}\n${withoutHeaders(passageOf(hit.text, terms))}` : header;
     })
     .join('\n\n');
+}
+
+/**
+ * A passage with every line outside code fences that reads like a hit header (`[2] …`) escaped
+ * (`\\[2] …`): a document's own text cannot then pose as another hit, whose id the answer would
+ * be resolved to (a citation of the wrong URN).
+ */
+export function withoutHeaders(passage: string): string {
+  let fence: string | undefined;
+  return passage
+    .split('\n')
+    .map((line) => {
+      const marker = /^ {0,3}(`{3,}|~{3,})/.exec(line)?.[1];
+      if (marker && (fence === undefined || marker.startsWith(fence))) {
+        fence = fence === undefined ? marker : undefined;
+        return line;
+      }
+      return fence === undefined && /^\s*\[\d{1,4}\]/.test(line) ? `\\${line.trimStart()}` : line;
+    })
+    .join('\n');
 }
 
 /** A prior turn as {@link renderTurnResults} reads it: its tool calls and their result Messages. */
@@ -156,9 +179,10 @@ export function renderTurnResults(turns: readonly TurnResults[]): {
 
 /**
  * `[3]`, `[3, 5]` or `[3][5]` citation markers in an answer's prose: not right after a word
- * character or a closing bracket (`items[1]`, `matrix[0][1]` index code).
+ * character or a closing bracket (`items[1]`, `matrix[0][1]` index code), nor right before `(` (a
+ * Markdown link `[1](https://…)`) or a `:` and a URL (a link reference `[1]: https://…`).
  */
-const CITATION_MARKER = /(?<![\w\])])\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]/g;
+const CITATION_MARKER = /(?<![\w\])])\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\](?!\(|:\s*<?[a-z][\w+.-]*:\/\/)/g;
 
 /** Fenced code blocks and inline code spans: left as written by {@link resolveCitations}. */
 const CODE = /(^|\n) {0,3}(`{3,}|~{3,})[^\n]*\n[\s\S]*?(?:\n {0,3}\2[^\n]*(?=\n|$)|$)|`[^`\n]+`/g;
@@ -354,14 +378,16 @@ export function parseRenderedHits(text: string): ResultHit[] {
 /**
  * Tool-call arguments with a citation id given for a URN (`{ "urn": "[3]" }`, as the `read` tool
  * allows) replaced by the URN it stands for, so what is stored and executed is the URN. Only a
- * top-level string argument that is exactly one known id is replaced; anything else is unchanged.
+ * top-level `urn` argument that is exactly one known id is replaced; anything else (another
+ * tool's `"[1]"` argument included) is unchanged.
  */
 export function resolveCitationArguments<T>(input: T, ids: CitationIds): T {
   if (!input || typeof input !== 'object' || Array.isArray(input)) return input;
   let changed = false;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(input as Record<string, unknown>)) {
-    const id = typeof value === 'string' ? /^\[(\d{1,4})\]$/.exec(value.trim())?.[1] : undefined;
+    const id =
+      key === 'urn' && typeof value === 'string' ? /^\[(\d{1,4})\]$/.exec(value.trim())?.[1] : undefined;
     const urn = id === undefined ? undefined : ids.urnOf(Number(id));
     out[key] = urn ?? value;
     if (urn) changed = true;
