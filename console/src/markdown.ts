@@ -1,5 +1,6 @@
 import DOMPurify from 'dompurify';
 import { Marked } from 'marked';
+import { sourcesBlockAt } from '../../shared/domain/sources-block.js';
 
 /**
  * Model output as HTML (issue 23): Markdown rendered by `marked` (GitHub-flavoured: emphasis,
@@ -11,12 +12,9 @@ import { Marked } from 'marked';
  * from the view's `citations`/`sources` (tree.tsx).
  */
 
-/** Where an answer's trailing "Sources:" block starts (as `withoutSources` in shared/domain/common.ts finds it). */
-const SOURCES_BLOCK = /\n\s*Sources:\s*\n/;
-
 /** Text without its trailing "Sources:" block (the list the model or the combiner appended). */
 export function withoutSourcesBlock(text: string): string {
-  const index = text.search(SOURCES_BLOCK);
+  const index = sourcesBlockAt(text);
   return (index === -1 ? text : text.slice(0, index)).trimEnd();
 }
 
@@ -47,6 +45,13 @@ const FORBID_TAGS = [
   'select',
 ];
 
+/**
+ * Attributes an answer may not carry: `style` (an overlay over the Approve/Deny buttons, a
+ * `background:url(…)` beacon), `class` (the console's own banners and statuses), `id`/`name`
+ * (clobbering the page's elements), `srcset`.
+ */
+const FORBID_ATTR = ['style', 'class', 'id', 'name', 'srcset'];
+
 /** Opens links in a new tab without handing it this page (`rel="noopener noreferrer"`). */
 DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   if (node.tagName === 'A' && node.hasAttribute('href')) {
@@ -58,9 +63,15 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
 /**
  * Markdown to sanitised HTML, for `dangerouslySetInnerHTML`.
  * @param text Markdown (an answer's content); its trailing "Sources:" block is dropped
- * @returns HTML with no script, event handler, frame, form, image or `javascript:`/`data:` URL
+ * @returns HTML with no script, event handler, frame, form, image, `style`/`class`/`id` attribute or
+ *   `javascript:`/`data:` URL
  */
 export function renderMarkdown(text: string): string {
   const html = marked.parse(withoutSourcesBlock(text), { async: false });
-  return DOMPurify.sanitize(html, { FORBID_TAGS, USE_PROFILES: { html: true } });
+  return DOMPurify.sanitize(html, {
+    FORBID_TAGS,
+    FORBID_ATTR,
+    SANITIZE_NAMED_PROPS: true,
+    USE_PROFILES: { html: true },
+  });
 }

@@ -7,6 +7,7 @@ import { childUrn, OUTPUT_NAME, rootOf } from '../urn.js';
 import type { CorrectivePayload, TaskPayload } from './payloads.js';
 import type { Deps } from './ports.js';
 import { sourcesBlock, sourcesOf } from './sources.js';
+import { sourcesBlockAt } from './sources-block.js';
 
 /**
  * Names and helpers shared by the steps. Every resource a step writes has a deterministic
@@ -113,7 +114,7 @@ export async function buildTasks(
 
 /** Text of a Message without its trailing "Sources:" block. */
 export function withoutSources(content: string): string {
-  const index = content.search(/\n\s*Sources:\s*\n/);
+  const index = sourcesBlockAt(content);
   return (index === -1 ? content : content.slice(0, index)).trim();
 }
 

@@ -4,6 +4,7 @@ import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Message, SourceRef } from '../resources/schemas.js';
 import { sourceLabel } from '../search/source-label.js';
 import { parentOf, typeOf } from '../urn.js';
+import { sourcesBlockAt } from './sources-block.js';
 
 /**
  * Cited sources as people read them (issue 21 item 4): each citation of an output gets a label,
@@ -138,9 +139,6 @@ function clip(label: string): string {
   return label.length <= MAX_LABEL ? label : `${label.slice(0, MAX_LABEL - 1)}…`;
 }
 
-/** Where a content's trailing "Sources:" block starts (as `withoutSources` in common.ts finds it). */
-const SOURCES_AT = /\n\s*Sources:\s*\n/;
-
 /**
  * The content with its "Sources:" block written again, one line per source as `line` renders it
  * (a channel that can show the URN as well as the label, such as the CLI); the content as it is
@@ -153,7 +151,7 @@ export function withSourceLines(
   line: (source: SourceRef) => string,
 ): string {
   if (sources.length === 0) return content;
-  const at = content.search(SOURCES_AT);
+  const at = sourcesBlockAt(content);
   const body = (at === -1 ? content : content.slice(0, at)).trimEnd();
   const lines = [...new Set(sources.map(line))].map((text) => `- ${text}`);
   return `${body}\n\nSources:\n${lines.join('\n')}`;

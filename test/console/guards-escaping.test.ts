@@ -54,6 +54,8 @@ const HOSTILE = [
   '',
   '<iframe srcdoc="<script>parent.__xss = [\'iframe\']</script>"></iframe>',
   '',
+  '<div style="position:fixed;inset:0;background:url(/beacon)" class="banner" id="approvals">overlay</div>',
+  '',
   '<details open ontoggle="window.__xss = (window.__xss || []).concat(\'toggle\')"><summary>s</summary>x</details>',
   '',
   'Sources:',
@@ -206,6 +208,16 @@ describe('the console renders model output as sanitised Markdown (Chromium)', ()
         elements.flatMap((e) => e.getAttributeNames().filter((name) => name.startsWith('on'))),
       );
     expect(handlers).toEqual([]);
+    // No styling or naming of its own: an overlay over the buttons, a beacon, the page's classes or ids.
+    const styled = await content
+      .locator('*')
+      .evaluateAll((elements) =>
+        elements.flatMap((e) =>
+          e.getAttributeNames().filter((name) => ['style', 'class', 'id', 'name'].includes(name)),
+        ),
+      );
+    expect(styled).toEqual([]);
+    expect(await content.textContent()).toContain('overlay');
     const hrefs = await content.locator('a').evaluateAll((links) => links.map((a) => a.getAttribute('href')));
     expect(hrefs.some((href) => /^\s*javascript:/i.test(href ?? ''))).toBe(false);
     // ...clicking what is left of the links runs nothing, and nothing ran on the way.

@@ -186,3 +186,12 @@ describe('answerForTerminal', () => {
     expect(answerForTerminal(answer)).toBe(`Text.\n\nSources:\n- aws-ssm README › Lookups (${LOOKUPS})`);
   });
 });
+
+describe('the trailing "Sources:" block only', () => {
+  it('keeps a "Sources:" line inside the answer (a YAML key in a code block) and what follows it', () => {
+    const yaml =
+      'Configure the pipeline:\n\n```yaml\nPipeline:\n  Sources:\n    - repo\n  Steps: [build]\n```\n\nThen deploy.';
+    expect(withoutSources(yaml)).toBe(yaml);
+    expect(withoutSources(`${yaml}\n\nSources:\n- aws-s3 README › Lookups\n- cld:doc.Document.1`)).toBe(yaml);
+  });
+});
