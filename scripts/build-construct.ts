@@ -5,15 +5,17 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 
 /**
- * `tsx scripts/build-construct.ts [outdir]` (`npm run build:construct`, run by `prepare`, so
+ * `tsx scripts/build-construct.ts [outdir]` (`npm run build:construct`, run by `prepack`, so
  * `npm pack` ships it): the `Cld` construct (infra/lib/cld.ts) as the package's `./construct`
  * export, for a CDK app of one's own that runs on plain Node.js (no tsx, no ts-node):
  * - `<outdir>/index.mjs`: infra/lib/cld.ts and what it imports from infra/ and shared/, bundled
  *   by esbuild into one ES module; packages (`aws-cdk-lib`, `constructs`, `zod`, ...) stay
  *   external, resolved from the app's `node_modules`, so the app and the construct share one
  *   `aws-cdk-lib` (two copies would not mix constructs).
- * - `<outdir>/types/`: the declarations tsc emits for it (tsconfig.construct.json); the entry is
- *   `types/infra/lib/cld.d.ts`.
+ * - `<outdir>/client.mjs`: the typed HTTP API client (shared/client/index.ts, on `openapi-fetch`),
+ *   the package's `./client` export, for a plain Node.js or browser consumer.
+ * - `<outdir>/types/`: the declarations tsc emits for both (tsconfig.construct.json); the entries
+ *   are `types/infra/lib/cld.d.ts` and `types/shared/client/index.d.ts`.
  * The Lambda code is not in the bundle: the construct bundles each function from the package's
  * own `functions/`, `shared/` and `policies/` at synth (infra/lib/bundling.ts `PROJECT_ROOT`
  * is the package root, found from the module's location). `dist/` is git-ignored.
@@ -22,7 +24,7 @@ import { build } from 'esbuild';
 export async function buildConstruct(outdir = join('dist', 'construct')): Promise<void> {
   rmSync(outdir, { recursive: true, force: true });
   await build({
-    entryPoints: { index: 'infra/lib/cld.ts' },
+    entryPoints: { index: 'infra/lib/cld.ts', client: 'shared/client/index.ts' },
     outdir,
     bundle: true,
     format: 'esm',

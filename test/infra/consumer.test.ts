@@ -89,6 +89,12 @@ const TYPED = `
 import { App, Stack } from 'aws-cdk-lib';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Cld, type CldProps } from 'cld/construct';
+import { createCldClient } from 'cld/client';
+
+const api = createCldClient({ baseUrl: 'https://api.example.com', token: 'jwt' });
+// @ts-expect-error not a route of the OpenAPI document
+void api.GET('/no-such-route');
+void api.GET('/conversations/{id}', { params: { path: { id: 'abc' } } });
 
 const stack = new Stack(new App(), 'Platform');
 const props: CldProps = { stageName: 'qa', modelId: 'offline', alarmTopic: new Topic(stack, 'Alarms') };
@@ -281,6 +287,26 @@ describe('a CDK app of its own with two Cld from npm pack', () => {
     expect(tagged('Platform/Agents/')).toBe(Object.keys(FUNCTION_TABLE).length);
     expect(tagged('Platform/Agents2/')).toBe(0);
   });
+
+  it('imports the typed client (cld/client) on plain Node.js, and requires the construct from CommonJS', () => {
+    const client = run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "import { createCldClient } from 'cld/client'; const c = createCldClient({ baseUrl: 'http://127.0.0.1:9' }); console.log(typeof c.GET, typeof c.POST);",
+      ],
+      consumer,
+    );
+    expect(client.trim()).toBe('function function');
+    // A CommonJS app (cdk init's ts-node output) requires the ES module (require(esm), Node ≥ 20.19).
+    const required = run(
+      process.execPath,
+      ['--input-type=commonjs', '-e', "const { Cld } = require('cld/construct'); console.log(typeof Cld);"],
+      consumer,
+    );
+    expect(required.trim()).toBe('function');
+  }, 180_000);
 
   it('type-checks a TypeScript consumer against the declarations the package ships', () => {
     writeFileSync(join(consumer, 'typed.ts'), TYPED);
