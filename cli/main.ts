@@ -41,7 +41,8 @@ const USAGE = `usage:
   cld approvals approve|deny <request-urn> [--reason <text>]
                                           decide one, then run the conversation on and answer
 exit codes: 0 done, 1 failed, 2 bad usage, input or setting (CLD_*), 3 not found,
-  5 waiting for an approval (ask without a terminal), 130 interrupted`;
+  4 partial answer (some parts not answered), 5 waiting for an approval (ask without a
+  terminal), 130 interrupted`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
