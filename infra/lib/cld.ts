@@ -181,11 +181,54 @@ const STACK_PROVIDERS = [
 ] as const;
 
 /**
+ * Every prop of {@link CldProps} (the compiler checks the list is complete): a JavaScript app's
+ * misspelt prop (`alarmEmial`) is refused, not silently ignored.
+ */
+const PROP_NAMES: Readonly<Record<keyof CldProps, true>> = {
+  stageName: true,
+  modelId: true,
+  models: true,
+  jwtIssuer: true,
+  jwtAudience: true,
+  alarmTopic: true,
+  alarmEmail: true,
+  bucket: true,
+  table: true,
+  removalPolicy: true,
+  logRetention: true,
+  reservedConcurrency: true,
+  tags: true,
+  permissionsBoundary: true,
+  limits: true,
+  allowedOrigins: true,
+  apiThrottle: true,
+  webhookThrottle: true,
+  secretArns: true,
+  retryAttempts: true,
+  maxEventAge: true,
+  logLevel: true,
+  consoleAuth: true,
+  mcpServers: true,
+  operatorSubjects: true,
+  catalog: true,
+  outputs: true,
+  functions: true,
+  routes: true,
+  apiRoutes: true,
+  projectRoot: true,
+};
+
+/**
  * The deployment config of a {@link Cld} from its props, validated with the schema the context
  * keys go through (infra/lib/config.ts).
  * @throws ConfigError naming each bad prop
  */
 export function configOfProps(props: CldProps): StackConfig {
+  const unknown = Object.keys(props).filter((key) => !Object.hasOwn(PROP_NAMES, key));
+  if (unknown.length > 0)
+    throw new ConfigError(`invalid Cld props: unknown ${unknown.map((k) => `'${k}'`).join(', ')}`, {
+      details: { problems: unknown.map((k) => `${k}: not a prop of Cld`) },
+    });
   const stage = props.stageName;
   const candidate = {
     ...CONFIG_DEFAULTS,

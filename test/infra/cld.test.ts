@@ -44,6 +44,7 @@ describe('Cld props', () => {
     [{ maxEventAge: Duration.seconds(10) }, 'maxEventAge:'],
     [{ jwtIssuer: 'https://issuer.example.com' }, 'jwtAudience:'],
     [{ reservedConcurrency: { plan: 5 } }, 'reservedConcurrency.plan:'],
+    [{ alarmEmial: 'ops@example.com' }, "unknown 'alarmEmial'"],
   ])('refuses %j, naming the prop (%s)', (override, prop) => {
     const error = errorOf(() => configOfProps({ ...BASE, ...override } as CldProps));
     expect(error.code).toBe('CONFIG');
