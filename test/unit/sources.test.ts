@@ -44,6 +44,8 @@ describe('sourceLabel', () => {
     [{ source: 'docs/guide.markdown', title: 'Guide › Setup › Install' }, 'docs guide › Install'],
     [{ source: 'README.md' }, 'README'],
     [{ title: '## Lookups' }, 'Lookups'],
+    [{ source: 'aws-iam/README.md', title: 'IAM > Read/Write access' }, 'aws-iam README › Read/Write access'],
+    [{ title: 'Types > Map<K, V> props' }, 'Map<K, V> props'],
     [{}, undefined],
   ])('labels %j as %s', (hit, label) => {
     expect(sourceLabel(hit)).toBe(label);
