@@ -357,8 +357,10 @@ describe('an OpenAI-compatible model over HTTP (CLD_MODEL_PROVIDER=openai)', () 
           ],
         });
       if (last?.role === 'tool') {
-        const urn = /cld:doc\.Document\.[0-9a-f]{16}\/doc\.Chunk\.[0-9a-f]{16}/.exec(last.content ?? '')?.[0];
-        return completion({ content: `Set eventBridgeEnabled: true on the bucket. Source: ${urn}` });
+        // Hits reach the model with short citation ids (`[1] heading — path`), mapped back to
+        // their URNs when the answer is stored (shared/context/render-results.ts).
+        const id = /^\[\d{1,4}\]/m.exec(last.content ?? '')?.[0];
+        return completion({ content: `Set eventBridgeEnabled: true on the bucket. Source: ${id}` });
       }
       return completion({ toolCalls: [{ id: 'call_1', name: 'search', arguments: searchArguments }] });
     };
