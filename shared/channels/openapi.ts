@@ -400,8 +400,10 @@ function responses(spec: OperationSpec, route: ApiRoute): Record<string, unknown
     errors[status] = [...new Set([...(errors[status] ?? []), ...codes])];
   };
   if (route.auth === 'jwt' || spec.security) more(401, 'UNAUTHORIZED');
-  // The gateway's own answers: no route for the path (404), a body over its limit (413).
+  // The gateway's own answers: no route for the path (404), a body over its limit (413), a path
+  // with dot-segments or a malformed `Host` (400 `BAD_REQUEST`, local-gateway.ts and sameRoute()).
   if (route.method === 'POST') more(413, 'PAYLOAD_TOO_LARGE');
+  more(400, 'BAD_REQUEST');
   more(500, 'INTERNAL');
   for (const status of Object.keys(errors)
     .map(Number)

@@ -567,7 +567,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationList"];
                 };
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -575,7 +575,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };
@@ -647,7 +647,7 @@ export interface operations {
                     "application/json": components["schemas"]["Accepted"];
                 };
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -655,7 +655,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };
@@ -765,7 +765,7 @@ export interface operations {
                     "application/json": components["schemas"]["Accepted"];
                 };
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -773,7 +773,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };
@@ -897,7 +897,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -905,7 +905,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };
@@ -976,7 +976,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApprovalDecided"];
                 };
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -984,7 +984,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };
@@ -1095,7 +1095,7 @@ export interface operations {
                     "application/json": components["schemas"]["Resource"];
                 };
             };
-            /** @description Bad Request: `code` `VALIDATION` or `INVALID_URN`. */
+            /** @description Bad Request: `code` `VALIDATION` or `INVALID_URN` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1103,7 +1103,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION" | "INVALID_URN";
+                        code?: "VALIDATION" | "INVALID_URN" | "BAD_REQUEST";
                     };
                 };
             };
@@ -1174,6 +1174,18 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Bad Request: `code` `BAD_REQUEST`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "BAD_REQUEST";
+                    };
+                };
+            };
             /** @description Not Found: `code` `NOT_FOUND`. */
             404: {
                 headers: {
@@ -1233,6 +1245,18 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Bad Request: `code` `BAD_REQUEST`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "BAD_REQUEST";
+                    };
+                };
+            };
             /** @description Not Found: `code` `NOT_FOUND`. */
             404: {
                 headers: {
@@ -1289,6 +1313,18 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Bad Request: `code` `BAD_REQUEST`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "BAD_REQUEST";
+                    };
+                };
+            };
             /** @description Internal Server Error: `code` `INTERNAL`. */
             500: {
                 headers: {
@@ -1324,7 +1360,7 @@ export interface operations {
                     "application/json": components["schemas"]["ToolsPage"];
                 };
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1332,7 +1368,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };
@@ -1400,7 +1436,7 @@ export interface operations {
                     "application/json": components["schemas"]["ToolDecided"];
                 };
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1408,7 +1444,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };
@@ -1524,7 +1560,7 @@ export interface operations {
                     "application/json": components["schemas"]["ToolDecided"];
                 };
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1532,7 +1568,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };
@@ -1668,7 +1704,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1676,7 +1712,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };
@@ -1768,7 +1804,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1776,7 +1812,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };
@@ -1855,7 +1891,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1863,7 +1899,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };
@@ -1974,7 +2010,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad Request: `code` `VALIDATION`. */
+            /** @description Bad Request: `code` `VALIDATION` or `BAD_REQUEST`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1982,7 +2018,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "VALIDATION";
+                        code?: "VALIDATION" | "BAD_REQUEST";
                     };
                 };
             };

@@ -11,6 +11,7 @@ import { StalledError, toErrorInfo } from '../../shared/errors.js';
 import type { Message } from '../../shared/resources/schemas.js';
 import { parseEnv } from '../../shared/runtime/settings.js';
 import { rootOf } from '../../shared/urn.js';
+import { contractFetch } from '../helpers/openapi-contract.js';
 import { DOCS, until } from './helpers.js';
 
 /**
@@ -61,7 +62,7 @@ async function call(
   token: string,
   body?: unknown,
 ): Promise<{ status: number; json: Record<string, unknown> }> {
-  const response = await fetch(`${url}${path}`, {
+  const response = await contractFetch(`${url}${path}`, {
     method,
     headers: {
       authorization: `Bearer ${token}`,

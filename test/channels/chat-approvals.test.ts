@@ -5,6 +5,7 @@ import { slackThreadName } from '../../shared/channels/slack.js';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { AnyResource, ApprovalDecision, Message } from '../../shared/resources/schemas.js';
 import { childUrn } from '../../shared/urn.js';
+import { contractFetch } from '../helpers/openapi-contract.js';
 import {
   type Captured,
   type Receiver,
@@ -63,7 +64,7 @@ function nextTs(): string {
 }
 
 async function post(path: string, body: string, headers: Record<string, string>) {
-  const response = await fetch(`${server.url}${path}`, { method: 'POST', headers, body });
+  const response = await contractFetch(`${server.url}${path}`, { method: 'POST', headers, body });
   const text = await response.text();
   return { status: response.status, text };
 }
@@ -319,7 +320,7 @@ function activity(text: string, conversationId: string, aad = ALICE_AAD) {
 }
 
 async function postTeams(body: string) {
-  const response = await fetch(`${server.url}/teams/messages`, {
+  const response = await contractFetch(`${server.url}/teams/messages`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: teamsAuthorization(TEAMS_TOKEN, body) },
     body,

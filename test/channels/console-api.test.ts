@@ -14,6 +14,7 @@ import { type Served, startServe } from '../../cli/serve.js';
 import { acceptsGzip } from '../../shared/channels/compression.js';
 import { type ConversationList, type ConversationView, createCldClient } from '../../shared/client/index.js';
 import { parseEnv } from '../../shared/runtime/settings.js';
+import { contractChecked, contractFetch } from '../helpers/openapi-contract.js';
 import { DOCS, until } from './helpers.js';
 
 const ALICE = 'alice-token-0123456789abcdef';
@@ -41,7 +42,7 @@ afterAll(async () => {
 });
 
 async function call(path: string, token?: string, headers: Record<string, string> = {}, body?: unknown) {
-  const response = await fetch(`${served.url}${path}`, {
+  const response = await contractFetch(`${served.url}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
     headers: {
       ...(token ? { authorization: `Bearer ${token}` } : {}),
@@ -54,7 +55,11 @@ async function call(path: string, token?: string, headers: Record<string, string
 }
 
 /** The typed client (shared/client/index.ts), as the console calls the API, for `token`'s caller. */
-const cld = (token: string) => createCldClient({ baseUrl: served.url, token });
+const cld = (token: string) => {
+  const client = createCldClient({ baseUrl: served.url, token });
+  client.use(contractChecked);
+  return client;
+};
 
 async function ask(token: string, message: string): Promise<string> {
   const { data, response } = await cld(token).POST('/conversations', { body: { message } });

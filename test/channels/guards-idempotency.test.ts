@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Served, startServe } from '../../cli/serve.js';
 import { requestFingerprint } from '../../shared/channels/idempotency.js';
 import { parseEnv } from '../../shared/runtime/settings.js';
+import { contractFetch } from '../helpers/openapi-contract.js';
 
 /**
  * An `Idempotency-Key` reused with another body is refused (422, IETF draft "The Idempotency-Key
@@ -35,7 +36,7 @@ afterAll(async () => {
 });
 
 async function post(path: string, body: string, key: string) {
-  const response = await fetch(`${served.url}${path}`, {
+  const response = await contractFetch(`${served.url}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'idempotency-key': key },
     body,

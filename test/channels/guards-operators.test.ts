@@ -6,6 +6,7 @@ import { type Served, startServe } from '../../cli/serve.js';
 import { parseChannelConfig } from '../../shared/channels/config.js';
 import { operatorActor } from '../../shared/channels/operator-routes.js';
 import { parseEnv } from '../../shared/runtime/settings.js';
+import { contractFetch } from '../helpers/openapi-contract.js';
 
 /**
  * Operators only (issue 22, finding 10): `CLD_OPERATOR_SUBJECTS` names the JWT subjects that may
@@ -63,7 +64,7 @@ describe('the operator routes over HTTP', () => {
   }
 
   async function listTools(served: Served, subject: string): Promise<number> {
-    const response = await fetch(`${served.url}/tools`, {
+    const response = await contractFetch(`${served.url}/tools`, {
       headers: { authorization: `Bearer ${tokenOf(subject)}` },
     });
     await response.arrayBuffer();

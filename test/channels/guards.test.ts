@@ -9,6 +9,7 @@ import { getChannels } from '../../shared/channels/context.js';
 import { createHttpApi } from '../../shared/channels/http-api.js';
 import { hasDotSegment } from '../../shared/channels/request-guards.js';
 import { getDeps } from '../../shared/runtime/compose.js';
+import { contractFetch, expectContract } from '../helpers/openapi-contract.js';
 import {
   type Receiver,
   slackHeaders,
@@ -88,8 +89,17 @@ function raw(
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, json: text ? JSON.parse(text) : {} });
           req.destroy();
+          try {
+            expectContract(method, path, res.statusCode ?? 0, res.headers, text);
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              json: text ? JSON.parse(text) : {},
+            });
+          } catch (error) {
+            reject(error);
+          }
         });
       },
     );
@@ -211,7 +221,7 @@ describe('body limits over real HTTP against serve: refused before they are read
       },
     });
 
-    const response = await fetch(`${server.url}/slack/events`, {
+    const response = await contractFetch(`${server.url}/slack/events`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: endless,

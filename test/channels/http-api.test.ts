@@ -1,11 +1,8 @@
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import type { Middleware } from 'openapi-fetch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler as httpHandler } from '../../functions/http/handler.js';
 import { httpUser, readCallerResource } from '../../shared/channels/conversations.js';
-import { openApiDocument, openApiFile, openApiPath } from '../../shared/channels/openapi.js';
-import { matchRoute } from '../../shared/channels/routes.js';
+import { openApiFile } from '../../shared/channels/openapi.js';
 import {
   type CldClient,
   type ConversationView,
@@ -17,6 +14,7 @@ import { builtinPolicy } from '../../shared/policy/select.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import type { Chunk, Document } from '../../shared/resources/schemas.js';
 import { childUrn, isWithin, keyOf, parentOf, urnOfKey } from '../../shared/urn.js';
+import { contractChecked, expectContract } from '../helpers/openapi-contract.js';
 import { PARTIAL_QUESTION, partialAnswerProblems, UNANSWERED_PART } from '../helpers/partial.js';
 import { startTestServe, type TestServe, until } from './helpers.js';
 
@@ -34,52 +32,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
-
-/**
- * The contract (issue 26): every response `call` receives is checked against the OpenAPI document
- * the code generates (the one committed as openapi.json): its status must be one the operation
- * documents, its JSON body must match that response's schema (ajv, JSON Schema 2020-12, the
- * dialect of OpenAPI 3.1; the view schemas are strict, so an undocumented field fails too), and
- * the headers it documents (`Location`, `ETag`, `Cache-Control`) must be there.
- */
-const contract = openApiDocument() as {
-  paths: Record<string, Record<string, { responses: Record<string, ContractResponse> }>>;
-};
-type ContractResponse = { headers?: Record<string, unknown>; content?: Record<string, unknown> };
-const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
-ajv.addSchema(contract, 'openapi.json');
-
-function pointer(...tokens: string[]): string {
-  return tokens.map((t) => t.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
-}
-
-/** Fails unless a response (status, headers, text body) is what the document says of its route. */
-function expectContract(method: string, path: string, status: number, headers: Headers, text: string): void {
-  const matched = matchRoute(method, path.split('?')[0] as string);
-  const where = `${method} ${path} → ${status}`;
-  if (!matched) {
-    // The gateway's own 404: no route, so no operation; still an `Error` body.
-    const validate = ajv.getSchema('openapi.json#/components/schemas/Error');
-    expect(validate?.(JSON.parse(text)), `${where}: ${ajv.errorsText(validate?.errors)}`).toBe(true);
-    return;
-  }
-  const template = openApiPath(matched.route.path);
-  const operation = contract.paths[template]?.[method.toLowerCase()];
-  const documented = operation?.responses[String(status)];
-  expect(
-    documented,
-    `${where}: status not documented (${Object.keys(operation?.responses ?? {})})`,
-  ).toBeDefined();
-  for (const name of Object.keys(documented?.headers ?? {}))
-    expect(headers.get(name), `${where}: documented header ${name} missing`).not.toBeNull();
-  if (!documented?.content?.['application/json']) {
-    expect(text, `${where}: a body the document does not describe`).toBe('');
-    return;
-  }
-  const ref = `openapi.json#/${pointer('paths', template, method.toLowerCase(), 'responses', String(status), 'content', 'application/json', 'schema')}`;
-  const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
-  expect(validate(JSON.parse(text)), `${where}: ${ajv.errorsText(validate.errors)}`).toBe(true);
-}
 
 async function call(
   method: string,
@@ -106,15 +58,6 @@ async function call(
   expectContract(method, path, response.status, response.headers, text);
   return { status: response.status, headers: response.headers, json: text ? JSON.parse(text) : {}, text };
 }
-
-/** Checks every response the typed client receives against the document, as `call` does. */
-const contractChecked: Middleware = {
-  async onResponse({ request, response }) {
-    const url = new URL(request.url);
-    const text = await response.clone().text();
-    expectContract(request.method, url.pathname + url.search, response.status, response.headers, text);
-  },
-};
 
 /**
  * The typed client (shared/client/index.ts: openapi-fetch over the types generated from

@@ -8,6 +8,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { contractFetch, expectContract } from '../helpers/openapi-contract.js';
 import { startTestServe, type TestServe } from './helpers.js';
 
 const TOKEN = 'alice-token-0123456789abcdef';
@@ -50,7 +51,14 @@ function send(
         res.on('data', (chunk: string) => {
           text += chunk;
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        res.on('end', () => {
+          try {
+            expectContract(method, path, res.statusCode ?? 0, res.headers, text);
+            resolve({ status: res.statusCode ?? 0, text });
+          } catch (error) {
+            reject(error);
+          }
+        });
       },
     );
     req.on('error', reject);
@@ -137,7 +145,7 @@ describe('media types are compared case-insensitively', () => {
 
 describe('an Idempotency-Key reused with another body (422) stores nothing', () => {
   async function post(path: string, key: string, message: string) {
-    const response = await fetch(`${server.url}${path}`, {
+    const response = await contractFetch(`${server.url}${path}`, {
       method: 'POST',
       headers: {
         authorization: `Bearer ${TOKEN}`,

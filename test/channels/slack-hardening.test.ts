@@ -13,6 +13,7 @@ import type { ApprovalView } from '../../shared/domain/approval.js';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { ApprovalRequest, Message } from '../../shared/resources/schemas.js';
 import { childUrn } from '../../shared/urn.js';
+import { contractFetch } from '../helpers/openapi-contract.js';
 import {
   type Captured,
   type Receiver,
@@ -65,7 +66,7 @@ function eventBody(event: Record<string, unknown>) {
 
 async function send(event: Record<string, unknown>): Promise<number> {
   const body = eventBody(event);
-  const response = await fetch(`${server.url}/slack/events`, {
+  const response = await contractFetch(`${server.url}/slack/events`, {
     method: 'POST',
     headers: slackHeaders(SECRET, body),
     body,
@@ -253,7 +254,7 @@ describe('thread replies by another member with CLD_SLACK_THREAD_REPLIES=members
 
   async function sendTo(event: Record<string, unknown>) {
     const body = eventBody(event);
-    const response = await fetch(`${members.url}/slack/events`, {
+    const response = await contractFetch(`${members.url}/slack/events`, {
       method: 'POST',
       headers: slackHeaders(SECRET, body),
       body,

@@ -3,6 +3,7 @@ import { escapeSlackText, slackThreadName } from '../../shared/channels/slack.js
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Message } from '../../shared/resources/schemas.js';
 import { childUrn, keyOf } from '../../shared/urn.js';
+import { contractFetch } from '../helpers/openapi-contract.js';
 import { PARTIAL_QUESTION, partialAnswerProblems } from '../helpers/partial.js';
 import {
   type Captured,
@@ -66,7 +67,7 @@ function mention(text: string, ts: string, extra: Record<string, unknown> = {}) 
 }
 
 async function post(path: string, body: string, headers: Record<string, string>) {
-  const response = await fetch(`${server.url}${path}`, { method: 'POST', headers, body });
+  const response = await contractFetch(`${server.url}${path}`, { method: 'POST', headers, body });
   const text = await response.text();
   return { status: response.status, text, json: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type { Conversation, Message } from '../../shared/resources/schemas.js';
 import { childUrn, keyOf } from '../../shared/urn.js';
+import { contractFetch } from '../helpers/openapi-contract.js';
 import { PARTIAL_QUESTION, partialAnswerProblems, UNANSWERED_PART } from '../helpers/partial.js';
 import {
   type Captured,
@@ -72,7 +73,7 @@ function activity(text: string, conversationId = `19:${randomUUID()}@thread.tacv
 }
 
 async function post(body: string, authorization?: string) {
-  const response = await fetch(`${server.url}/teams/messages`, {
+  const response = await contractFetch(`${server.url}/teams/messages`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
     body,

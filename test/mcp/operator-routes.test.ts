@@ -6,6 +6,7 @@ import { type Served, startServe } from '../../cli/serve.js';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import { parseEnv } from '../../shared/runtime/settings.js';
 import { discoverServer } from '../../shared/tools/registry.js';
+import { contractFetch } from '../helpers/openapi-contract.js';
 import { startTestMcpServer, type TestMcpServer } from './server.js';
 
 /**
@@ -56,7 +57,7 @@ afterAll(async () => {
 });
 
 async function call(method: string, path: string, token: string, body?: unknown) {
-  const response = await fetch(`${served.url}${path}`, {
+  const response = await contractFetch(`${served.url}${path}`, {
     method,
     headers: {
       authorization: `Bearer ${token}`,
