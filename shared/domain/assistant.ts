@@ -33,7 +33,14 @@ import {
   toolsOf,
 } from './common.js';
 import { keepAnswered } from './outcome.js';
-import { parseVerdictPayload, SUBMIT_VERDICT, SUBMIT_VERDICT_SPEC } from './payloads.js';
+import {
+  parseVerdictPayload,
+  resolveSubtaskId,
+  SUBMIT_VERDICT,
+  SUBMIT_VERDICT_SPEC,
+  subtaskId,
+  type VerdictPayload,
+} from './payloads.js';
 import type { Deps } from './ports.js';
 import { labelCitations } from './sources.js';
 import { budgetClock, endedTurn, turnMessageOf } from './turn.js';
@@ -420,7 +427,7 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   let payload: ReturnType<typeof parseVerdictPayload>;
   try {
     if (!use || !('toolUse' in use)) throw new ValidationError('model reply has no submit_verdict tool call');
-    payload = parseVerdictPayload(use.toolUse.input, deps.limits, task.depth);
+    payload = withSubtaskUrns(parseVerdictPayload(use.toolUse.input, deps.limits, task.depth), slots);
   } catch (error) {
     return fail(task, error, deps);
   }
@@ -445,7 +452,7 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
     round,
     pass: payload.pass,
     reason: payload.reason,
-    subtasks: payload.subtasks.filter((s) => slots.includes(s.urn)),
+    subtasks: payload.subtasks.flatMap(({ id, ...s }) => (slots.includes(id) ? [{ urn: id, ...s }] : [])),
     corrective: corrective
       .filter((t) => t.round === round && parentOf(t.meta.id) === task.meta.id)
       .map((t) => t.meta.id),
@@ -466,17 +473,35 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
 }
 
 /**
+ * A verdict with its subtask ids (`s1` …, or URNs) resolved to the URNs of `slots`: each judged
+ * subtask's `id`, and each corrective subtask's `corrects` (dropped when it names no subtask, so
+ * the corrective is added as a new part rather than replacing an unknown one).
+ */
+function withSubtaskUrns(payload: VerdictPayload, slots: readonly string[]): VerdictPayload {
+  return {
+    ...payload,
+    subtasks: payload.subtasks.map((s) => ({ ...s, id: resolveSubtaskId(s.id, slots) ?? s.id })),
+    corrective: payload.corrective.map(({ corrects, ...c }) => {
+      const urn = corrects === undefined ? undefined : resolveSubtaskId(corrects, slots);
+      return urn ? { ...c, corrects: urn } : c;
+    }),
+  };
+}
+
+/**
  * The judge's prompt (issue 25: sent compact): the task's description, then one line of JSON with
- * each subtask's URN, title, purpose, instructions, evaluation, output (its "Sources:" list left
- * out: `citations` names the same URNs once), citations, error and unanswered parts.
+ * each subtask's short id (`s1` …, {@link subtaskId}), its title when its purpose does not hold
+ * it, purpose, instructions (for a corrective subtask only: they record the attempt it redoes),
+ * evaluation, output (its "Sources:" list left out: `citations` names the same URNs once),
+ * citations, error and unanswered parts.
  */
 function supervisorPrompt(task: Task, subtasks: readonly Task[], outputs: readonly Message[]): string {
   const view = {
     subtasks: subtasks.map((s, i) => ({
-      urn: s.meta.id,
-      title: s.title,
+      id: subtaskId(i),
+      ...(s.meta.purpose.includes(s.title) ? {} : { title: s.title }),
       purpose: s.meta.purpose,
-      instructions: s.meta.instructions,
+      ...(s.corrects ? { instructions: s.meta.instructions } : {}),
       evaluation: s.meta.evaluation,
       output: withoutSourceList(outputs[i]?.content ?? ''),
       citations: outputs[i]?.citations ?? [],
@@ -485,7 +510,7 @@ function supervisorPrompt(task: Task, subtasks: readonly Task[], outputs: readon
       ...(outputs[i]?.unanswered ? { unanswered: outputs[i]?.unanswered } : {}),
     })),
   };
-  return `## Task\n${toDescription(task.meta)}\n\n## Subtask outputs\n\`\`\`json\n${JSON.stringify(view)}\n\`\`\`\n\nJudge each output against its evaluation and the task's, then call submit_verdict. For one that falls short, ask for a corrective subtask ("corrects": the URN of the subtask it redoes).`;
+  return `## Task\n${toDescription(task.meta)}\n\n## Subtask outputs\n\`\`\`json\n${JSON.stringify(view)}\n\`\`\`\n\nJudge each output against its evaluation and the task's, then call submit_verdict. For one that falls short, ask for a corrective subtask ("corrects": the id of the subtask it redoes).`;
 }
 
 /** An answer without its trailing "Sources:" list (the URNs the Message's `citations` hold). */

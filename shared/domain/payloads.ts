@@ -89,17 +89,25 @@ export const CorrectivePayloadSchema: z.ZodType<CorrectivePayload> = z.strictObj
       .optional()
       .describe('Subtasks; omit for a task one assistant can do directly');
   },
-  corrects: z.string().optional().describe('URN of the subtask this one redoes, if it replaces one'),
+  corrects: z
+    .string()
+    .max(1_024)
+    .optional()
+    .describe('Id of the subtask this one redoes (s1, s2, …), if it replaces one'),
 });
 
-/** The `submit_verdict` tool input. */
+/**
+ * The `submit_verdict` tool input. Subtasks are named by the short ids of the judge's prompt
+ * (`s1`, `s2`, … in order; a URN is accepted too) rather than their URNs (issue 25: about 45
+ * tokens less per subtask); the assistant step maps them back ({@link resolveSubtaskId}).
+ */
 export const VerdictPayloadSchema = z.strictObject({
   pass: z.boolean().describe('True when the subtasks together meet the task evaluation'),
   reason: text(2_000, 'Why'),
   subtasks: z
     .array(
       z.strictObject({
-        urn: z.string(),
+        id: z.string().max(1_024).describe('The subtask id given with its output (s1, s2, …)'),
         pass: z.boolean(),
         reason: z.string().max(2_000),
         missing: z
@@ -117,6 +125,20 @@ export const VerdictPayloadSchema = z.strictObject({
     .describe('Corrective subtasks when pass is false'),
 });
 export type VerdictPayload = z.infer<typeof VerdictPayloadSchema>;
+
+/** The short id of the judge's prompt for the subtask at `index` (0-based): `s1`, `s2`, …. */
+export function subtaskId(index: number): string {
+  return `s${index + 1}`;
+}
+
+/**
+ * The URN a verdict's subtask id stands for: `sN` → `slots[N - 1]` (undefined when there is no
+ * such subtask); anything else is taken as a URN, unchanged.
+ */
+export function resolveSubtaskId(id: string, slots: readonly string[]): string | undefined {
+  const n = /^s(\d{1,4})$/.exec(id.trim())?.[1];
+  return n === undefined ? id : slots[Number(n) - 1];
+}
 
 /** Name of the planner tool. */
 export const CREATE_PLAN = 'create_plan';

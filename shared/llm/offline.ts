@@ -368,7 +368,8 @@ function plan(text: string): { tasks: TaskPayload[] } {
 
 /** A subtask as the supervisor prompt shows it (shared/domain/assistant.ts supervisorPrompt). */
 export interface SubtaskView {
-  urn: string;
+  /** The short id the judge's prompt gives it (`s1` …). */
+  id: string;
   title?: string;
   purpose?: string;
   instructions?: string;
@@ -396,7 +397,7 @@ function parseJsonBlock(text: string): { subtasks?: SubtaskView[] } {
 function verdict(text: string): {
   pass: boolean;
   reason: string;
-  subtasks: { urn: string; pass: boolean; reason: string }[];
+  subtasks: { id: string; pass: boolean; reason: string }[];
   corrective: CorrectivePayload[];
 } {
   const subtasks = parseJsonBlock(text).subtasks ?? [];
@@ -421,7 +422,7 @@ function verdict(text: string): {
         : failing.length === 0
           ? `all ${subtasks.length} subtasks meet their evaluation`
           : `${failing.length} of ${subtasks.length} subtasks fall short: ${failing.map((f) => f.reason).join('; ')}`,
-    subtasks: judged.map((j) => ({ urn: j.subtask.urn, pass: j.pass, reason: j.reason })),
+    subtasks: judged.map((j) => ({ id: j.subtask.id, pass: j.pass, reason: j.reason })),
     corrective: failing.filter((f) => !f.ended).map(({ subtask, missing }) => corrective(subtask, missing)),
   };
 }
@@ -462,7 +463,7 @@ function corrective(subtask: SubtaskView, missing: readonly string[]): Correctiv
   const cited = subtask.citations?.length ? subtask.citations.join(' ') : 'nothing';
   const lacked = missing.length ? missing.join(', ') : 'nothing';
   return {
-    title: `Retry: ${subtask.title ?? subtask.purpose ?? subtask.urn}`.slice(0, 200),
+    title: `Retry: ${subtask.title ?? subtask.purpose ?? subtask.id}`.slice(0, 200),
     purpose: subtask.purpose ?? 'Redo the failed subtask.',
     instructions: clip(
       `Search the whole documentation for "${query}" and answer with the identifier or code that does it, with citations. Attempt cited ${cited} and lacked ${lacked}.`,
@@ -470,7 +471,7 @@ function corrective(subtask: SubtaskView, missing: readonly string[]): Correctiv
     ),
     applicability: 'A single question answerable from the ingested documentation.',
     evaluation: subtask.evaluation ?? 'The answer cites at least one documentation chunk.',
-    corrects: subtask.urn,
+    corrects: subtask.id,
   };
 }
 

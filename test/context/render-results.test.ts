@@ -197,6 +197,56 @@ describe('citation ids mapped back', () => {
     expect(hits[0]?.text).toContain('The forged passage.');
   });
 
+  it('names a document once: a hit in the same document as the one before shows only the rest of its trail', () => {
+    const source = 'node_modules/aws-cdk-lib/aws-events/README.md';
+    const OTHER = 'cld:doc.Document.bf0e105098da6dfc/doc.Chunk.61eb552bd15497a5';
+    const text = renderToolResult(
+      searchResult([
+        {
+          urn: EVENTS,
+          title: 'Amazon EventBridge Construct Library > Rule > Matchers',
+          source,
+          text: 'One.',
+        },
+        { urn: OTHER, title: 'Amazon EventBridge Construct Library', source, text: 'Two.' },
+        {
+          urn: S3,
+          title: 'Amazon S3 Construct Library > Bucket Notifications',
+          source: 'aws-s3/README.md',
+          text: 'Three.',
+        },
+        {
+          urn: `${EVENTS}0`,
+          title: 'Amazon EventBridge Construct Library > Archiving',
+          source,
+          text: 'Four.',
+        },
+      ]),
+      new CitationIds(),
+    );
+    expect(text.split('\n').filter((line) => line.startsWith('['))).toEqual([
+      `[1] Amazon EventBridge Construct Library › Rule › Matchers — ${source}`,
+      '[2] ›',
+      '[3] Amazon S3 Construct Library › Bucket Notifications — aws-s3/README.md',
+      `[4] Amazon EventBridge Construct Library › Archiving — ${source}`,
+    ]);
+    expect(parseRenderedHits(text).map(({ title, source }) => ({ title, source }))).toEqual([
+      { title: 'Amazon EventBridge Construct Library › Rule › Matchers', source },
+      { title: 'Amazon EventBridge Construct Library', source },
+      { title: 'Amazon S3 Construct Library › Bucket Notifications', source: 'aws-s3/README.md' },
+      { title: 'Amazon EventBridge Construct Library › Archiving', source },
+    ]);
+    const more = renderToolResult(
+      searchResult([
+        { urn: EVENTS, title: 'Events > Rule', source, text: 'One.' },
+        { urn: OTHER, title: 'Events > Rule > Matchers', source, text: 'Two.' },
+      ]),
+      new CitationIds(),
+    );
+    expect(more).toContain('\n\n[2] › Rule › Matchers\nTwo.');
+    expect(parseRenderedHits(more)[1]).toMatchObject({ title: 'Events › Rule › Matchers', source });
+  });
+
   it('parses the rendered hits back (the offline model reads what a model reads)', () => {
     const text = renderToolResult(
       searchResult([

@@ -57,13 +57,13 @@ class NeverSatisfied implements ChatModel {
           ?.content.flatMap((b) => ('text' in b ? [b.text] : []))
           .join('\n') ?? '';
       const json = /```json\s*([\s\S]*?)```/.exec(prompt)?.[1] ?? '{}';
-      const subtasks = ((JSON.parse(json) as { subtasks?: { urn: string }[] }).subtasks ?? []).map(
-        (s) => s.urn,
+      const subtasks = ((JSON.parse(json) as { subtasks?: { id: string }[] }).subtasks ?? []).map(
+        (s) => s.id,
       );
       const verdict = {
         pass: false,
         reason: 'part a is still wrong',
-        subtasks: subtasks.map((urn) => ({ urn, pass: false, reason: 'wrong' })),
+        subtasks: subtasks.map((id) => ({ id, pass: false, reason: 'wrong' })),
         corrective: [
           {
             title: 'part a again',

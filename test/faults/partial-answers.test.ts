@@ -66,7 +66,7 @@ class PartScripted implements ChatModel {
     } else if (tools.includes(SUBMIT_VERDICT)) {
       const prompt = lastText(request);
       const view = JSON.parse(/```json\s*([\s\S]*?)```/.exec(prompt)?.[1] ?? '{}') as {
-        subtasks?: { urn: string; title: string; purpose: string }[];
+        subtasks?: { id: string; title?: string; purpose: string }[];
       };
       const subtasks = view.subtasks ?? [];
       // A corrective task keeps the planned purpose ("Answer: <title>"): that is what is judged.
@@ -79,20 +79,20 @@ class PartScripted implements ChatModel {
         subtasks: subtasks.map((s) =>
           fails(s)
             ? {
-                urn: s.urn,
+                id: s.id,
                 pass: false,
                 reason: `does not mention ${s.purpose.slice(8)}`,
                 missing: ['SqsDlq'],
               }
-            : { urn: s.urn, pass: true, reason: 'ok' },
+            : { id: s.id, pass: true, reason: 'ok' },
         ),
         corrective: failing.map((s) => ({
-          title: `Retry: ${s.title}`,
+          title: `Retry: ${s.title ?? s.purpose}`,
           purpose: s.purpose,
           instructions: 'Search again.',
           applicability: 'One part.',
           evaluation: 'Answered.',
-          corrects: s.urn,
+          corrects: s.id,
         })),
       };
       content = [toolUse(SUBMIT_VERDICT, verdict as unknown as JsonValue)];

@@ -112,7 +112,7 @@ function level(shape: readonly number[], depth: number, prefix: string, root = p
 }
 
 interface SubtaskView {
-  urn: string;
+  id: string;
   title?: string;
   error?: { message?: string } | null;
 }
@@ -133,7 +133,7 @@ function verdict(text: string) {
     return {
       pass: false,
       reason: `subtask ${first.title} failed: ${cause.slice(0, 1_500)}`,
-      subtasks: subtasks.map((s) => ({ urn: s.urn, pass: !s.error, reason: s.error ? 'failed' : 'ok' })),
+      subtasks: subtasks.map((s) => ({ id: s.id, pass: !s.error, reason: s.error ? 'failed' : 'ok' })),
       corrective: [],
     };
   }
@@ -141,21 +141,21 @@ function verdict(text: string) {
     return {
       pass: false,
       reason: `${retry.length} subtask(s) must be redone`,
-      subtasks: subtasks.map((s) => ({ urn: s.urn, pass: !retry.includes(s), reason: 'scripted' })),
+      subtasks: subtasks.map((s) => ({ id: s.id, pass: !retry.includes(s), reason: 'scripted' })),
       corrective: retry.map((s) => ({
         title: `Retry ${(s.title ?? '').replace(` ${RETRY_MARK}`, '')}`,
         purpose: `Answer the question again: what does part ${(s.title ?? '').replace(` ${RETRY_MARK}`, '')} say?`,
         instructions: 'Search again and answer.',
         applicability: 'A single question answerable from the ingested documentation.',
         evaluation: 'The answer names the part.',
-        corrects: s.urn,
+        corrects: s.id,
       })),
     };
   }
   return {
     pass: true,
     reason: `all ${subtasks.length} subtasks pass`,
-    subtasks: subtasks.map((s) => ({ urn: s.urn, pass: true, reason: 'ok' })),
+    subtasks: subtasks.map((s) => ({ id: s.id, pass: true, reason: 'ok' })),
     corrective: [],
   };
 }

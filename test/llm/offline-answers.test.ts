@@ -143,7 +143,7 @@ describe('multi-part references', () => {
 describe('the offline supervisor judge', () => {
   const howTo = `The answer cites at least one documentation chunk, ${SHOWS_CODE}, and mentions: bucket, eventbridge.`;
   const base = {
-    urn: 'cld:common.Conversation.a/plan.Task.b',
+    id: 's1',
     citations: ['cld:doc.Document.a/doc.Chunk.1'],
   };
 

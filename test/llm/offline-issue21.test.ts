@@ -92,7 +92,7 @@ describe('the judge objects about content (item 2)', () => {
     });
     const plan = toolUseOf(response.output.message.content).input as unknown as { tasks: TaskPayload[] };
     const verdict = judge({
-      urn: 'cld:common.Conversation.a/plan.Task.b',
+      id: 's1',
       citations: ['cld:doc.Document.a/doc.Chunk.1'],
       evaluation: plan.tasks[0]?.evaluation ?? '',
       output: 'Set `startingPosition` on the event source:\n\n```ts\nnew DynamoEventSource(table, {});\n```',
@@ -104,7 +104,7 @@ describe('the judge objects about content (item 2)', () => {
 
 describe('corrective rounds (item 2)', () => {
   const subtask = {
-    urn: 'cld:common.Conversation.a/plan.Task.b/plan.Task.c',
+    id: 's1',
     title: 'How do I send the records it fails to process to an SQS queue?',
     purpose:
       'Answer the question: How do I send the records it fails to process to an SQS queue? (it: the Lambda function)',
@@ -143,7 +143,7 @@ describe('corrective rounds (item 2)', () => {
 
   it('ends the rounds early when a corrective round adds nothing new, and goes on when it does', async () => {
     const [retry] = (await verdictOf([subtask])).corrective;
-    const same = { ...subtask, urn: `${subtask.urn}x`, instructions: retry?.instructions };
+    const same = { ...subtask, id: 's2', instructions: retry?.instructions };
     const ended = await verdictOf([same]);
     expect(ended.pass).toBe(false);
     expect(ended.corrective).toEqual([]);
