@@ -11,15 +11,20 @@ import { termsOf } from '../search/terms.js';
  * as plain text, code unescaped:
  *
  * ```
- * [3] Amazon S3 Construct Library › Bucket Notifications › EventBridge notifications — node_modules/aws-cdk-lib/aws-s3/README.md
+ * [3] Amazon S3 Construct Library › Bucket Notifications › EventBridge notifications — aws-s3/README.md
  * Amazon S3 can send events to Amazon EventBridge whenever certain events happen in your bucket.
  * …
+ *
+ * [4] › Bucket Notifications
  * ```
  *
  * - `[3]` is the hit's **citation id**: the URN it stands for is numbered in order of first
  *   appearance over the task's turns ({@link renderTurnResults}), so the same chunk keeps its id
  *   across turns, and the answer's `[3]` is mapped back to the URN on output ({@link resolveCitations});
  * - the heading trail is given once, in the header (the chunk's own heading lines are dropped);
+ *   a hit in the same document as the hit before gives only the rest of its trail after the
+ *   document's title (`[4] › Bucket Notifications`), and a document path is shown by its
+ *   shortest ending that no other path of the result shares ({@link shortPaths});
  * - the text is the **passage around the hit** ({@link passageOf}): the paragraphs and code blocks
  *   of the chunk that hold the most of the call's query terms and their neighbours, within
  *   {@link PASSAGE_CHARS}; what is left out is marked `…`;
@@ -117,12 +122,36 @@ export function renderToolResult(content: string, ids: CitationIds, query?: stri
   if (!hits) return content;
   if (hits.length === 0) return 'No results.';
   const terms = new Set(query ? termsOf(query) : []);
-  return hits
+  const shown = shortPaths(hits.flatMap((hit) => (hit.source ? [hit.source] : [])));
+  const display = hits.map((hit) =>
+    hit.source ? { ...hit, source: shown.get(hit.source) ?? hit.source } : hit,
+  );
+  return display
     .map((hit, rank) => {
-      const header = `[${ids.idOf(hit.urn)}]${hitLabel(hit, hits[rank - 1])}`;
+      const header = `[${ids.idOf(hit.urn)}]${hitLabel(hit, display[rank - 1])}`;
       return rank < PASSAGE_HITS ? `${header}\n${withoutHeaders(passageOf(hit.text, terms))}` : header;
     })
     .join('\n\n');
+}
+
+/**
+ * Each document path of one result as shown: its shortest ending of at least two segments
+ * (`aws-events/README.md`) that no other path of the result shares, so a path is told apart
+ * from the others without the prefix they all have (`node_modules/aws-cdk-lib/`; issue 25).
+ */
+export function shortPaths(paths: readonly string[]): Map<string, string> {
+  const unique = [...new Set(paths)];
+  const segments = unique.map((path) => path.split('/'));
+  const shown = new Map<string, string>();
+  for (const [i, path] of unique.entries()) {
+    const own = segments[i] as string[];
+    let keep = Math.min(2, own.length);
+    const clash = (n: number) =>
+      segments.some((other, j) => j !== i && other.slice(-n).join('/') === own.slice(-n).join('/'));
+    while (keep < own.length && clash(keep)) keep++;
+    shown.set(path, own.slice(-keep).join('/'));
+  }
+  return shown;
 }
 
 /** A heading trail as shown: its ` > ` separators as ` › `, whitespace collapsed. */

@@ -47,8 +47,7 @@ export const DROPPED_MARKER = '[content dropped to fit the context budget]';
 export const TRUNCATED_MARKER = ' [truncated]';
 
 const RULES =
-  'Use the tools to find facts; do not invent them. When you answer, cite the sources you relied on ' +
-  'by their ids ([1], [2]), listed under "Sources:". Answer concisely.';
+  'Use the tools to find facts; do not invent them. Cite the hits you rely on by id ([1], [2]) under "Sources:". Answer concisely.';
 
 /** Text with its runs of whitespace made one space, trimmed (to compare quoted text). */
 function squash(text: string): string {

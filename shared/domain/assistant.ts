@@ -14,6 +14,7 @@ import {
 import { countedOutputs, countOutput } from '../projections/counters.js';
 import { toDescription, withMeta } from '../resources/meta.js';
 import type {
+  Assistant,
   Message,
   Task,
   ToolCall,
@@ -34,6 +35,7 @@ import {
 } from './common.js';
 import { keepAnswered } from './outcome.js';
 import {
+  completeCorrective,
   parseVerdictPayload,
   resolveSubtaskId,
   SUBMIT_VERDICT,
@@ -412,7 +414,7 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
     step: 'judge',
     system: [
       {
-        text: `You are the supervisor "${assistantOf(deps, task.assistant).meta.name}".\n\n${toDescription(assistantOf(deps, task.assistant).meta)}`,
+        text: judgeSystemPrompt(assistantOf(deps, task.assistant).meta),
       },
     ],
     messages: [{ role: 'user', content: [{ text: supervisorPrompt(task, subtasks, outputs) }] }],
@@ -424,10 +426,10 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   const use = response.output.message.content.find(
     (b) => 'toolUse' in b && b.toolUse.name === SUBMIT_VERDICT,
   );
-  let payload: ReturnType<typeof parseVerdictPayload>;
+  let payload: ReturnType<typeof withSubtaskUrns>;
   try {
     if (!use || !('toolUse' in use)) throw new ValidationError('model reply has no submit_verdict tool call');
-    payload = withSubtaskUrns(parseVerdictPayload(use.toolUse.input, deps.limits, task.depth), slots);
+    payload = withSubtaskUrns(parseVerdictPayload(use.toolUse.input, deps.limits, task.depth), subtasks);
   } catch (error) {
     return fail(task, error, deps);
   }
@@ -473,17 +475,45 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
 }
 
 /**
- * A verdict with its subtask ids (`s1` …, or URNs) resolved to the URNs of `slots`: each judged
- * subtask's `id`, and each corrective subtask's `corrects` (dropped when it names no subtask, so
- * the corrective is added as a new part rather than replacing an unknown one).
+ * The judge's system prompt: the supervising assistant's name, purpose, instructions and
+ * evaluation. Its applicability (what it is chosen for) is left out, as for an assistant in the
+ * inner loop (shared/context/window.ts): it tells the judge nothing (issue 25).
  */
-function withSubtaskUrns(payload: VerdictPayload, slots: readonly string[]): VerdictPayload {
+function judgeSystemPrompt(meta: Assistant['meta']): string {
+  return `You are the supervisor "${meta.name}".\n\n${toDescription(withoutApplicability(meta))}`;
+}
+
+/** A description without its `applicability` (see {@link judgeSystemPrompt}). */
+function withoutApplicability<T extends { applicability?: string }>({
+  applicability: _,
+  ...rest
+}: T): Omit<T, 'applicability'> {
+  return rest;
+}
+
+/**
+ * A verdict with its subtask ids (`s1` …, or URNs) resolved to the URNs of `subtasks` (the
+ * effective ones, in the order the judge's prompt numbered them): each judged subtask's `id`, and
+ * each corrective subtask's `corrects` (dropped when it names no subtask, so the corrective is
+ * added as a new part rather than replacing an unknown one); each corrective completed with the
+ * title and applicability it left out ({@link completeCorrective}).
+ */
+function withSubtaskUrns(
+  payload: VerdictPayload,
+  subtasks: readonly Task[],
+): Omit<VerdictPayload, 'corrective'> & { corrective: ReturnType<typeof completeCorrective>[] } {
+  const slots = subtasks.map((s) => s.meta.id);
   return {
     ...payload,
     subtasks: payload.subtasks.map((s) => ({ ...s, id: resolveSubtaskId(s.id, slots) ?? s.id })),
     corrective: payload.corrective.map(({ corrects, ...c }) => {
       const urn = corrects === undefined ? undefined : resolveSubtaskId(corrects, slots);
-      return urn ? { ...c, corrects: urn } : c;
+      const redone = urn === undefined ? undefined : subtasks[slots.indexOf(urn)];
+      if (!urn || !redone) return completeCorrective(c);
+      return {
+        ...completeCorrective(c, { title: redone.title, applicability: redone.meta.applicability }),
+        corrects: urn,
+      };
     }),
   };
 }
@@ -492,8 +522,8 @@ function withSubtaskUrns(payload: VerdictPayload, slots: readonly string[]): Ver
  * The judge's prompt (issue 25: sent compact): the task's description, then one line of JSON with
  * each subtask's short id (`s1` …, {@link subtaskId}), its title when its purpose does not hold
  * it, purpose, instructions (for a corrective subtask only: they record the attempt it redoes),
- * evaluation, output (its "Sources:" list left out: `citations` names the same URNs once),
- * citations, error and unanswered parts.
+ * evaluation, output (its "Sources:" list left out: `sources` names the same once), sources
+ * ({@link sourcesOf}), error (when it failed) and unanswered parts.
  */
 function supervisorPrompt(task: Task, subtasks: readonly Task[], outputs: readonly Message[]): string {
   const view = {
@@ -504,13 +534,23 @@ function supervisorPrompt(task: Task, subtasks: readonly Task[], outputs: readon
       ...(s.corrects ? { instructions: s.meta.instructions } : {}),
       evaluation: s.meta.evaluation,
       output: withoutSourceList(outputs[i]?.content ?? ''),
-      citations: outputs[i]?.citations ?? [],
-      error: outputs[i]?.error ?? null,
+      sources: sourcesOf(outputs[i]),
+      ...(outputs[i]?.error ? { error: outputs[i]?.error } : {}),
       // A partial subtask says which of its own parts it did not answer.
       ...(outputs[i]?.unanswered ? { unanswered: outputs[i]?.unanswered } : {}),
     })),
   };
-  return `## Task\n${toDescription(task.meta)}\n\n## Subtask outputs\n\`\`\`json\n${JSON.stringify(view)}\n\`\`\`\n\nJudge each output against its evaluation and the task's, then call submit_verdict. For one that falls short, ask for a corrective subtask ("corrects": the id of the subtask it redoes).`;
+  return `## Task\n${toDescription(withoutApplicability(task.meta))}\n\n## Subtask outputs\n\`\`\`json\n${JSON.stringify(view)}\n\`\`\`\n\nJudge each output against its evaluation and the task's, then call submit_verdict. For one that falls short, ask for a corrective subtask ("corrects": the id of the subtask it redoes).`;
+}
+
+/**
+ * What an output cites, as the judge reads it: each source's label (`aws-s3 README › Bucket
+ * Notifications`, Message `sources`), or its URN where it has none (issue 25: a label is about a
+ * third of a URN's tokens, and tells the judge which document and section it is).
+ */
+function sourcesOf(output: Message | undefined): string[] {
+  const labels = new Map((output?.sources ?? []).map((s) => [s.urn, s.label]));
+  return (output?.citations ?? []).map((urn) => labels.get(urn) ?? urn);
 }
 
 /** An answer without its trailing "Sources:" list (the URNs the Message's `citations` hold). */

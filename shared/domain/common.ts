@@ -4,7 +4,7 @@ import { withMeta } from '../resources/meta.js';
 import type { Assistant, Message, SourceRef, Task, Tool } from '../resources/schemas.js';
 import { electAssistant } from '../search/similarity.js';
 import { childUrn, OUTPUT_NAME, rootOf } from '../urn.js';
-import type { CorrectivePayload, TaskPayload } from './payloads.js';
+import type { TaskPayload } from './payloads.js';
 import type { Deps } from './ports.js';
 import { sourcesBlock, sourcesOf } from './sources.js';
 import { sourcesBlockAt } from './sources-block.js';
@@ -73,7 +73,7 @@ export function toolsOf(deps: Deps, assistant: Assistant): Tool[] {
  */
 export async function buildTasks(
   deps: Deps,
-  payloads: readonly (TaskPayload | CorrectivePayload)[],
+  payloads: readonly (TaskPayload & { corrects?: string | undefined })[],
   parent: string,
   depth: number,
   round: number,

@@ -61,24 +61,40 @@ export const PlanPayloadSchema = z.strictObject({
 export type PlanPayload = z.infer<typeof PlanPayloadSchema>;
 
 /**
- * A corrective subtask: a task payload plus the URN of the subtask it corrects, if any. Recursive
- * in itself (its subtasks are of the same shape), so its JSON schema is one `$defs` entry rather
- * than the task's fields inline plus the task schema again (issue 25: 250 tokens less in every
- * verdict request). `corrects` is read on the verdict's own corrective subtasks only.
+ * A corrective subtask: a task payload plus the id of the subtask it corrects, if any. Its title
+ * and applicability may be left out (issue 25: fewer tokens in every verdict request): they
+ * default to the redone subtask's ("Retry: <title>", its applicability), or to the purpose for a
+ * new part ({@link completeCorrective}). Recursive in itself (its subtasks are of the same
+ * shape), so its JSON schema is one `$defs` entry rather than the task's fields inline plus the
+ * task schema again. `corrects` is read on the verdict's own corrective subtasks only.
  */
-export interface CorrectivePayload extends TaskPayload {
+export interface CorrectivePayload extends Omit<TaskPayload, 'title' | 'applicability' | 'subtasks'> {
+  title?: string | undefined;
+  applicability?: string | undefined;
   corrects?: string | undefined;
   subtasks?: CorrectivePayload[] | undefined;
 }
 
 export const CorrectivePayloadSchema: z.ZodType<CorrectivePayload> = z.strictObject({
-  title: text(TASK_TEXT_LIMITS.title, 'Short title of the task'),
+  title: z
+    .string()
+    .trim()
+    .min(1)
+    .max(TASK_TEXT_LIMITS.title)
+    .optional()
+    .describe("Default: the redone subtask's"),
   purpose: text(
     TASK_TEXT_LIMITS.purpose,
     'What the task must accomplish (for a question: the question itself)',
   ),
   instructions: text(TASK_TEXT_LIMITS.instructions, 'How to carry it out'),
-  applicability: text(TASK_TEXT_LIMITS.applicability, 'What kind of task this is, for choosing an assistant'),
+  applicability: z
+    .string()
+    .trim()
+    .min(1)
+    .max(TASK_TEXT_LIMITS.applicability)
+    .optional()
+    .describe("Default: the redone subtask's"),
   evaluation: text(
     TASK_TEXT_LIMITS.evaluation,
     'What a successful result looks like; judged by the supervisor',
@@ -89,12 +105,28 @@ export const CorrectivePayloadSchema: z.ZodType<CorrectivePayload> = z.strictObj
       .optional()
       .describe('Subtasks; omit for a task one assistant can do directly');
   },
-  corrects: z
-    .string()
-    .max(1_024)
-    .optional()
-    .describe('Id of the subtask this one redoes (s1, s2, …), if it replaces one'),
+  corrects: z.string().optional().describe('Id of the subtask it redoes'),
 });
+
+/**
+ * A corrective subtask as a task payload: its title and applicability filled in where it left
+ * them out, from `redone` (the subtask it redoes: "Retry: <its title>", its applicability) or
+ * else from its purpose (cut to the field's limit); its own subtasks likewise, from themselves.
+ */
+export function completeCorrective(
+  payload: CorrectivePayload,
+  redone?: { title: string; applicability: string },
+): TaskPayload & { corrects?: string | undefined } {
+  const { subtasks, title, applicability, ...rest } = payload;
+  const clip = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+  return {
+    ...rest,
+    title: title ?? clip(redone ? `Retry: ${redone.title}` : payload.purpose, TASK_TEXT_LIMITS.title),
+    applicability:
+      applicability ?? redone?.applicability ?? clip(payload.purpose, TASK_TEXT_LIMITS.applicability),
+    ...(subtasks ? { subtasks: subtasks.map((s) => completeCorrective(s)) } : {}),
+  };
+}
 
 /**
  * The `submit_verdict` tool input. Subtasks are named by the short ids of the judge's prompt
@@ -107,14 +139,14 @@ export const VerdictPayloadSchema = z.strictObject({
   subtasks: z
     .array(
       z.strictObject({
-        id: z.string().max(1_024).describe('The subtask id given with its output (s1, s2, …)'),
+        id: z.string().max(1_024).describe('s1, s2, …'),
         pass: z.boolean(),
         reason: z.string().max(2_000),
         missing: z
           .array(z.string().trim().min(1).max(200))
           .max(50)
           .optional()
-          .describe('What the output lacks (terms, identifiers, facts), when it falls short'),
+          .describe('What it lacks (terms, identifiers, facts)'),
       }),
     )
     .describe('Judgement of each subtask output'),
@@ -145,22 +177,38 @@ export const CREATE_PLAN = 'create_plan';
 /** Name of the supervisor tool. */
 export const SUBMIT_VERDICT = 'submit_verdict';
 
+/**
+ * A Converse tool spec from a zod schema, as the model reads it: the JSON Schema of its input
+ * without `$schema` and without `minLength: 1` (a text must not be empty: every model writes
+ * one, and the zod schema, which validates the reply, still says so after trimming; issue 25:
+ * fewer tokens in every planner and judge request).
+ */
 function toolSpec(name: string, description: string, schema: z.ZodType): ToolSpec {
   const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io: 'input' }) as Record<string, JsonValue>;
-  return { name, description, inputSchema: { json } };
+  return { name, description, inputSchema: { json: withoutMinLengthOne(json) as Record<string, JsonValue> } };
+}
+
+function withoutMinLengthOne(value: JsonValue): JsonValue {
+  if (Array.isArray(value)) return value.map(withoutMinLengthOne);
+  if (!value || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([key, v]) => !(key === 'minLength' && v === 1))
+      .map(([key, v]) => [key, withoutMinLengthOne(v)]),
+  );
 }
 
 /** Converse tool spec of `create_plan`. */
 export const CREATE_PLAN_SPEC: ToolSpec = toolSpec(
   CREATE_PLAN,
-  'Create the task tree for the user message: one root task per independent request, subtasks for its parts.',
+  'Create the task tree for the user message.',
   PlanPayloadSchema,
 );
 
 /** Converse tool spec of `submit_verdict`. */
 export const SUBMIT_VERDICT_SPEC: ToolSpec = toolSpec(
   SUBMIT_VERDICT,
-  'Judge the subtask outputs against the task evaluation; when they fall short, ask for corrective subtasks.',
+  'Judge the subtask outputs; ask for corrective subtasks where they fall short.',
   VerdictPayloadSchema,
 );
 
@@ -189,7 +237,12 @@ export function parseVerdictPayload(input: unknown, limits: Limits, depth: numbe
   return parsed.data;
 }
 
-function checkBounds(tasks: readonly TaskPayload[], depth: number, limits: Limits, allowEmpty = false): void {
+/** A payload tree as {@link checkBounds} walks it. */
+interface Nested {
+  subtasks?: readonly Nested[] | undefined;
+}
+
+function checkBounds(tasks: readonly Nested[], depth: number, limits: Limits, allowEmpty = false): void {
   if (!allowEmpty && tasks.length === 0) throw new ValidationError('plan has no tasks');
   if (tasks.length > limits.maxSubtasks) {
     throw new ValidationError(

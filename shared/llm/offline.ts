@@ -375,7 +375,8 @@ export interface SubtaskView {
   instructions?: string;
   evaluation?: string;
   output?: string;
-  citations?: string[];
+  /** What the output cites: each source's label (`aws-s3 README › Bucket Notifications`) or URN. */
+  sources?: string[];
   error?: { message?: string } | null;
 }
 
@@ -430,6 +431,9 @@ function verdict(text: string): {
 /** What a corrective task's instructions record of the attempt it redoes ({@link corrective}). */
 const ATTEMPT = /Attempt cited (.*?) and lacked (.*?)\.(?:\s|$)/;
 
+/** Separator of the sources an attempt cited, in its record ({@link ATTEMPT}). */
+const ATTEMPT_SOURCES = '; ';
+
 /**
  * True when a corrective subtask's output added nothing new to the attempt it redoes: it cites
  * no source that attempt did not, and still lacks every term that attempt lacked. Another round
@@ -438,11 +442,13 @@ const ATTEMPT = /Attempt cited (.*?) and lacked (.*?)\.(?:\s|$)/;
 export function addedNothing(s: SubtaskView, missing: readonly string[]): boolean {
   const attempt = ATTEMPT.exec(s.instructions ?? '');
   if (!attempt) return false;
-  const cited = new Set((attempt[1] as string).split(/\s+/).filter((urn) => urn.startsWith('cld:')));
+  const cited = new Set(
+    (attempt[1] as string).split(ATTEMPT_SOURCES).filter((source) => source !== 'nothing'),
+  );
   const lacked = (attempt[2] as string).split(/,\s*/).filter((t) => t && t !== 'nothing');
   const stillMissing = new Set(missing.map((t) => t.toLowerCase()));
   return (
-    (s.citations ?? []).every((urn) => cited.has(urn)) &&
+    (s.sources ?? []).every((source) => cited.has(source)) &&
     lacked.every((t) => stillMissing.has(t.toLowerCase()))
   );
 }
@@ -460,7 +466,7 @@ function corrective(subtask: SubtaskView, missing: readonly string[]): Correctiv
     [question, ...missing].join(' ').replace(/"/g, "'").replace(/\s+/g, ' ').trim(),
     SEARCH_QUERY_LIMIT,
   );
-  const cited = subtask.citations?.length ? subtask.citations.join(' ') : 'nothing';
+  const cited = subtask.sources?.length ? subtask.sources.join(ATTEMPT_SOURCES) : 'nothing';
   const lacked = missing.length ? missing.join(', ') : 'nothing';
   return {
     title: `Retry: ${subtask.title ?? subtask.purpose ?? subtask.id}`.slice(0, 200),
@@ -498,7 +504,7 @@ export function judge(s: SubtaskView): { pass: boolean; reason: string; missing:
   if (s.error) return { pass: false, reason: `failed: ${s.error.message ?? 'error'}`, missing: [] };
   const output = s.output?.trim() ?? '';
   if (!output) return { pass: false, reason: 'empty output', missing: [] };
-  if (!s.citations?.length) return { pass: false, reason: 'cites no source', missing: [] };
+  if (!s.sources?.length) return { pass: false, reason: 'cites no source', missing: [] };
   const mentions = /mentions:\s*(.+?)\.?$/i.exec(s.evaluation ?? '');
   const terms = mentions
     ? (mentions[1] as string).split(/,\s*/).filter(Boolean)
@@ -514,7 +520,7 @@ export function judge(s: SubtaskView): { pass: boolean; reason: string; missing:
   }
   return {
     pass: true,
-    reason: `cites ${s.citations.length} source(s), covers ${terms.length - missing.length}/${terms.length} key terms`,
+    reason: `cites ${s.sources.length} source(s), covers ${terms.length - missing.length}/${terms.length} key terms`,
     missing,
   };
 }

@@ -8,6 +8,7 @@ import {
   renderTurnResults,
   resolveCitationArguments,
   resolveCitations,
+  shortPaths,
 } from '../../shared/context/render-results.js';
 import { termsOf } from '../../shared/search/terms.js';
 
@@ -89,7 +90,7 @@ describe('renderToolResult', () => {
       'S3 EventBridge notifications',
     );
     expect(text).toMatch(
-      /^\[1\] Amazon S3 Construct Library › Bucket Notifications › EventBridge notifications — node_modules\/aws-cdk-lib\/aws-s3\/README\.md\n/,
+      /^\[1\] Amazon S3 Construct Library › Bucket Notifications › EventBridge notifications — aws-s3\/README\.md\n/,
     );
     expect(text).toContain('\n\n[2] Amazon EventBridge Construct Library › Rule › Matchers\nUse `Match`.');
     expect(text).not.toContain('cld:');
@@ -224,17 +225,18 @@ describe('citation ids mapped back', () => {
       ]),
       new CitationIds(),
     );
+    const shown = 'aws-events/README.md';
     expect(text.split('\n').filter((line) => line.startsWith('['))).toEqual([
-      `[1] Amazon EventBridge Construct Library › Rule › Matchers — ${source}`,
+      `[1] Amazon EventBridge Construct Library › Rule › Matchers — ${shown}`,
       '[2] ›',
       '[3] Amazon S3 Construct Library › Bucket Notifications — aws-s3/README.md',
-      `[4] Amazon EventBridge Construct Library › Archiving — ${source}`,
+      `[4] Amazon EventBridge Construct Library › Archiving — ${shown}`,
     ]);
     expect(parseRenderedHits(text).map(({ title, source }) => ({ title, source }))).toEqual([
-      { title: 'Amazon EventBridge Construct Library › Rule › Matchers', source },
-      { title: 'Amazon EventBridge Construct Library', source },
+      { title: 'Amazon EventBridge Construct Library › Rule › Matchers', source: shown },
+      { title: 'Amazon EventBridge Construct Library', source: shown },
       { title: 'Amazon S3 Construct Library › Bucket Notifications', source: 'aws-s3/README.md' },
-      { title: 'Amazon EventBridge Construct Library › Archiving', source },
+      { title: 'Amazon EventBridge Construct Library › Archiving', source: shown },
     ]);
     const more = renderToolResult(
       searchResult([
@@ -244,7 +246,26 @@ describe('citation ids mapped back', () => {
       new CitationIds(),
     );
     expect(more).toContain('\n\n[2] › Rule › Matchers\nTwo.');
-    expect(parseRenderedHits(more)[1]).toMatchObject({ title: 'Events › Rule › Matchers', source });
+    expect(parseRenderedHits(more)[1]).toMatchObject({ title: 'Events › Rule › Matchers', source: shown });
+  });
+
+  it('shows each document path by its shortest ending that no other path of the result shares', () => {
+    expect(
+      shortPaths([
+        'node_modules/aws-cdk-lib/aws-events/README.md',
+        'node_modules/aws-cdk-lib/aws-s3/README.md',
+        'node_modules/other-lib/aws-s3/README.md',
+        'README.md',
+        'node_modules/aws-cdk-lib/aws-events/README.md',
+      ]),
+    ).toEqual(
+      new Map([
+        ['node_modules/aws-cdk-lib/aws-events/README.md', 'aws-events/README.md'],
+        ['node_modules/aws-cdk-lib/aws-s3/README.md', 'aws-cdk-lib/aws-s3/README.md'],
+        ['node_modules/other-lib/aws-s3/README.md', 'other-lib/aws-s3/README.md'],
+        ['README.md', 'README.md'],
+      ]),
+    );
   });
 
   it('parses the rendered hits back (the offline model reads what a model reads)', () => {

@@ -144,7 +144,7 @@ describe('the offline supervisor judge', () => {
   const howTo = `The answer cites at least one documentation chunk, ${SHOWS_CODE}, and mentions: bucket, eventbridge.`;
   const base = {
     id: 's1',
-    citations: ['cld:doc.Document.a/doc.Chunk.1'],
+    sources: ['aws-s3 README › Bucket Notifications'],
   };
 
   it('objects to a how-to answer without an identifier or code', () => {
@@ -173,9 +173,7 @@ describe('the offline supervisor judge', () => {
     expect(judge({ ...base, evaluation: plain, output: 'Buckets send events to EventBridge.' }).pass).toBe(
       true,
     );
-    expect(
-      judge({ ...base, citations: [], evaluation: plain, output: 'Buckets send events.' }),
-    ).toMatchObject({
+    expect(judge({ ...base, sources: [], evaluation: plain, output: 'Buckets send events.' })).toMatchObject({
       pass: false,
       reason: 'cites no source',
     });

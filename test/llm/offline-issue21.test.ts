@@ -93,7 +93,7 @@ describe('the judge objects about content (item 2)', () => {
     const plan = toolUseOf(response.output.message.content).input as unknown as { tasks: TaskPayload[] };
     const verdict = judge({
       id: 's1',
-      citations: ['cld:doc.Document.a/doc.Chunk.1'],
+      sources: ['aws-s3 README › Bucket Notifications'],
       evaluation: plan.tasks[0]?.evaluation ?? '',
       output: 'Set `startingPosition` on the event source:\n\n```ts\nnew DynamoEventSource(table, {});\n```',
     });
@@ -110,7 +110,7 @@ describe('corrective rounds (item 2)', () => {
       'Answer the question: How do I send the records it fails to process to an SQS queue? (it: the Lambda function)',
     evaluation: `The answer cites at least one documentation chunk, ${SHOWS_CODE}, and mentions: records, SQS, queue.`,
     output: 'Use `startingPosition`:\n\n```ts\nnew DynamoEventSource(table, {});\n```',
-    citations: ['cld:doc.Document.d/doc.Chunk.1'],
+    sources: ['aws-lambda-event-sources README › DynamoDB Streams'],
   };
   const verdictOf = async (subtasks: object[]) => {
     const text = `## Task\n**Purpose:** Answer 2 parts\n\n## Subtask outputs\n\`\`\`json\n${JSON.stringify({ subtasks }, null, 2)}\n\`\`\``;
@@ -149,7 +149,7 @@ describe('corrective rounds (item 2)', () => {
     expect(ended.corrective).toEqual([]);
     expect(ended.reason).toMatch(/added nothing new/);
     // A round that cites a new document goes on.
-    const moved = { ...same, citations: ['cld:doc.Document.e/doc.Chunk.2'] };
+    const moved = { ...same, sources: ['aws-lambda README › Destinations'] };
     expect((await verdictOf([moved])).corrective).toHaveLength(1);
   });
 });
