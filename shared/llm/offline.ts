@@ -91,7 +91,9 @@ export class OfflineChatModel implements ChatModel {
       (t) => !tried.has(t.name) && t.name !== 'graph' && firstStringParameter(t),
     );
     const referent = referentOf(question);
-    const lookups = lookupResults(request.messages);
+    const via = viaOf(question);
+    const lookups = lookupResults(request.messages, (id) => !id.includes(VIA_LOOKUP));
+    const viaLookups = lookupResults(request.messages, (id) => id.includes(VIA_LOOKUP));
     if (results.length === 0 && candidates.length > 0) {
       const tool = await this.bestTool(question, candidates);
       const argument = firstStringParameter(tool) as string;
@@ -100,12 +102,22 @@ export class OfflineChatModel implements ChatModel {
       const reformulated = taskQuery(request.messages);
       // A back-reference ("make it scale out", it = the Fargate service) is looked up first: the
       // API the earlier part's subject is answered with (`ecs.FargateService`) joins the query.
+      // What that part itself referred back to is looked up beside it (the Lambda function of the
+      // DynamoDB table stream: `lambda.Function`, `dynamodb.Table`).
       if (referent && !reformulated && tool.name === 'search' && lookups === undefined)
         return [
           toolUse(tool.name, `${LOOKUP}${turn}`, { [argument]: clip(referent, maxLengthOf(tool, argument)) }),
+          ...(via
+            ? [
+                toolUse(tool.name, `${VIA_LOOKUP}${turn}`, {
+                  [argument]: clip(via, maxLengthOf(tool, argument)),
+                }),
+              ]
+            : []),
         ];
       const api = lookups ? apiOf(referent ?? '', lookups) : undefined;
-      const query = reformulated ?? withoutRejected(withApi(question, api));
+      const viaApi = via && viaLookups ? apiOf(via, viaLookups) : undefined;
+      const query = reformulated ?? withoutRejected(withApi(question, api, viaApi));
       return [
         toolUse(tool.name, `${turn}`, {
           [argument]: clip(query, maxLengthOf(tool, argument)),
@@ -114,7 +126,8 @@ export class OfflineChatModel implements ChatModel {
       ];
     }
     const api = lookups ? apiOf(referent ?? '', lookups) : undefined;
-    return [{ text: extractiveAnswer(withApi(question, api), results) }];
+    const viaApi = via && viaLookups ? apiOf(via, viaLookups) : undefined;
+    return [{ text: extractiveAnswer(withApi(question, api, viaApi), results) }];
   }
 
   private async bestTool(question: string, tools: ToolSpec[]): Promise<ToolSpec> {
@@ -245,7 +258,9 @@ const HOW_TO = /^\s*(?:\d{1,2}[.)]\s*)?how\s+(?:do|can|should|would|to)\b/i;
 export const SHOWS_CODE = 'shows the identifier or code that does it, from a cited chunk';
 
 function leaf(part: string, referent?: Reference): TaskPayload {
-  const question = referent ? `${part} (${referent.phrase}: the ${referent.subject})` : part;
+  const question = referent
+    ? `${part} (${referent.phrase}: the ${referent.subject}${referent.via ? `${VIA}${referent.via}` : ''})`
+    : part;
   const terms = keyTerms(question);
   // A question without Latin-alphabet words (e.g. in Chinese or Russian) has no key terms.
   if (terms.length === 0)
@@ -284,7 +299,16 @@ function leaf(part: string, referent?: Reference): TaskPayload {
 export interface Reference {
   phrase: string;
   subject: string;
+  /**
+   * What the referred-to part itself referred back to, when that is something else: "the records
+   * it fails to process" (it = the Lambda function of "process that stream with a Lambda
+   * function", that stream = the DynamoDB table stream) → `DynamoDB table stream`.
+   */
+  via?: string;
 }
+
+/** How a task's purpose joins a referent and what that referent's part referred back to. */
+const VIA = ', with the ';
 
 const SUBJECT =
   /\b(?:a|an|the)\s+((?:[\w-]+\s+){0,3}?[\w-]+?)(?=\s+(?:from|with|in|on|to|for|that|which|using|by|of|at|into|as|and|so|when)\b|\s*[?.!,;:]|\s*$)/i;
@@ -311,7 +335,10 @@ export function subjectOf(part: string): string | undefined {
  * earlier part, or undefined. "that/this/those <noun>" refers to the latest earlier subject that
  * contains the noun; "it/its/them/their" to what the previous part was about: what that part
  * itself referred back to, when it did ("make it scale out", then "register it": both the
- * Fargate service), else its subject.
+ * Fargate service), else its subject. A reference to an earlier part's own subject carries, as
+ * `via`, what that part itself referred back to when that is something else ("process that
+ * stream with a Lambda function", then "the records it fails": the Lambda function, via the
+ * DynamoDB table stream); the inner loop looks both up and searches with both APIs.
  */
 export function resolveReferences(parts: readonly string[]): (Reference | undefined)[] {
   const subjects = parts.map(subjectOf);
@@ -327,7 +354,8 @@ export function resolveReferences(parts: readonly string[]): (Reference | undefi
       const noun = (demonstrative[2] as string).toLowerCase();
       for (let j = i - 1; j >= 0; j -= 1) {
         const subject = subjects[j];
-        if (subject?.toLowerCase().split(/\s+/).includes(noun)) return { phrase: demonstrative[0], subject };
+        if (subject?.toLowerCase().split(/\s+/).includes(noun))
+          return withVia({ phrase: demonstrative[0], subject }, j);
       }
       // A noun an earlier part mentions beside its subject ("a table with a stream", then
       // "that stream"): the subject's noun of that kind.
@@ -338,10 +366,24 @@ export function resolveReferences(parts: readonly string[]): (Reference | undefi
       }
     }
     const pronoun = PRONOUN.exec(part);
-    const previous = resolved[i - 1]?.phrase.match(PRONOUN) ? resolved[i - 1]?.subject : subjects[i - 1];
+    const inherited = resolved[i - 1]?.phrase.match(PRONOUN) !== null && resolved[i - 1] !== undefined;
+    const previous = inherited ? resolved[i - 1]?.subject : subjects[i - 1];
     const about = previous ?? resolved[i - 1]?.subject;
-    if (pronoun && about) return { phrase: pronoun[0], subject: about };
+    if (pronoun && about)
+      return inherited || !previous
+        ? { phrase: pronoun[0], subject: about }
+        : withVia({ phrase: pronoun[0], subject: about }, i - 1);
     return undefined;
+  }
+
+  /** The reference to part `j`'s own subject, with what part `j` itself referred back to (when other). */
+  function withVia(reference: Reference, j: number): Reference {
+    const earlier = resolved[j]?.subject;
+    const other =
+      earlier !== undefined &&
+      !reference.subject.toLowerCase().includes(earlier.toLowerCase()) &&
+      !earlier.toLowerCase().includes(reference.subject.toLowerCase());
+    return other ? { ...reference, via: earlier } : reference;
   }
 }
 
@@ -605,9 +647,23 @@ function firstStringParameter(tool: ToolSpec): string | undefined {
 
 /** The tool-use id marker of a back-reference lookup (`offline-search-lookup-1`). */
 const LOOKUP = 'lookup-';
+/** The tool-use id marker of the lookup of what the referred-to part referred back to (`offline-search-lookup-via-1`). */
+const VIA_LOOKUP = 'lookup-via-';
 
 /** The subject a task's question refers back to: `(it: the Fargate service)` → `Fargate service`. */
 export function referentOf(question: string): string | undefined {
+  return referenceText(question)?.split(VIA)[0]?.trim();
+}
+
+/**
+ * What the referred-to part itself referred back to: `(it: the Lambda function, with the DynamoDB
+ * table stream)` → `DynamoDB table stream` ({@link Reference} `via`), or undefined.
+ */
+export function viaOf(question: string): string | undefined {
+  return referenceText(question)?.split(VIA)[1]?.trim();
+}
+
+function referenceText(question: string): string | undefined {
   return /\((?:[\w-]+(?:\s+[\w-]+)?): the ([^()]+?)\)\s*$/.exec(question)?.[1]?.trim();
 }
 
@@ -618,11 +674,13 @@ export function referentOf(question: string): string | undefined {
 const HEAD_WEIGHT = 1.25;
 
 /** The hits of the back-reference lookup, or undefined when none was made. */
-function lookupResults(messages: readonly ConverseMessage[]): ExtractHit[] | undefined {
-  const made = messages.some((m) =>
-    m.content.some((b) => 'toolUse' in b && b.toolUse.toolUseId.includes(LOOKUP)),
-  );
-  return made ? toolResults(messages, (id) => id.includes(LOOKUP)) : undefined;
+function lookupResults(
+  messages: readonly ConverseMessage[],
+  accept: (toolUseId: string) => boolean = () => true,
+): ExtractHit[] | undefined {
+  const ours = (id: string) => id.includes(LOOKUP) && accept(id);
+  const made = messages.some((m) => m.content.some((b) => 'toolUse' in b && ours(b.toolUse.toolUseId)));
+  return made ? toolResults(messages, ours) : undefined;
 }
 
 /**
@@ -667,10 +725,11 @@ export function apiOf(subject: string, hits: readonly ExtractHit[]): string | un
  * The API stands for the subject (its name carries the subject's nouns); the subject's qualifiers
  * ("FIFO") belong to the earlier part and would pull this one's search and answer towards it.
  */
-function withApi(question: string, api: string | undefined): string {
-  if (!api) return question;
+function withApi(question: string, ...apis: (string | undefined)[]): string {
+  const found = [...new Set(apis.filter((api): api is string => api !== undefined))];
+  if (!found.length || apis[0] === undefined) return question;
   return question.replace(
     /\(([^():]+):\s*the [^()]+\)\s*$/,
-    (_, phrase: string) => `(${phrase}: \`${api}\`)`,
+    (_, phrase: string) => `(${phrase}: ${found.map((api) => `\`${api}\``).join(', ')})`,
   );
 }

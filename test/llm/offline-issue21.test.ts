@@ -169,6 +169,62 @@ describe('referents that carry (item 3)', () => {
     ]);
   });
 
+  it('carries what the referred-to part itself referred back to, when that is something else', () => {
+    // "it" is the Lambda function of part 2, which processed "that stream" (the table's stream).
+    expect(
+      resolveReferences([
+        'How do I create a DynamoDB table with a stream of new and old images?',
+        'How do I process that stream with a Lambda function?',
+        'How do I send the records it fails to process to an SQS queue?',
+      ])[2],
+    ).toEqual({ phrase: 'it', subject: 'Lambda function', via: 'DynamoDB table stream' });
+    // "that queue" is the SQS queue of part 2, which was subscribed to "it" (the FIFO topic).
+    expect(
+      resolveReferences([
+        'How do I create a FIFO topic?',
+        'How do I subscribe an SQS queue to it?',
+        'How do I filter the messages that queue receives on the message body?',
+      ])[2],
+    ).toEqual({ phrase: 'that queue', subject: 'SQS queue', via: 'FIFO topic' });
+  });
+
+  it('looks up both referents and searches with both APIs', async () => {
+    const purpose =
+      'Answer the question: How do I send the records it fails to process to an SQS queue? (it: the Lambda function, with the DynamoDB table stream)';
+    const lookups = (await model.converse(taskRequest(purpose, 'Search.'))).output.message.content.flatMap(
+      (b) => ('toolUse' in b ? [b.toolUse] : []),
+    );
+    expect(lookups.map((call) => call.input)).toEqual([
+      { query: 'Lambda function' },
+      { query: 'DynamoDB table stream' },
+    ]);
+    const code = (line: string) => ({ urn: `u-${line}`, text: `\`\`\`ts\n${line}\n\`\`\`` });
+    const results = [
+      code("const fn = new lambda.Function(this, 'F', {});"),
+      code("const table = new dynamodb.Table(this, 'T', { stream: dynamodb.StreamViewType.NEW_IMAGE });"),
+    ];
+    const looked: ConverseRequest['messages'] = [
+      { role: 'assistant', content: lookups.map((toolUse) => ({ toolUse })) },
+      {
+        role: 'user',
+        content: lookups.map((call, i) => ({
+          toolResult: {
+            toolUseId: call.toolUseId,
+            content: [{ json: { results: results.slice(i, i + 1) } }],
+            status: 'success' as const,
+          },
+        })),
+      },
+    ];
+    const search = toolUseOf(
+      (await model.converse(taskRequest(purpose, 'Search.', looked))).output.message.content,
+    );
+    expect(search.input).toEqual({
+      query:
+        'How do I send the records it fails to process to an SQS queue? (it: `lambda.Function`, `dynamodb.Table`)',
+    });
+  });
+
   it('"add X to Y", then "it": Y', () => {
     expect(
       resolveReferences([
