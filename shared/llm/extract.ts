@@ -1,5 +1,5 @@
 import { sourceLabel } from '../search/source-label.js';
-import { termsOf } from '../search/terms.js';
+import { identifierParts, processTerm, termsOf } from '../search/terms.js';
 
 /**
  * Extractive answers of the offline model (issue 11): deterministic plumbing, no canned text.
@@ -193,6 +193,40 @@ const REFERENT_WEIGHT = 0.5;
 const REJECTED_WEIGHT = 0.25;
 
 /**
+ * Two terms the question writes side by side ("an S3 Bucket Key") that a segment also holds side
+ * by side (`bucketKeyEnabled`, "S3 Bucket Keys", `dynamodb.Table`) add this share of their mean
+ * weight: the passage names the same thing, not the same words apart.
+ */
+const ADJACENT_WEIGHT = 0.5;
+
+/** Words and identifiers, as shared/search/terms.ts tokenizes them (dots and spaces between them are gaps). */
+const WORD_TOKEN = /[\p{L}\p{N}_$]+(?:-[\p{L}\p{N}_$]+)*/gu;
+/** What may stand between two terms that are still side by side: spaces, a dot, Markdown emphasis or code marks. */
+const ADJACENT_GAP = /^[\s.`*_]*$/;
+
+/**
+ * The pairs of index terms (shared/search/terms.ts: stemmed, stopwords dropped) that stand side by
+ * side in `text`, as `"a b"`: consecutive parts of one identifier (`bucketKeyEnabled` → `bucket
+ * kei`, `kei enabl`), or consecutive words with only spaces, a dot or Markdown marks between them
+ * (`s3.Bucket`, "S3 Bucket Key"). A stopword or other punctuation between two words parts them.
+ */
+export function adjacentPairs(text: string): Set<string> {
+  const pairs = new Set<string>();
+  let previous: string | undefined;
+  let end = 0;
+  for (const match of text.matchAll(WORD_TOKEN)) {
+    if (!ADJACENT_GAP.test(text.slice(end, match.index))) previous = undefined;
+    end = match.index + match[0].length;
+    for (const part of identifierParts(match[0])) {
+      const term = processTerm(part);
+      if (term && previous && term !== previous) pairs.add(`${previous} ${term}`);
+      previous = term ?? undefined;
+    }
+  }
+  return pairs;
+}
+
+/**
  * The offline answer to `question` from search hits (best first). Question terms are weighted
  * by how few hits contain them (1 + ln(hits / hits with the term)), so the subject that tells
  * neighbouring modules apart ("S3" in "send S3 events to EventBridge") counts more than the words
@@ -202,13 +236,16 @@ const REJECTED_WEIGHT = 0.25;
  * introducing sentence hold (each once) plus those its code spells. The terms of a referent the
  * part names (`(it: \`ecs.FargateService\`)`) count {@link REFERENT_WEIGHT}. What the question
  * rules out ({@link rejectedTerms}) is no question term, and a segment holding it counts
- * {@link REJECTED_WEIGHT} of its score.
+ * {@link REJECTED_WEIGHT} of its score. Two terms the part writes side by side ("S3 Bucket Key")
+ * that a segment holds side by side too (`bucketKeyEnabled`; {@link adjacentPairs}) add
+ * {@link ADJACENT_WEIGHT} of their mean weight times ln(hits / hits holding the pair).
  *
  * The answer leads with the fact: it opens with the best-scoring sentence or code block (a code
  * block with the sentence that introduces it), then up to two more sentences in reading order and
  * the code block of another chunk or document that scores at least half as well. A sentence that
  * holds none of the question's key terms (those rarer in the hits than the median term) is left
- * out. Then the sources used, each as its document and heading (`aws-ssm README › Lookups`) and
+ * out; so is a sentence ending in `:` (it introduces a code block, and is said only before it).
+ * Then the sources used, each as its document and heading (`aws-ssm README › Lookups`) and
  * URN. Returns the no-match sentence when nothing shares a term with the question.
  */
 export function extractiveAnswer(question: string, hits: readonly ExtractHit[]): string {
@@ -229,9 +266,23 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     }),
   );
   const key = keyTerms(weights);
+  // Terms the part writes side by side (not its referent's: the earlier part was about that).
+  // A pair counts by how few hits hold it side by side (ln(hits / hits with the pair)): one that
+  // every hit spells (`kms.Key` in a KMS question) tells no passage apart.
+  const hitPairs = hits.map((hit) => adjacentPairs(`${hit.title ?? ''}\n${hit.text}`));
+  const pairWeights = new Map(
+    [...adjacentPairs(referent ? question.slice(0, referent.index) : question)].flatMap((pair) => {
+      const [a, b] = pair.split(' ') as [string, string];
+      const mean = ((weights.get(a) ?? 0) + (weights.get(b) ?? 0)) / 2;
+      const df = hitPairs.filter((pairs) => pairs.has(pair)).length;
+      const w = df === 0 ? 0 : ADJACENT_WEIGHT * mean * Math.log(hits.length / df);
+      return w > 0 ? [[pair, w] as const] : [];
+    }),
+  );
   const weigh = (text: string) => {
     const terms = new Set(termsOf(text));
-    const sum = [...terms].reduce((total, term) => total + (weights.get(term) ?? 0), 0);
+    let sum = [...terms].reduce((total, term) => total + (weights.get(term) ?? 0), 0);
+    if (pairWeights.size > 0) for (const pair of adjacentPairs(text)) sum += pairWeights.get(pair) ?? 0;
     return [...terms].some((term) => rejected.has(term)) ? sum * REJECTED_WEIGHT : sum;
   };
   const coverage = hitTerms.map(
@@ -266,7 +317,9 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
       }
     }
   });
-  const chosen = pickSentences(sentences);
+  // A sentence ending in ":" introduces what follows it: said only before its own code, so it
+  // takes no place among the sentences the answer says.
+  const chosen = pickSentences(sentences.filter((c) => !c.item.text.endsWith(':')));
   const ranked = [...codes].sort(
     (a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order,
   );
@@ -289,8 +342,7 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
       : 'Nothing matched: this question has no words the offline model can search for (it reads Latin-alphabet words).';
   const quote = (code: (typeof ranked)[number]) =>
     `\`\`\`${code.item.lang}\n${excerpt(code.item.text, weights, code.item.lang, rejected)}\n\`\`\``;
-  // A sentence ending in ":" introduces what follows it: kept only before its own code.
-  const prose = chosen.filter((c) => !c.item.text.endsWith(':'));
+  const prose = chosen;
   const topSentence = [...prose].sort((a, b) => b.score - a.score)[0];
   const codeLeads = best !== undefined && (topSentence === undefined || best.score > topSentence.score);
   const parts: string[] = [];

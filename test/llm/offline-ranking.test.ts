@@ -109,4 +109,78 @@ describe('offline answers: which passage leads (issue 21)', () => {
     );
     expect(firstCode(answer)).toContain('param.grantRead(lambdaFunction)');
   });
+
+  it('leads with the code that holds two question words side by side (an S3 Bucket Key) over code holding them apart', () => {
+    const hits: ExtractHit[] = [
+      {
+        urn: 'cld:doc.Document.s3/doc.Chunk.encryption',
+        title: 'Encryption',
+        text: [
+          'Define a KMS-encrypted bucket:',
+          '',
+          fence(
+            [
+              "const bucket = new s3.Bucket(this, 'MyEncryptedBucket', {",
+              '  encryption: s3.BucketEncryption.KMS,',
+              '});',
+              'assert(bucket.encryptionKey instanceof kms.Key);',
+            ].join('\n'),
+          ),
+          '',
+          'Enable KMS-SSE encryption via S3 Bucket Keys:',
+          '',
+          fence(
+            [
+              "const bucket = new s3.Bucket(this, 'MyEncryptedBucket', {",
+              '  encryption: s3.BucketEncryption.KMS,',
+              '  bucketKeyEnabled: true,',
+              '});',
+            ].join('\n'),
+          ),
+        ].join('\n'),
+      },
+      {
+        urn: 'cld:doc.Document.kms/doc.Chunk.keys',
+        title: 'Keys',
+        text: 'A KMS key encrypts the data of a bucket.',
+      },
+    ];
+    const answer = extractiveAnswer(
+      'How do I reduce the KMS requests of that bucket with an S3 Bucket Key? (that bucket: `s3.Bucket`)',
+      hits,
+    );
+    expect(firstCode(answer)).toContain('bucketKeyEnabled: true');
+  });
+
+  it('gives a sentence that introduces code no place among the sentences the answer says', () => {
+    const hits: ExtractHit[] = [
+      {
+        urn: 'cld:doc.Document.kms/doc.Chunk.alias',
+        title: 'Import key by alias',
+        text: [
+          'If an existing KMS key has an alias, the alias can be imported in place of the key.',
+          '',
+          'You can look up an existing KMS key by its alias with `Key.fromLookup()`.',
+          '',
+          'To use an existing KMS key in another stack, import the key by its alias with this call:',
+          '',
+          fence("const other = cdk.Fn.importValue('KeyArnExport');"),
+          '',
+          'The preferred method is `Alias.fromAliasName()`, which returns an alias.',
+        ].join('\n'),
+      },
+      {
+        urn: 'cld:doc.Document.kms/doc.Chunk.lookup',
+        title: 'Lookup key by alias',
+        text: [
+          'Look a key up by its alias name:',
+          '',
+          fence("const key = kms.Key.fromLookup(this, 'Lookup', { aliasName: 'alias/KeyAlias' });"),
+        ].join('\n'),
+      },
+      { urn: 'cld:doc.Document.kms/doc.Chunk.policies', title: 'Key policies', text: 'Key policies.' },
+    ];
+    const answer = body(extractiveAnswer('How do I use an existing KMS key by its alias?', hits));
+    expect(answer).toContain('The preferred method is `Alias.fromAliasName()`');
+  });
 });
