@@ -12,6 +12,7 @@ import {
   coreKey,
   encodePostingShard,
   PostingShard,
+  type Postings,
   packPrefix,
   SHARD_PACK_VERSION,
   treeFromString,
@@ -282,6 +283,10 @@ describe('the term dictionary as one string (pack v4)', () => {
 });
 
 describe('PostingShard', () => {
+  /** A decoded term's postings as plain Maps (the form minisearch's own index holds). */
+  const plain = (postings: Postings | undefined) =>
+    postings && new Map([...postings].map(([field, list]) => [field, new Map(list)]));
+
   const entries = [
     ['alpha', { '0': { '3': 1, '12': 4 }, '2': { '3': 2 } }],
     ['beta', { '1': { '7': 9 } }],
@@ -292,7 +297,7 @@ describe('PostingShard', () => {
     const shard = PostingShard.parse(encodePostingShard(entries));
 
     expect(shard?.size).toBe(3);
-    expect(shard?.postings('alpha')).toEqual(
+    expect(plain(shard?.postings('alpha'))).toEqual(
       new Map([
         [
           0,
@@ -305,8 +310,8 @@ describe('PostingShard', () => {
       ]),
     );
     expect([...(shard?.postings('alpha')?.get(0)?.keys() ?? [])]).toEqual([3, 12]);
-    expect(shard?.postings('beta')).toEqual(new Map([[1, new Map([[7, 9]])]]));
-    expect(shard?.postings('gamma')).toEqual(new Map());
+    expect(plain(shard?.postings('beta'))).toEqual(new Map([[1, new Map([[7, 9]])]]));
+    expect(plain(shard?.postings('gamma'))).toEqual(new Map());
     expect(shard?.postings('delta')).toBeUndefined();
   });
 
@@ -314,7 +319,7 @@ describe('PostingShard', () => {
     const encoded = encodePostingShard(entries);
     const padded = Buffer.concat([Buffer.from([7]), encoded]).subarray(1);
 
-    expect(PostingShard.parse(padded)?.postings('beta')).toEqual(new Map([[1, new Map([[7, 9]])]]));
+    expect(plain(PostingShard.parse(padded)?.postings('beta'))).toEqual(new Map([[1, new Map([[7, 9]])]]));
   });
 
   it('refuses a shard whose header or offsets do not hold', () => {
@@ -322,6 +327,31 @@ describe('PostingShard', () => {
     expect(PostingShard.parse(Buffer.from('{"alpha":{}}'))).toBeUndefined();
     expect(PostingShard.parse(encoded.subarray(0, encoded.length - 4))).toBeUndefined();
     expect(PostingShard.parse(Buffer.alloc(2))).toBeUndefined();
+  });
+
+  it('answers size, keys, get and has of a list as minisearch reads them, in or out of iteration order', () => {
+    const list = PostingShard.parse(encodePostingShard(entries))?.postings('alpha')?.get(0);
+
+    expect(list?.size).toBe(2);
+    const seen: [number, number | undefined][] = [];
+    for (const shortId of list?.keys() ?? []) seen.push([shortId, list?.get(shortId)]);
+    expect(seen).toEqual([
+      [3, 1],
+      [12, 4],
+    ]);
+    // After the iteration the cursor is on 12: 3 is found by the scan, 5 is absent.
+    expect(list?.get(3)).toBe(1);
+    expect(list?.has(12)).toBe(true);
+    expect(list?.get(5)).toBeUndefined();
+    expect(list?.has(5)).toBe(false);
+    // An empty list holds nothing, whatever words follow it in the shard.
+    const empty = PostingShard.parse(
+      encodePostingShard([
+        ['a', { '0': {} }],
+        ['b', { '0': { '0': 7 } }],
+      ]),
+    );
+    expect(empty?.postings('a')?.get(0)?.get(0)).toBeUndefined();
   });
 
   it('refuses to encode a frequency that is not an unsigned 32-bit integer', () => {
