@@ -30,6 +30,7 @@ import {
   median,
   probeEnvironment,
   probeEvent,
+  staticExternalImports,
 } from './bundles.js';
 
 /**
@@ -41,8 +42,11 @@ import {
  * same processes, after the import, the handler is called twice with an event it composes its
  * Deps for and then returns on (scripts/bundles.ts `probeEvent`), against the embedded default
  * adapters (filesystem, offline model): the first call carries the init the cold start does at
- * the first invocation (composition), the second is the warm call. N more processes first import
- * the AWS SDK modules the bundle leaves to the Lambda runtime, then the bundle, to split the
+ * the first invocation (composition), the second is the warm call. With the embedded adapters
+ * the first call loads no AWS SDK client (shared/aws/sdk.ts: each loads where it is used), so in
+ * Lambda the first invocation costs more by the clients it builds. N more processes first import
+ * the AWS SDK modules the bundle imports statically (loaded before its code runs; the clients the
+ * adapters `require` at their first use are not among them), then the bundle, to split the
  * import time into the SDK's share and the bundle's own. Then the largest sources of each bundle
  * (esbuild metafile). For the tool function, with an ingested corpus (`--corpus`, default the newest
  * `.cld-eval/corpus-*` of `npm run eval`: the aws-cdk-lib docs), N more processes import the bundle
@@ -166,7 +170,7 @@ async function report(
   runs: number,
   top: number,
 ): Promise<Row> {
-  const externals = externalImports(bundle.metafile).filter((specifier) => !isBuiltin(specifier));
+  const externals = staticExternalImports(bundle.metafile).filter((specifier) => !isBuiltin(specifier));
   const event = probeEvent(bundle.name, spec.trigger);
   const eventFile = join(bundle.dir, 'probe-event.json');
   if (event !== undefined) writeFileSync(eventFile, JSON.stringify(event));

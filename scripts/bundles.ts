@@ -124,6 +124,20 @@ export function externalImports(metafile: Metafile): string[] {
   return [...imports].sort();
 }
 
+/**
+ * The external modules the bundle imports with a static `import` statement, which Node loads
+ * before the bundle's code runs (at every cold start), as opposed to those it `require`s or
+ * `import()`s where it uses them (shared/aws/sdk.ts): what `bundle:report`'s split times apart.
+ */
+export function staticExternalImports(metafile: Metafile): string[] {
+  const imports = new Set<string>();
+  for (const output of Object.values(metafile.outputs)) {
+    for (const imported of output.imports)
+      if (imported.external && imported.kind === 'import-statement') imports.add(imported.path);
+  }
+  return [...imports].sort();
+}
+
 /** True for a run-time import the Lambda runtime satisfies: a Node.js built-in or an external module. */
 export function isProvidedAtRuntime(specifier: string): boolean {
   if (isBuiltin(specifier)) return true;

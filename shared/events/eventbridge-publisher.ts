@@ -1,9 +1,6 @@
-import {
-  EventBridgeClient,
-  type EventBridgeClientConfig,
-  PutEventsCommand,
-} from '@aws-sdk/client-eventbridge';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type * as EventBridgeSdk from '@aws-sdk/client-eventbridge';
+import type { EventBridgeClient, EventBridgeClientConfig } from '@aws-sdk/client-eventbridge';
+import { HAS_REQUIRE, nodeHttpHandler, requireSdk } from '../aws/sdk.js';
 import { DeliveryFailedError } from '../errors.js';
 import { keyOf } from '../urn.js';
 import { REDRIVE_DETAIL_TYPE, REDRIVE_SOURCE } from './envelope.js';
@@ -12,8 +9,20 @@ import type { RedrivePublisher } from './redrive.js';
 /** PutEvents takes at most 10 entries per request (EventBridge quotas). */
 export const PUT_EVENTS_BATCH = 10;
 
+let eventBridgeSdk: typeof EventBridgeSdk | undefined;
+
+/** `@aws-sdk/client-eventbridge`, loaded at its first use with `require` (shared/aws/sdk.ts). */
+function eventBridge(): typeof EventBridgeSdk {
+  eventBridgeSdk ??= (
+    HAS_REQUIRE ? require('@aws-sdk/client-eventbridge') : requireSdk('@aws-sdk/client-eventbridge')
+  ) as typeof EventBridgeSdk;
+  return eventBridgeSdk;
+}
+
 /** The EventBridge client of the sweeper: keep-alive HTTP with bounded timeouts, standard retries. */
 export function createEventBridgeClient(config: EventBridgeClientConfig = {}): EventBridgeClient {
+  const { EventBridgeClient } = eventBridge();
+  const { NodeHttpHandler } = nodeHttpHandler();
   return new EventBridgeClient({
     requestHandler: new NodeHttpHandler({ connectionTimeout: 3_000, requestTimeout: 10_000 }),
     ...config,
@@ -55,7 +64,9 @@ export class EventBridgePublisher implements RedrivePublisher {
     for (let i = 0; i < entries.length; i += PUT_EVENTS_BATCH) {
       let batch = entries.slice(i, i + PUT_EVENTS_BATCH);
       for (let attempt = 1; batch.length > 0; attempt++) {
-        const result = await this.options.client.send(new PutEventsCommand({ Entries: batch }));
+        const result = await this.options.client.send(
+          new (eventBridge().PutEventsCommand)({ Entries: batch }),
+        );
         if (!result.FailedEntryCount) break;
         const failed = (result.Entries ?? [])
           .map((entry, j) => (entry.ErrorCode ? { entry: batch[j], error: entry } : undefined))

@@ -1,8 +1,8 @@
-import { type BedrockRuntimeClient, InvokeModelCommand } from '@aws-sdk/client-bedrock-runtime';
+import type { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import pLimit from 'p-limit';
 import * as z from 'zod';
 import { ConfigError, ModelError } from '../errors.js';
-import { toModelError } from './bedrock.js';
+import { bedrockRuntimeSdk, toModelError } from './bedrock.js';
 import type { Embedder } from './port.js';
 
 /** Amazon Titan Text Embeddings V2, the default embedding model. */
@@ -75,7 +75,7 @@ export class BedrockEmbedder implements Embedder {
     let body: Uint8Array;
     try {
       const output = await this.#client.send(
-        new InvokeModelCommand({
+        new (bedrockRuntimeSdk().InvokeModelCommand)({
           modelId: this.#modelId,
           contentType: 'application/json',
           accept: 'application/json',

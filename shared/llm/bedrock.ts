@@ -10,20 +10,20 @@
  * resets) with jittered exponential backoff, up to the client's `maxAttempts`. This adapter
  * adds no retry loop of its own; it classifies whatever is still failing into a `ModelError`.
  */
-import {
+import type * as BedrockRuntimeSdk from '@aws-sdk/client-bedrock-runtime';
+import type {
   BedrockRuntimeClient,
-  type BedrockRuntimeClientConfig,
-  ConverseCommand,
-  type ConverseCommandInput,
-  type ConverseCommandOutput,
-  type ContentBlock as SdkContentBlock,
-  type Message as SdkMessage,
-  type Tool as SdkTool,
-  type ToolChoice as SdkToolChoice,
-  type ToolResultContentBlock as SdkToolResultContent,
+  BedrockRuntimeClientConfig,
+  ConverseCommandInput,
+  ConverseCommandOutput,
+  ContentBlock as SdkContentBlock,
+  Message as SdkMessage,
+  Tool as SdkTool,
+  ToolChoice as SdkToolChoice,
+  ToolResultContentBlock as SdkToolResultContent,
 } from '@aws-sdk/client-bedrock-runtime';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
 import * as z from 'zod';
+import { HAS_REQUIRE, nodeHttpHandler, requireSdk } from '../aws/sdk.js';
 import { ConfigError, ModelError } from '../errors.js';
 import type {
   ChatModel,
@@ -37,6 +37,19 @@ import type {
 } from './port.js';
 import { promptCacheSupport, withCachePoints } from './prompt-cache.js';
 import { modelIdOf, type StepModels } from './steps.js';
+
+let runtimeSdk: typeof BedrockRuntimeSdk | undefined;
+
+/**
+ * `@aws-sdk/client-bedrock-runtime`, loaded at its first use with `require` (shared/aws/sdk.ts);
+ * the embedder (bedrock-embedder.ts) uses it too.
+ */
+export function bedrockRuntimeSdk(): typeof BedrockRuntimeSdk {
+  runtimeSdk ??= (
+    HAS_REQUIRE ? require('@aws-sdk/client-bedrock-runtime') : requireSdk('@aws-sdk/client-bedrock-runtime')
+  ) as typeof BedrockRuntimeSdk;
+  return runtimeSdk;
+}
 
 /** Attempts per call (first try included) when nothing else is configured; the SDK's own default. */
 export const DEFAULT_MAX_ATTEMPTS = 3;
@@ -104,6 +117,8 @@ export function createBedrockClient(options: BedrockClientOptions = {}): Bedrock
     });
   }
   const { region, endpoint, maxAttempts, requestTimeoutMs, connectionTimeoutMs } = parsed.data;
+  const { BedrockRuntimeClient } = bedrockRuntimeSdk();
+  const { NodeHttpHandler } = nodeHttpHandler();
   return new BedrockRuntimeClient({
     ...(region === undefined ? {} : { region }),
     ...(endpoint === undefined ? {} : { endpoint }),
@@ -207,7 +222,9 @@ export class BedrockChatModel implements ChatModel {
     const input = toConverseInput(modelId, request);
     let output: ConverseCommandOutput;
     try {
-      output = await this.#client.send(new ConverseCommand(cache ? withCachePoints(input, cache) : input));
+      output = await this.#client.send(
+        new (bedrockRuntimeSdk().ConverseCommand)(cache ? withCachePoints(input, cache) : input),
+      );
     } catch (error) {
       throw toModelError(error, modelId, this.#maxAttempts ?? (await this.#resolvedMaxAttempts()));
     }

@@ -1,18 +1,10 @@
 import { createHash } from 'node:crypto';
-import {
-  DynamoDBClient,
-  type DynamoDBClientConfig,
-  TransactionCanceledException,
-} from '@aws-sdk/client-dynamodb';
-import {
-  BatchWriteCommand,
-  DynamoDBDocumentClient,
-  GetCommand,
-  paginateQuery,
-  TransactWriteCommand,
-} from '@aws-sdk/lib-dynamodb';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type * as DynamoDBSdk from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import type * as DocumentSdk from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
+import { HAS_REQUIRE, nodeHttpHandler, requireSdk } from '../aws/sdk.js';
 import { ValidationError } from '../errors.js';
 import {
   type ApplyResult,
@@ -24,6 +16,28 @@ import {
   type ProjectionStore,
   type ProjectionValues,
 } from './port.js';
+
+let dynamoDBSdk: typeof DynamoDBSdk | undefined;
+let documentSdk: typeof DocumentSdk | undefined;
+
+/**
+ * `@aws-sdk/client-dynamodb`, loaded at its first use with `require` (shared/aws/sdk.ts); the
+ * other DynamoDB adapters use it too.
+ */
+export function dynamoDBClientSdk(): typeof DynamoDBSdk {
+  dynamoDBSdk ??= (
+    HAS_REQUIRE ? require('@aws-sdk/client-dynamodb') : requireSdk('@aws-sdk/client-dynamodb')
+  ) as typeof DynamoDBSdk;
+  return dynamoDBSdk;
+}
+
+/** `@aws-sdk/lib-dynamodb` (the document client), loaded as {@link dynamoDBClientSdk}. */
+export function dynamoDBDocumentSdk(): typeof DocumentSdk {
+  documentSdk ??= (
+    HAS_REQUIRE ? require('@aws-sdk/lib-dynamodb') : requireSdk('@aws-sdk/lib-dynamodb')
+  ) as typeof DocumentSdk;
+  return documentSdk;
+}
 
 /** Options of {@link DynamoDBProjectionStore}. */
 export interface DynamoDBProjectionStoreOptions {
@@ -38,6 +52,8 @@ export interface DynamoDBProjectionStoreOptions {
  * HTTP with bounded timeouts, the SDK's standard retries (throttling is retried with backoff).
  */
 export function createDynamoDBClient(config: DynamoDBClientConfig = {}): DynamoDBClient {
+  const { DynamoDBClient } = dynamoDBClientSdk();
+  const { NodeHttpHandler } = nodeHttpHandler();
   return new DynamoDBClient({
     requestHandler: new NodeHttpHandler({ connectionTimeout: 3_000, requestTimeout: 10_000 }),
     ...config,
@@ -92,7 +108,7 @@ export class DynamoDBProjectionStore implements ProjectionStore {
   private readonly table: string;
 
   constructor(options: DynamoDBProjectionStoreOptions) {
-    this.documents = DynamoDBDocumentClient.from(options.client);
+    this.documents = dynamoDBDocumentSdk().DynamoDBDocumentClient.from(options.client);
     this.table = options.tableName;
   }
 
@@ -120,7 +136,7 @@ export class DynamoDBProjectionStore implements ProjectionStore {
     let applied = true;
     try {
       await this.documents.send(
-        new TransactWriteCommand({
+        new (dynamoDBDocumentSdk().TransactWriteCommand)({
           TransactItems: [
             {
               Put: {
@@ -147,7 +163,7 @@ export class DynamoDBProjectionStore implements ProjectionStore {
         }),
       );
     } catch (error) {
-      if (!(error instanceof TransactionCanceledException)) throw error;
+      if (!(error instanceof dynamoDBClientSdk().TransactionCanceledException)) throw error;
       // Only the member's condition can fail; any other reason (a conflicting transaction,
       // throttling) is an error the caller's retry handles.
       if (error.CancellationReasons?.[0]?.Code !== 'ConditionalCheckFailed') throw error;
@@ -162,7 +178,7 @@ export class DynamoDBProjectionStore implements ProjectionStore {
   async get(key: ProjectionKey): Promise<ProjectionValues | undefined> {
     assertValidKey(key);
     const result = await this.documents.send(
-      new GetCommand({
+      new (dynamoDBDocumentSdk().GetCommand)({
         TableName: this.table,
         Key: { pk: key.conversation, sk: key.name },
         ConsistentRead: true,
@@ -175,7 +191,7 @@ export class DynamoDBProjectionStore implements ProjectionStore {
     assertValidKey({ conversation, name: '-' });
     const projections: ProjectionValues[] = [];
     const members = new Map<string, string[]>();
-    for await (const page of paginateQuery(
+    for await (const page of dynamoDBDocumentSdk().paginateQuery(
       { client: this.documents },
       {
         TableName: this.table,
@@ -213,7 +229,7 @@ export class DynamoDBProjectionStore implements ProjectionStore {
         if (attempt > 0)
           await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 50 * 2 ** attempt)));
         const result = await this.documents.send(
-          new BatchWriteCommand({ RequestItems: { [this.table]: requests } }),
+          new (dynamoDBDocumentSdk().BatchWriteCommand)({ RequestItems: { [this.table]: requests } }),
         );
         requests = (result.UnprocessedItems?.[this.table] ?? []) as typeof requests;
       }

@@ -1,7 +1,8 @@
-import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, DynamoDBDocumentClient, paginateQuery, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
+import { dynamoDBClientSdk, dynamoDBDocumentSdk } from './dynamodb.js';
 import {
   assertConversation,
   OPEN_PARTITION,
@@ -27,7 +28,7 @@ export class DynamoDBOpenConversationStore implements OpenConversationStore {
 
   /** @param options a DynamoDB client (module scope) and the projections table (`CLD_TABLE`) */
   constructor(options: { client: DynamoDBClient; tableName: string }) {
-    this.documents = DynamoDBDocumentClient.from(options.client);
+    this.documents = dynamoDBDocumentSdk().DynamoDBDocumentClient.from(options.client);
     this.table = options.tableName;
   }
 
@@ -35,7 +36,7 @@ export class DynamoDBOpenConversationStore implements OpenConversationStore {
     assertConversation(conversation);
     await ignoreFailedCondition(
       this.documents.send(
-        new UpdateCommand({
+        new (dynamoDBDocumentSdk().UpdateCommand)({
           TableName: this.table,
           Key: { pk: OPEN_PARTITION, sk: conversation },
           UpdateExpression: 'SET #progress = :at',
@@ -49,7 +50,7 @@ export class DynamoDBOpenConversationStore implements OpenConversationStore {
 
   async list(idleSince?: Date): Promise<OpenConversation[]> {
     const items: OpenConversation[] = [];
-    for await (const page of paginateQuery(
+    for await (const page of dynamoDBDocumentSdk().paginateQuery(
       { client: this.documents },
       {
         TableName: this.table,
@@ -75,7 +76,7 @@ export class DynamoDBOpenConversationStore implements OpenConversationStore {
     assertConversation(conversation);
     await ignoreFailedCondition(
       this.documents.send(
-        new UpdateCommand({
+        new (dynamoDBDocumentSdk().UpdateCommand)({
           TableName: this.table,
           Key: { pk: OPEN_PARTITION, sk: conversation },
           UpdateExpression:
@@ -92,7 +93,7 @@ export class DynamoDBOpenConversationStore implements OpenConversationStore {
     assertConversation(conversation);
     await ignoreFailedCondition(
       this.documents.send(
-        new DeleteCommand({
+        new (dynamoDBDocumentSdk().DeleteCommand)({
           TableName: this.table,
           Key: { pk: OPEN_PARTITION, sk: conversation },
           ConditionExpression: '#progress <= :read',
@@ -124,6 +125,6 @@ async function ignoreFailedCondition(request: Promise<unknown>): Promise<void> {
   try {
     await request;
   } catch (error) {
-    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    if (!(error instanceof dynamoDBClientSdk().ConditionalCheckFailedException)) throw error;
   }
 }

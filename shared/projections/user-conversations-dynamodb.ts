@@ -1,7 +1,8 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
+import { dynamoDBDocumentSdk } from './dynamodb.js';
 import {
   assertValidRecord,
   assertValidUser,
@@ -30,7 +31,7 @@ export class DynamoDBUserConversationStore implements UserConversationStore {
 
   /** @param options a DynamoDB client (module scope) and the projections table (`CLD_TABLE`) */
   constructor(options: { client: DynamoDBClient; tableName: string }) {
-    this.documents = DynamoDBDocumentClient.from(options.client);
+    this.documents = dynamoDBDocumentSdk().DynamoDBDocumentClient.from(options.client);
     this.table = options.tableName;
   }
 
@@ -41,7 +42,7 @@ export class DynamoDBUserConversationStore implements UserConversationStore {
   ): Promise<void> {
     assertValidRecord(user, conversation, message);
     await this.documents.send(
-      new UpdateCommand({
+      new (dynamoDBDocumentSdk().UpdateCommand)({
         TableName: this.table,
         Key: { pk: userPartition(user), sk: userConversationKey(conversation) },
         UpdateExpression:
@@ -67,7 +68,7 @@ export class DynamoDBUserConversationStore implements UserConversationStore {
     const { limit, after } = listOptions(options);
     const pk = userPartition(user);
     const page = await this.documents.send(
-      new QueryCommand({
+      new (dynamoDBDocumentSdk().QueryCommand)({
         TableName: this.table,
         KeyConditionExpression: 'pk = :pk',
         ExpressionAttributeValues: { ':pk': pk },

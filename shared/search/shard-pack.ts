@@ -9,20 +9,21 @@ import type { ResolvedOwners } from './owners.js';
  * The *shard pack* of a chunk index generation (issue 25 item 5): the same minisearch index as
  * `<stem>.<n>.json`, cut so that a cold `search` reads only what its query needs.
  *
- * - `<stem>-shards/<n>/v3/core.json`: what every query needs and nothing more — BM25 statistics
+ * - `<stem>-shards/<n>/v<version>/core.json`: what every query needs and nothing more — BM25 statistics
  *   (document count, field lengths, average field lengths), the document ids, each chunk's type
  *   and source path (filters and the document and module priors), the term dictionary (terms
  *   only, in the serialisation's order so the reader's radix tree iterates as minisearch's own),
  *   the resolved module prior ({@link ResolvedOwners}) and where everything else lives. The
  *   per-chunk data are flat number arrays and the URNs a table of prefixes plus one string of
- *   suffixes (v3), so parsing the core allocates a few large values, not an array per chunk.
- * - `<stem>-shards/<n>/v3/postings.<i>.bin`: the posting lists of a contiguous range of sorted
+ *   suffixes (v3), and the dictionary one string (v4), so parsing the core allocates a few large
+ *   values, not an array per chunk or per dictionary node.
+ * - `<stem>-shards/<n>/v<version>/postings.<i>.bin`: the posting lists of a contiguous range of sorted
  *   terms, about {@link POSTING_SHARD_BYTES} each, in the binary layout of {@link PostingShard}
  *   (v3; JSON before): a reader decodes the lists of the terms its query asks for and nothing
  *   else. `bounds[i]` is the first term of shard i.
- * - `<stem>-shards/<n>/v3/texts.<i>.json`: heading trail and text of consecutive chunks, read for
+ * - `<stem>-shards/<n>/v<version>/texts.<i>.json`: heading trail and text of consecutive chunks, read for
  *   the hits a query returns only.
- * - `<stem>-shards/<n>/v3/vectors.json`: the stored embeddings, read only by hybrid search.
+ * - `<stem>-shards/<n>/v<version>/vectors.json`: the stored embeddings, read only by hybrid search.
  *
  * The core is written last: its presence says the pack is complete. The stem is `<stem>-shards`
  * rather than `<stem>.…` so that listing the generations (`<stem>.`) does not list the pack. The
@@ -34,7 +35,7 @@ import type { ResolvedOwners } from './owners.js';
  */
 
 /** Version of the pack layout; a reader treats a pack of another version as absent. */
-export const SHARD_PACK_VERSION = 3;
+export const SHARD_PACK_VERSION = 4;
 
 /** Target size of a posting shard, in bytes (a shard holds whole terms, so it may exceed it). */
 export const POSTING_SHARD_BYTES = 48 * 1024;
@@ -103,10 +104,12 @@ export const PackCoreSchema = z.object({
   /**
    * The term dictionary: minisearch's radix tree (`SearchableMap`) built by inserting every term in
    * the order of minisearch's serialisation, as `MiniSearch.loadJS` builds it, written node by node
-   * (`[edge, child]` pairs in the tree's own order; a leaf's child is 1), so the reader rebuilds the
-   * same tree without inserting 17,000 terms one by one.
+   * in the tree's own order as one string ({@link treeToString}; v3 wrote nested `[edge, child]`
+   * arrays, ≈ 60,000 JSON arrays on the aws-cdk-lib corpus, whose parse cost a cold search ≈ 60 ms
+   * of CPU and its garbage collections more), so the reader rebuilds the same tree without
+   * inserting 17,000 terms one by one, and makes objects only of the nodes a query walks.
    */
-  tree: z.array(z.unknown()),
+  tree: z.string(),
   /** First term (in code unit order) of each posting shard. */
   bounds: z.array(z.string()),
   owners: z.array(z.tuple([z.array(z.string()), z.array(z.tuple([z.string(), z.number()]))])),
@@ -126,10 +129,8 @@ export type PackCore = z.infer<typeof PackCoreSchema>;
  */
 export function parseCore(raw: unknown): PackCore | undefined {
   if (typeof raw !== 'object' || raw === null) return undefined;
-  const { docs, fieldLengths, tree, owners, ...small } = raw as Record<string, unknown>;
-  const head = PackCoreSchema.omit({ docs: true, fieldLengths: true, tree: true, owners: true }).safeParse(
-    small,
-  );
+  const { docs, fieldLengths, owners, ...small } = raw as Record<string, unknown>;
+  const head = PackCoreSchema.omit({ docs: true, fieldLengths: true, owners: true }).safeParse(small);
   if (!head.success) return undefined;
   const { prefixes, types, sources, textShards, fieldIds } = head.data;
   if (!Array.isArray(docs) || docs.length % DOC_WIDTH !== 0) return undefined;
@@ -155,7 +156,6 @@ export function parseCore(raw: unknown): PackCore | undefined {
   for (let at = head.data.suffixes.indexOf('\n'); at >= 0; at = head.data.suffixes.indexOf('\n', at + 1))
     lines += 1;
   if (chunks > 0 && lines !== chunks) return undefined;
-  if (!Array.isArray(tree)) return undefined;
   const isStrings = (value: unknown) =>
     Array.isArray(value) && value.every((item) => typeof item === 'string');
   if (
@@ -180,7 +180,6 @@ export function parseCore(raw: unknown): PackCore | undefined {
     ...head.data,
     docs: docs as number[],
     fieldLengths: fieldLengths as number[],
-    tree,
     owners: owners as PackCore['owners'],
   };
 }
@@ -189,8 +188,68 @@ function isIndex(value: unknown, size: number): value is number {
   return Number.isInteger(value) && (value as number) >= 0 && (value as number) < size;
 }
 
-/** minisearch's in-memory posting list of one term: fieldId → shortId → term frequency. */
-export type Postings = Map<number, Map<number, number>>;
+/**
+ * One field's posting list of a term, read in place from a posting shard's words (shortId, term
+ * frequency pairs in minisearch's serialisation order): the part of the `Map<shortId, frequency>`
+ * minisearch holds in memory that its scoring reads (`size`, `keys()`, then `get` of the key just
+ * iterated; `has`, iteration). Nothing is copied into a Map: a cold search's prefix and fuzzy
+ * expansions ask for lists of thousands of chunks, whose Maps were most of its allocations.
+ * Read-only. `get` of the chunk `keys()` last gave is one array read; any other is a scan.
+ */
+export class PostingList {
+  /** Word index of the pair `keys()` last gave. */
+  private cursor: number;
+
+  constructor(
+    private readonly words: Uint32Array,
+    /** Word index of the first pair. */
+    private readonly start: number,
+    /** Number of chunks in the list. */
+    readonly size: number,
+  ) {
+    this.cursor = start;
+  }
+
+  /** The shortIds, in stored order. */
+  *keys(): Generator<number, undefined, undefined> {
+    const words = this.words;
+    for (let at = this.start, end = this.start + 2 * this.size; at < end; at += 2) {
+      this.cursor = at;
+      yield words[at] as number;
+    }
+  }
+
+  /** The term frequency in chunk `shortId`; undefined when the list does not hold it. */
+  get(shortId: number): number | undefined {
+    const words = this.words;
+    if (words[this.cursor] === shortId && this.size > 0) return words[this.cursor + 1];
+    for (let at = this.start, end = this.start + 2 * this.size; at < end; at += 2)
+      if (words[at] === shortId) return words[at + 1];
+    return undefined;
+  }
+
+  /** Whether the list holds chunk `shortId`. */
+  has(shortId: number): boolean {
+    return this.get(shortId) !== undefined;
+  }
+
+  /** `[shortId, term frequency]` pairs, in stored order. */
+  *entries(): Generator<[number, number], undefined, undefined> {
+    const words = this.words;
+    for (let at = this.start, end = this.start + 2 * this.size; at < end; at += 2)
+      yield [words[at] as number, words[at + 1] as number];
+  }
+
+  [Symbol.iterator](): Generator<[number, number], undefined, undefined> {
+    return this.entries();
+  }
+}
+
+/**
+ * minisearch's in-memory posting list of one term: fieldId → shortId → term frequency (the inner
+ * lists as {@link PostingList}s, read in place).
+ */
+export type Postings = Map<number, PostingList>;
 
 /**
  * A posting shard as stored (v3), decoded term by term. Layout, all integers unsigned 32-bit
@@ -283,9 +342,8 @@ export class PostingShard {
       const count = word(at + 1);
       at += 2;
       if (at + 2 * count > end) throw new ValidationError(`posting list of ${term} is truncated`);
-      const frequencies = new Map<number, number>();
-      for (let d = 0; d < count; d += 1, at += 2) frequencies.set(word(at), word(at + 1));
-      postings.set(fieldId, frequencies);
+      postings.set(fieldId, new PostingList(words, at, count));
+      at += 2 * count;
     }
     if (at !== end) throw new ValidationError(`posting list of ${term} has ${end - at} words left over`);
     return postings;
@@ -468,7 +526,7 @@ export async function writeShardPack(
 
   const dictionary = new SearchableMap<true>();
   for (const [term] of plain.index) dictionary.set(term, true);
-  const tree = treeToJSON((dictionary as unknown as { _tree: RadixNode })._tree);
+  const tree = treeToString((dictionary as unknown as { _tree: RadixNode })._tree);
   const sorted = [...plain.index].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const postingShards: [string, Record<string, Record<string, number>>][][] = [];
   const bounds: string[] = [];
@@ -525,43 +583,80 @@ export async function writeShardPack(
 /** A node of minisearch's radix tree: edge label → child node, or `''` → the value at a leaf. */
 type RadixNode = Map<string, RadixNode | true>;
 
-function treeToJSON(node: RadixNode): unknown[] {
-  return [...node].map(([edge, child]) => [edge, child === true ? 1 : treeToJSON(child)]);
+/**
+ * A radix tree as one string (the core's `tree`, v4): a node is its entries in the tree's order,
+ * an entry is the edge's length in base 36, `:`, the edge, then — unless the edge is `''` (the
+ * leaf marker, whose value is `true`) — the child's encoded length in base 36, `:`, and the child.
+ * Lengths are in UTF-16 code units. The lengths let a reader find a node's children without
+ * reading their subtrees, so it decodes only the nodes a lookup walks.
+ * @throws ValidationError when a node holds a value other than the leaf marker's `true`
+ */
+export function treeToString(node: RadixNode): string {
+  let out = '';
+  for (const [edge, child] of node) {
+    out += `${edge.length.toString(36)}:${edge}`;
+    if (edge === '') {
+      if (child !== true) throw new ValidationError('a radix tree leaf holds a node');
+      continue;
+    }
+    if (child === true) throw new ValidationError(`the radix tree edge ${edge} holds a value`);
+    const inner = treeToString(child);
+    out += `${inner.length.toString(36)}:${inner}`;
+  }
+  return out;
 }
 
 /**
- * The radix tree of a pack's `tree` (see {@link PackCoreSchema}), for `new SearchableMap(tree)`:
+ * The radix tree of a pack's `tree` ({@link treeToString}), for `new SearchableMap(tree)`:
  * a node's children become Map entries only when the search first looks at that node (its
  * `get`, `has`, `keys`, iteration), so a query builds the few thousand nodes its exact, prefix
  * and fuzzy lookups walk, not the whole dictionary's. Read-only use: minisearch's search reads
  * the tree and never changes it.
- * @returns undefined when `json` is not an array
- * @throws ValidationError from a lookup that reaches a node that is not `[edge, child]` pairs
+ * @throws ValidationError from a lookup that reaches a node that does not decode
  */
-export function treeFromJSON(json: unknown): RadixNode | undefined {
-  return Array.isArray(json) ? new LazyRadixNode(json) : undefined;
+export function treeFromString(encoded: string): RadixNode {
+  return new LazyRadixNode(encoded, 0, encoded.length);
 }
 
-/** A radix tree node whose entries are made from its JSON at the first read (see {@link treeFromJSON}). */
+/** A radix tree node whose entries are decoded from its span of the encoded tree at the first read (see {@link treeFromString}). */
 class LazyRadixNode extends Map<string, RadixNode | true> {
-  private json: readonly unknown[] | undefined;
+  private encoded: string | undefined;
 
-  constructor(json: readonly unknown[]) {
+  constructor(
+    encoded: string,
+    private readonly start: number,
+    private readonly end: number,
+  ) {
     super();
-    this.json = json;
+    this.encoded = encoded;
   }
 
   private fill(): void {
-    const json = this.json;
-    if (json === undefined) return;
-    this.json = undefined;
-    for (const entry of json) {
-      if (!Array.isArray(entry) || entry.length !== 2 || typeof entry[0] !== 'string')
+    const encoded = this.encoded;
+    if (encoded === undefined) return;
+    this.encoded = undefined;
+    let at = this.start;
+    const length = (): number => {
+      const colon = encoded.indexOf(':', at);
+      if (colon < 0 || colon >= this.end || colon === at || colon - at > 8)
         throw new ValidationError('the term dictionary of the chunk index does not parse');
-      const [edge, child] = entry as [string, unknown];
-      if (edge === '' ? child !== 1 : !Array.isArray(child))
+      const value = Number.parseInt(encoded.slice(at, colon), 36);
+      at = colon + 1;
+      if (!(value >= 0 && at + value <= this.end))
         throw new ValidationError('the term dictionary of the chunk index does not parse');
-      super.set(edge, edge === '' ? true : new LazyRadixNode(child as unknown[]));
+      return value;
+    };
+    while (at < this.end) {
+      const edgeLength = length();
+      const edge = encoded.slice(at, at + edgeLength);
+      at += edgeLength;
+      if (edge === '') {
+        super.set(edge, true);
+        continue;
+      }
+      const childLength = length();
+      super.set(edge, new LazyRadixNode(encoded, at, at + childLength));
+      at += childLength;
     }
   }
 
@@ -619,7 +714,7 @@ class LazyRadixNode extends Map<string, RadixNode | true> {
   }
 
   override clear(): void {
-    this.json = undefined;
+    this.encoded = undefined;
     super.clear();
   }
 }

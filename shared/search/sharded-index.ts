@@ -30,7 +30,7 @@ import {
   parseTextShard,
   postingsKey,
   textsKey,
-  treeFromJSON,
+  treeFromString,
 } from './shard-pack.js';
 
 /** The loaded core: what every query needs. */
@@ -429,8 +429,7 @@ class ChunkTable {
  */
 function coreOf(core: PackCore, generation: number): Core {
   const engine = new MiniSearch<StoredFields>(ENGINE_OPTIONS);
-  const tree = treeFromJSON(core.tree);
-  if (!tree) throw new ValidationError('the term dictionary of the chunk index does not parse');
+  const tree = treeFromString(core.tree);
   const terms = new LazyTerms(new SearchableMap<true>(tree as Map<string, never>), core.bounds);
   const chunks = new ChunkTable(core);
   Object.assign(engine, {

@@ -1,18 +1,20 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  paginateListObjectsV2,
-  S3Client,
-  type S3ClientConfig,
-} from '@aws-sdk/client-s3';
+import type * as S3Sdk from '@aws-sdk/client-s3';
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import pLimit from 'p-limit';
+import { HAS_REQUIRE, requireSdk } from '../aws/sdk.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { MAX_KEY_BYTES } from '../urn.js';
 import { assertValidKey, compareKeys } from './keys.js';
 import type { FindOptions, PutResult, StorageInterface } from './port.js';
+
+let loaded: typeof S3Sdk | undefined;
+
+/** `@aws-sdk/client-s3`, loaded at its first use with `require` (shared/aws/sdk.ts). */
+function s3Sdk(): typeof S3Sdk {
+  loaded ??= (HAS_REQUIRE ? require('@aws-sdk/client-s3') : requireSdk('@aws-sdk/client-s3')) as typeof S3Sdk;
+  return loaded;
+}
 
 /** How many `GetObject` calls {@link S3Storage.getMany} keeps in flight at once. */
 export const GET_MANY_CONCURRENCY = 16;
@@ -82,7 +84,9 @@ export class S3Storage implements StorageInterface {
   async get(key: string): Promise<Buffer> {
     const objectKey = this.objectKey(key);
     try {
-      const output = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+      const output = await this.client.send(
+        new (s3Sdk().GetObjectCommand)({ Bucket: this.bucket, Key: objectKey }),
+      );
       if (output.Body === undefined) return Buffer.alloc(0);
       return Buffer.from(await output.Body.transformToByteArray());
     } catch (error) {
@@ -135,7 +139,12 @@ export class S3Storage implements StorageInterface {
       if (attempt > 0) await sleep(CONFLICT_BACKOFF_MS * 2 ** (attempt - 1) * (0.5 + Math.random() / 2));
       try {
         await this.client.send(
-          new PutObjectCommand({ Bucket: this.bucket, Key: objectKey, Body: body, IfNoneMatch: '*' }),
+          new (s3Sdk().PutObjectCommand)({
+            Bucket: this.bucket,
+            Key: objectKey,
+            Body: body,
+            IfNoneMatch: '*',
+          }),
         );
         return { created: true };
       } catch (error) {
@@ -153,7 +162,9 @@ export class S3Storage implements StorageInterface {
    * @throws ValidationError for an invalid key.
    */
   async delete(key: string): Promise<void> {
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
+    await this.client.send(
+      new (s3Sdk().DeleteObjectCommand)({ Bucket: this.bucket, Key: this.objectKey(key) }),
+    );
   }
 
   /**
@@ -193,7 +204,7 @@ export class S3Storage implements StorageInterface {
    */
   private async list(prefix: string, delimiter?: '/'): Promise<string[]> {
     const listPrefix = `${this.prefix}${prefix}`;
-    const paginator = paginateListObjectsV2(
+    const paginator = s3Sdk().paginateListObjectsV2(
       { client: this.client, ...(this.pageSize === undefined ? {} : { pageSize: this.pageSize }) },
       {
         Bucket: this.bucket,
@@ -214,7 +225,7 @@ export class S3Storage implements StorageInterface {
 
   private async exists(objectKey: string): Promise<boolean> {
     try {
-      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+      await this.client.send(new (s3Sdk().HeadObjectCommand)({ Bucket: this.bucket, Key: objectKey }));
       return true;
     } catch (error) {
       if (isMissingObject(error)) return false;
@@ -256,7 +267,7 @@ export function createS3Client(options: CreateS3ClientOptions = {}): S3Client {
     config.requestChecksumCalculation = 'WHEN_REQUIRED';
     config.responseChecksumValidation = 'WHEN_REQUIRED';
   }
-  return new S3Client(config);
+  return new (s3Sdk().S3Client)(config);
 }
 
 interface SdkErrorShape {

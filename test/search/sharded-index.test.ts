@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import SearchableMap from 'minisearch/SearchableMap';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markdownChunks } from '../../shared/search/chunking.js';
 import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
@@ -11,8 +12,11 @@ import {
   coreKey,
   encodePostingShard,
   PostingShard,
+  type Postings,
   packPrefix,
   SHARD_PACK_VERSION,
+  treeFromString,
+  treeToString,
 } from '../../shared/search/shard-pack.js';
 import { ShardedChunkIndex } from '../../shared/search/sharded-index.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
@@ -174,13 +178,48 @@ describe('ShardedChunkIndex', () => {
     expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
   });
 
+  it('reads the whole generation when the pack is of the previous layout (v3: the dictionary as nested arrays)', async () => {
+    const old = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-v3-')));
+    await old.put('indexes/chunks.1.json', JSON.stringify(whole));
+    const current = JSON.parse((await storage.get(coreKey('indexes/chunks', 1))).toString('utf8'));
+    // The v3 core: same fields, the dictionary as `[edge, child]` arrays, under the v3 prefix.
+    const nested = (node: Map<string, unknown>): unknown[] =>
+      [...node].map(([edge, child]) => [edge, child === true ? 1 : nested(child as Map<string, unknown>)]);
+    const v3Core = { ...current, pack: 3, tree: nested(treeFromString(current.tree)) };
+    await old.put('indexes/chunks-shards/1/v3/core.json', JSON.stringify(v3Core));
+    for (const key of await storage.findByPrefix(packPrefix('indexes/chunks', 1)))
+      if (key !== coreKey('indexes/chunks', 1))
+        await old.put(key.replace(`/v${SHARD_PACK_VERSION}/`, '/v3/'), await storage.get(key));
+    const sharded = await ShardedChunkIndex.open(old);
+
+    const hits = await sharded.search(QUERIES[0] as string);
+
+    expect(SHARD_PACK_VERSION).toBe(4);
+    expect(summary(hits)).toEqual(summary(await whole.search(QUERIES[0] as string)));
+    expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
+  });
+
+  it("refuses a core of another layout version at this version's key, and reads the whole generation", async () => {
+    const stale = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-stale-')));
+    await stale.put('indexes/chunks.1.json', JSON.stringify(whole));
+    const current = JSON.parse((await storage.get(coreKey('indexes/chunks', 1))).toString('utf8'));
+    await stale.put(coreKey('indexes/chunks', 1), JSON.stringify({ ...current, pack: 3 }));
+    const sharded = await ShardedChunkIndex.open(stale);
+
+    const hits = await sharded.search(QUERIES[0] as string);
+
+    expect(summary(hits)).toEqual(summary(await whole.search(QUERIES[0] as string)));
+    // The core only: no posting or text shard of the refused pack is read.
+    expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
+  });
+
   it('fails with a ValidationError when the term dictionary does not parse where a search reads it', async () => {
     const copy = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-tree-')));
     for (const key of await storage.findByPrefix('indexes/'))
       if (key !== coreKey('indexes/chunks', 1)) await copy.put(key, await storage.get(key));
     const core = JSON.parse((await storage.get(coreKey('indexes/chunks', 1))).toString('utf8'));
-    // Every top-level node's children replaced by a node that is not `[edge, child]` pairs.
-    core.tree = core.tree.map(([edge]: [string]) => [edge, [['x']]]);
+    // Cut short: the last top-level entry's child is longer than what is left.
+    core.tree = core.tree.slice(0, -1);
     await copy.put(coreKey('indexes/chunks', 1), JSON.stringify(core));
     const sharded = await ShardedChunkIndex.open(copy);
 
@@ -200,7 +239,54 @@ describe('ShardedChunkIndex', () => {
   });
 });
 
+describe('the term dictionary as one string (pack v4)', () => {
+  // Edges with the format's own characters (`:`, base-36 digits), a non-ASCII term, a term that
+  // is a prefix of others (a leaf inside a node with children) and a one-letter term.
+  const terms = ['10:x', '1', 'bucket', 'buckets', 'bucketpolicy', 'é', 'éa', 'z:', 'zz', 'a'];
+
+  function walk(node: Map<string, unknown>): unknown[] {
+    return [...node].map(([edge, child]) => [
+      edge,
+      child === true ? true : walk(child as Map<string, unknown>),
+    ]);
+  }
+
+  it('decodes to the same radix tree, node for node and in the same order', () => {
+    const map = new SearchableMap<true>();
+    for (const term of terms) map.set(term, true);
+    const tree = (map as unknown as { _tree: Map<string, unknown> })._tree;
+
+    const decoded = treeFromString(treeToString(tree as never));
+
+    expect(walk(decoded)).toEqual(walk(tree));
+  });
+
+  it('answers minisearch lookups (exact, prefix, fuzzy) as the tree it was made from', () => {
+    const map = new SearchableMap<true>();
+    for (const term of terms) map.set(term, true);
+    const tree = (map as unknown as { _tree: Map<string, never> })._tree;
+    const lazy = new SearchableMap<true>(treeFromString(treeToString(tree)) as Map<string, never>);
+
+    expect(lazy.has('buckets')).toBe(true);
+    expect(lazy.has('bucketp')).toBe(false);
+    expect([...lazy.atPrefix('bucket').keys()]).toEqual([...map.atPrefix('bucket').keys()]);
+    expect([...lazy.fuzzyGet('bucet', 1)]).toEqual([...map.fuzzyGet('bucet', 1)]);
+    expect([...lazy.keys()]).toEqual([...map.keys()]);
+  });
+
+  it('throws a ValidationError at the first read of a node that does not decode', () => {
+    for (const bad of ['3:ab', 'x:a', '1:a5:0:', '1:a', ':a']) {
+      const node = treeFromString(bad);
+      expect(() => node.get('a'), bad).toThrow(expect.objectContaining({ name: 'ValidationError' }));
+    }
+  });
+});
+
 describe('PostingShard', () => {
+  /** A decoded term's postings as plain Maps (the form minisearch's own index holds). */
+  const plain = (postings: Postings | undefined) =>
+    postings && new Map([...postings].map(([field, list]) => [field, new Map(list)]));
+
   const entries = [
     ['alpha', { '0': { '3': 1, '12': 4 }, '2': { '3': 2 } }],
     ['beta', { '1': { '7': 9 } }],
@@ -211,7 +297,7 @@ describe('PostingShard', () => {
     const shard = PostingShard.parse(encodePostingShard(entries));
 
     expect(shard?.size).toBe(3);
-    expect(shard?.postings('alpha')).toEqual(
+    expect(plain(shard?.postings('alpha'))).toEqual(
       new Map([
         [
           0,
@@ -224,8 +310,8 @@ describe('PostingShard', () => {
       ]),
     );
     expect([...(shard?.postings('alpha')?.get(0)?.keys() ?? [])]).toEqual([3, 12]);
-    expect(shard?.postings('beta')).toEqual(new Map([[1, new Map([[7, 9]])]]));
-    expect(shard?.postings('gamma')).toEqual(new Map());
+    expect(plain(shard?.postings('beta'))).toEqual(new Map([[1, new Map([[7, 9]])]]));
+    expect(plain(shard?.postings('gamma'))).toEqual(new Map());
     expect(shard?.postings('delta')).toBeUndefined();
   });
 
@@ -233,7 +319,7 @@ describe('PostingShard', () => {
     const encoded = encodePostingShard(entries);
     const padded = Buffer.concat([Buffer.from([7]), encoded]).subarray(1);
 
-    expect(PostingShard.parse(padded)?.postings('beta')).toEqual(new Map([[1, new Map([[7, 9]])]]));
+    expect(plain(PostingShard.parse(padded)?.postings('beta'))).toEqual(new Map([[1, new Map([[7, 9]])]]));
   });
 
   it('refuses a shard whose header or offsets do not hold', () => {
@@ -241,6 +327,31 @@ describe('PostingShard', () => {
     expect(PostingShard.parse(Buffer.from('{"alpha":{}}'))).toBeUndefined();
     expect(PostingShard.parse(encoded.subarray(0, encoded.length - 4))).toBeUndefined();
     expect(PostingShard.parse(Buffer.alloc(2))).toBeUndefined();
+  });
+
+  it('answers size, keys, get and has of a list as minisearch reads them, in or out of iteration order', () => {
+    const list = PostingShard.parse(encodePostingShard(entries))?.postings('alpha')?.get(0);
+
+    expect(list?.size).toBe(2);
+    const seen: [number, number | undefined][] = [];
+    for (const shortId of list?.keys() ?? []) seen.push([shortId, list?.get(shortId)]);
+    expect(seen).toEqual([
+      [3, 1],
+      [12, 4],
+    ]);
+    // After the iteration the cursor is on 12: 3 is found by the scan, 5 is absent.
+    expect(list?.get(3)).toBe(1);
+    expect(list?.has(12)).toBe(true);
+    expect(list?.get(5)).toBeUndefined();
+    expect(list?.has(5)).toBe(false);
+    // An empty list holds nothing, whatever words follow it in the shard.
+    const empty = PostingShard.parse(
+      encodePostingShard([
+        ['a', { '0': {} }],
+        ['b', { '0': { '0': 7 } }],
+      ]),
+    );
+    expect(empty?.postings('a')?.get(0)?.get(0)).toBeUndefined();
   });
 
   it('refuses to encode a frequency that is not an unsigned 32-bit integer', () => {
