@@ -25,8 +25,14 @@ import type * as NodeHttpHandlerModule from '@smithy/node-http-handler';
  */
 export const requireSdk: NodeJS.Require = createRequire(import.meta.url);
 
-/** Whether a CommonJS `require` is in scope (a bundle, vitest); see {@link requireSdk}. */
-export const HAS_REQUIRE: boolean = typeof require === 'function';
+/**
+ * Whether a working CommonJS `require` is in scope (a Lambda bundle, vitest); see
+ * {@link requireSdk}. `typeof require` alone does not tell: in an ES module bundle esbuild turns
+ * every `require` into its `__require` shim, a function even where no `require` exists (the CLI
+ * bundle, dist/cld.mjs, built without the banner), which then throws `Dynamic require of "…" is
+ * not supported`. The shim hands `resolve` through only from a real `require`.
+ */
+export const HAS_REQUIRE: boolean = typeof require === 'function' && typeof require.resolve === 'function';
 
 let httpHandler: typeof NodeHttpHandlerModule | undefined;
 

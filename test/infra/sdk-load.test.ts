@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../infra/lib/bundling.js';
 import { FUNCTIONS } from '../../infra/lib/functions.js';
 import { type BuiltBundle, buildBundle } from '../../scripts/bundles.js';
+import { S3RVER_CREDENTIALS, S3RVER_REGION, startS3rver } from '../helpers/s3rver.js';
 
 /**
  * When a built bundle loads the AWS SDK (shared/aws/sdk.ts, issue 25 item 5): the `tool`
@@ -110,4 +111,38 @@ describe('AWS SDK loading in the tool bundle', () => {
     expect(seen.all).toContain('require @aws-sdk/client-s3');
     expect(seen.all.filter((load) => load.startsWith('import '))).toEqual([]);
   });
+});
+
+describe('AWS SDK loading in the CLI bundle (dist/cld.mjs)', () => {
+  // esbuild turns `require` into its `__require` shim, a function even without the createRequire
+  // banner the CLI bundle lacks: `typeof require` alone took the shim for a working require, and
+  // every command on AWS failed with `Dynamic require of "@aws-sdk/client-s3" is not supported`.
+  it('ingests into the bucket with CLD_BUCKET set: the S3 client loads without a banner', async () => {
+    const dir = join(work, 'cli');
+    await run(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'scripts', 'build-cli.ts'), dir]);
+    const doc = join(work, 'guide.md');
+    writeFileSync(doc, '# Guide\n\n## Buckets\n\nA bucket holds objects; versioning keeps every version.\n');
+    const s3 = await startS3rver();
+    try {
+      const { stdout } = await run(process.execPath, [join(dir, 'cld.mjs'), 'ingest', doc], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: process.env.HOME ?? work,
+          CLD_BUCKET: s3.bucket,
+          CLD_DATA_DIR: join(work, 'cli-data-must-not-be-used'),
+          AWS_ENDPOINT_URL_S3: s3.endpoint,
+          AWS_REGION: S3RVER_REGION,
+          AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+          AWS_REQUEST_CHECKSUM_CALCULATION: 'WHEN_REQUIRED',
+          AWS_RESPONSE_CHECKSUM_VALIDATION: 'WHEN_REQUIRED',
+        },
+        timeout: 120_000,
+      });
+      expect(stdout).toContain(`bucket: ${s3.bucket}`);
+      expect(stdout).toMatch(/ingested 1 files: 1 new/);
+    } finally {
+      await s3.stop();
+    }
+  }, 180_000);
 });
