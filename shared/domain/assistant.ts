@@ -41,6 +41,7 @@ import {
   SUBMIT_VERDICT,
   SUBMIT_VERDICT_SPEC,
   subtaskId,
+  type TaskPayload,
   type VerdictPayload,
 } from './payloads.js';
 import type { Deps } from './ports.js';
@@ -501,7 +502,7 @@ function withoutApplicability<T extends { applicability?: string }>({
 function withSubtaskUrns(
   payload: VerdictPayload,
   subtasks: readonly Task[],
-): Omit<VerdictPayload, 'corrective'> & { corrective: ReturnType<typeof completeCorrective>[] } {
+): Omit<VerdictPayload, 'corrective'> & { corrective: (TaskPayload & { corrects?: string })[] } {
   const slots = subtasks.map((s) => s.meta.id);
   return {
     ...payload,

@@ -112,12 +112,15 @@ export const CorrectivePayloadSchema: z.ZodType<CorrectivePayload> = z.strictObj
  * A corrective subtask as a task payload: its title and applicability filled in where it left
  * them out, from `redone` (the subtask it redoes: "Retry: <its title>", its applicability) or
  * else from its purpose (cut to the field's limit); its own subtasks likewise, from themselves.
+ * Its `corrects` and its subtasks' are left out: the caller resolves the top-level one to a URN
+ * (a stored Task's `corrects` is a URN; a nested one, which no supervisor reads, would be the
+ * model's short id and fail the Task schema, so the corrective round could not be stored).
  */
 export function completeCorrective(
   payload: CorrectivePayload,
   redone?: { title: string; applicability: string },
-): TaskPayload & { corrects?: string | undefined } {
-  const { subtasks, title, applicability, ...rest } = payload;
+): TaskPayload {
+  const { subtasks, title, applicability, corrects: _ignored, ...rest } = payload;
   const clip = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
   return {
     ...rest,

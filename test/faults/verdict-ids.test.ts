@@ -1,0 +1,163 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startConversation } from '../../shared/domain/conversation.js';
+import { CREATE_PLAN, SUBMIT_VERDICT } from '../../shared/domain/payloads.js';
+import type {
+  ChatModel,
+  ContentBlock,
+  ConverseRequest,
+  ConverseResponse,
+  JsonValue,
+} from '../../shared/llm/port.js';
+import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
+import type { AnyResource, Message, Task, Verdict } from '../../shared/resources/schemas.js';
+import { createLocalRuntime } from '../../shared/runtime/local.js';
+import { parentOf } from '../../shared/urn.js';
+
+/**
+ * The judge names subtasks by the short ids of its prompt (`s1`, `s2`, …; issue 25), which the
+ * supervisor maps back to URNs. A corrective subtask's own subtasks share its JSON schema, so the
+ * model may give one of them a `corrects` too — an id, not a URN. That field is read on the
+ * verdict's own corrective subtasks only; a nested one must not reach the stored Task (whose
+ * `corrects` is a URN), or storing the round fails and the task never ends.
+ */
+
+/** A verdict on the planned parts fails and returns `corrective`; one on a corrective round passes. */
+class Judge implements ChatModel {
+  readonly name = 'verdict-ids';
+  constructor(private readonly corrective: (ids: string[]) => JsonValue[]) {}
+
+  async converse(request: ConverseRequest): Promise<ConverseResponse> {
+    const tools = request.toolConfig?.tools.map((t) => t.toolSpec.name) ?? [];
+    let content: ContentBlock[];
+    if (tools.includes(CREATE_PLAN)) {
+      content = [
+        toolUse(CREATE_PLAN, {
+          tasks: [
+            {
+              ...part('whole answer', 'Write both parts of the answer and combine them.'),
+              subtasks: [part('part a', 'Write part a.'), part('part b', 'Write part b.')],
+            },
+          ],
+        }),
+      ];
+    } else if (tools.includes(SUBMIT_VERDICT)) {
+      const prompt =
+        request.messages
+          .at(-1)
+          ?.content.flatMap((b) => ('text' in b ? [b.text] : []))
+          .join('\n') ?? '';
+      const json = /```json\s*([\s\S]*?)```/.exec(prompt)?.[1] ?? '{}';
+      const ids = ((JSON.parse(json) as { subtasks?: { id: string }[] }).subtasks ?? []).map((s) => s.id);
+      // Fails while the root's planned parts alone are judged (a retried step is judged alike).
+      const first = !/part a again|part c too/.test(prompt);
+      content = [
+        toolUse(SUBMIT_VERDICT, {
+          pass: !first,
+          reason: first ? 'part a is wrong' : 'all parts pass',
+          subtasks: ids.map((id) => ({ id, pass: !first || id !== 's1', reason: 'scripted' })),
+          corrective: first ? this.corrective(ids) : [],
+        }),
+      ];
+    } else {
+      content = [{ text: 'Here is the part.' }];
+    }
+    return {
+      output: { message: { role: 'assistant', content } },
+      stopReason: content.some((b) => 'toolUse' in b) ? 'tool_use' : 'end_turn',
+      usage: { inputTokens: 10, outputTokens: 10, totalTokens: 20 },
+      metrics: { latencyMs: 0 },
+    };
+  }
+}
+
+function part(title: string, purpose: string) {
+  return {
+    title,
+    purpose,
+    instructions: `${purpose} Be brief.`,
+    applicability: 'A single part of an answer.',
+    evaluation: `${title} is written.`,
+  };
+}
+
+function toolUse(name: string, input: JsonValue): ContentBlock {
+  return { toolUse: { toolUseId: `ids-${name}`, name, input } };
+}
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+/** Runs one conversation with `model` and reads the root task's verdicts, tasks and output. */
+async function run(model: ChatModel) {
+  const dataDir = await mkdtemp(join(tmpdir(), 'cld-verdict-ids-'));
+  dirs.push(dataDir);
+  const runtime = await createLocalRuntime({ dataDir, model, backoffMs: () => 0 });
+  const started = await startConversation(runtime.deps.resources, {
+    user: 'cli:test',
+    channel: { kind: 'cli' },
+    content: 'Write a two-part answer.',
+    conversationName: 'verdict-ids',
+  });
+  await runtime.bus.idle();
+  const all = (await runtime.deps.resources.list(SYSTEM_ACTOR, started.conversation)) as AnyResource[];
+  const tasks = all.filter((r): r is Task => r.meta.type === 'plan.Task');
+  const root = tasks.find((t) => t.depth === 1) as Task;
+  const verdicts = all
+    .filter((r): r is Verdict => r.meta.type === 'plan.Verdict' && parentOf(r.meta.id) === root.meta.id)
+    .sort((a, b) => a.round - b.round);
+  const output = all.find(
+    (r): r is Message => r.meta.type === 'common.Message' && parentOf(r.meta.id) === root.meta.id,
+  );
+  return { root, tasks, verdicts, output };
+}
+
+describe("a verdict's subtask ids", () => {
+  it("a corrective's own subtask naming 's1' in corrects: the round is stored and the task ends answered", async () => {
+    const again = part('part a again', 'Write part a again.');
+    const { root, tasks, verdicts, output } = await run(
+      new Judge(() => [
+        {
+          purpose: again.purpose,
+          instructions: 'Write it in two steps.',
+          evaluation: again.evaluation,
+          corrects: 's1',
+          subtasks: [
+            { ...part('step 1', 'Write part a again, step 1.'), corrects: 's1' },
+            part('step 2', 'Write part a again, step 2.'),
+          ],
+        },
+      ]),
+    );
+
+    expect(verdicts.map((v) => v.pass)).toEqual([false, true]);
+    const [corrective] = verdicts[0]?.corrective ?? [];
+    expect(tasks.find((t) => t.meta.id === corrective)?.corrects).toBe(root.subtasks[0]);
+    const nested = tasks.filter((t) => parentOf(t.meta.id) === corrective);
+    expect(nested).toHaveLength(2);
+    expect(nested.map((t) => t.corrects)).toEqual([undefined, undefined]);
+    expect(output?.error).toBeUndefined();
+  }, 60_000);
+
+  it('an unknown id (s9) in corrects adds the corrective as a new part; the verdict keeps only known ids', async () => {
+    const again = part('part c', 'Write part c too.');
+    const { root, tasks, verdicts, output } = await run(
+      new Judge(() => [
+        { purpose: again.purpose, instructions: 'Add it.', evaluation: again.evaluation, corrects: 's9' },
+      ]),
+    );
+
+    expect(verdicts.map((v) => v.pass)).toEqual([false, true]);
+    expect(verdicts[0]?.subtasks.map((s) => s.urn)).toEqual(root.subtasks);
+    const [corrective] = verdicts[0]?.corrective ?? [];
+    const added = tasks.find((t) => t.meta.id === corrective);
+    expect(added?.corrects).toBeUndefined();
+    expect(added?.title).toBe('Write part c too.');
+    expect(output?.error).toBeUndefined();
+    expect(output?.content).toContain('Write part c too.');
+  }, 60_000);
+});
