@@ -16,12 +16,13 @@ import type * as NodeHttpHandlerModule from '@smithy/node-http-handler';
  *   `require` ≈ 210 ms (docs/numbers.md, Bundles). The module objects are the same (one copy per
  *   process: `import` of CommonJS wraps the `require` cache entry).
  *
- * An adapter spells `require('<package>')` out where `require` exists — in a bundle (the
- * `createRequire` banner, infra/lib/bundling.ts) and under vitest — so that esbuild records the
- * run-time dependency in the metafile (kind `require-call`, external: what `bundle:report` and
- * test/infra/bundles.test.ts read), and uses {@link requireSdk} in ES module scope without it
- * (tsx: the CLI, scripts). Resolution is CommonJS's, which in Lambda includes `NODE_PATH`
- * (`/var/runtime/node_modules`, where the runtime's SDK lives).
+ * An adapter spells `require('<package>')` out where `require` exists — in a function bundle
+ * (the `createRequire` banner, infra/lib/bundling.ts) and under vitest — so that esbuild records
+ * the run-time dependency in the metafile (kind `require-call`, external: what `bundle:report`
+ * and test/infra/bundles.test.ts read), and uses {@link requireSdk} in ES module scope without it
+ * (tsx: the CLI, scripts; the CLI bundle dist/cld.mjs, which has no banner: {@link HAS_REQUIRE}).
+ * Resolution is CommonJS's, which in Lambda includes `NODE_PATH` (`/var/runtime/node_modules`,
+ * where the runtime's SDK lives).
  */
 export const requireSdk: NodeJS.Require = createRequire(import.meta.url);
 
