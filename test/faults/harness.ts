@@ -82,7 +82,7 @@ export const SCENARIOS: readonly Scenario[] = [
     crashRate: 0.1,
     seed: 5,
   },
-  { name: 'model', label: '10 % of model calls throttled or timed out', modelFaultRate: 0.1, seed: 4 },
+  { name: 'model', label: '10 % of model calls throttled or timed out', modelFaultRate: 0.1, seed: 8 },
   { name: 'poison', label: 'one tool-call event always fails', poison: true, seed: 5 },
   {
     name: 'all',
