@@ -124,7 +124,12 @@ export function completeCorrective(
   const clip = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
   return {
     ...rest,
-    title: title ?? clip(redone ? `Retry: ${redone.title}` : payload.purpose, TASK_TEXT_LIMITS.title),
+    title:
+      title ??
+      clip(
+        redone ? `Retry: ${redone.title.replace(/^Retry: /, '')}` : payload.purpose,
+        TASK_TEXT_LIMITS.title,
+      ),
     applicability:
       applicability ?? redone?.applicability ?? clip(payload.purpose, TASK_TEXT_LIMITS.applicability),
     ...(subtasks ? { subtasks: subtasks.map((s) => completeCorrective(s)) } : {}),
@@ -167,11 +172,12 @@ export function subtaskId(index: number): string {
 }
 
 /**
- * The URN a verdict's subtask id stands for: `sN` → `slots[N - 1]` (undefined when there is no
- * such subtask); anything else is taken as a URN, unchanged.
+ * The URN a verdict's subtask id stands for: `sN` (also `SN`, `s N` or a bare `N`, as a model may
+ * mistype it) → `slots[N - 1]` (undefined when there is no such subtask); anything else is taken
+ * as a URN, unchanged.
  */
 export function resolveSubtaskId(id: string, slots: readonly string[]): string | undefined {
-  const n = /^s(\d{1,4})$/.exec(id.trim())?.[1];
+  const n = /^s?\s*(\d{1,4})$/i.exec(id.trim())?.[1];
   return n === undefined ? id : slots[Number(n) - 1];
 }
 

@@ -19,6 +19,11 @@ describe("the judge's short subtask ids (issue 25)", () => {
     expect(resolveSubtaskId('s1', SLOTS)).toBe(SLOTS[0]);
     expect(resolveSubtaskId(' s2 ', SLOTS)).toBe(SLOTS[1]);
     expect(resolveSubtaskId('s3', SLOTS)).toBeUndefined();
+    expect(['S1', 's 1', '1'].map((id) => resolveSubtaskId(id, SLOTS))).toEqual([
+      SLOTS[0],
+      SLOTS[0],
+      SLOTS[0],
+    ]);
     expect(resolveSubtaskId(SLOTS[1] as string, SLOTS)).toBe(SLOTS[1]);
   });
 
@@ -63,6 +68,10 @@ describe("the judge's short subtask ids (issue 25)", () => {
       title: 'Retry: Part 2',
       applicability: 'A single question.',
     });
+    // A second round redoes the first retry: one "Retry: ", not two.
+    expect(completeCorrective(redo, { title: 'Retry: Part 2', applicability: 'A' }).title).toBe(
+      'Retry: Part 2',
+    );
     const fresh = completeCorrective({ ...redo, subtasks: [{ ...redo, purpose: 'x'.repeat(300) }] });
     expect(fresh).toMatchObject({ title: 'Answer again: part 2', applicability: 'Answer again: part 2' });
     expect(fresh.subtasks?.[0]?.title).toHaveLength(200);
