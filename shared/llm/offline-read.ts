@@ -1,5 +1,5 @@
 import { termsOf } from '../search/terms.js';
-import { adjacentPairs, type ExtractHit, questionWeights } from './extract.js';
+import { adjacentPairs, type ExtractHit, questionWeights, rankWeight } from './extract.js';
 
 /**
  * What the offline model reads before it answers (issue 21 item 7). A search result shows its
@@ -7,8 +7,11 @@ import { adjacentPairs, type ExtractHit, questionWeights } from './extract.js';
  * Connections`; shared/context/render-results.ts PASSAGE_HITS), to be `read` by id when one looks
  * relevant. A model reads such a hit when
  * - **the best passage's section continues in it**: it has the same document and the same
- *   heading trail as the passage hit that covers the question best (the section's other chunk:
- *   the code after the list of properties the passage showed), or
+ *   heading trail as the passage hit that scores best for the question — the weight of the
+ *   question's terms its trail and passage hold, times its rank's weight, as the composer weighs
+ *   hits (shared/llm/extract.ts `rankWeight`); for a part that refers back, among the passages
+ *   that name its referent — (the section's other chunk: the code after the list of properties
+ *   the passage showed), or
  * - **its heading names the question better than any passage's**: its trail holds more of the
  *   question's terms (by weight, {@link questionWeights}) than the trail of every hit shown with
  *   a passage.
@@ -23,7 +26,7 @@ export interface ReadPlan {
   /** Citation ids (`[7]`) of the header-only hits to read, at most {@link MAX_READS}. */
   ids: string[];
   /**
-   * The rank (0-based) of the passage hit that covers the question best: a chunk read counts
+   * The rank (0-based) of the passage hit that scores best for the question: a chunk read counts
    * with it (the model read it as the best passage's continuation, or as better named than it).
    */
   rank: number;
@@ -52,7 +55,7 @@ export function readPlan(question: string, hits: readonly ExtractHit[]): ReadPla
   });
   let best: { hit: ExtractHit; rank: number; score: number } | undefined;
   for (const { hit, rank } of about.length > 0 ? about : passages) {
-    const covered = score(`${hit.title ?? ''}\n${hit.text}`);
+    const covered = rankWeight(rank) * score(`${hit.title ?? ''}\n${hit.text}`);
     if (!best || covered > best.score) best = { hit, rank, score: covered };
   }
   if (!best || best.score === 0) return { ids: [], rank: 0 };
