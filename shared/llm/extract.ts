@@ -26,6 +26,11 @@ export interface ExtractHit {
   title?: string;
   /** The path of the chunk's document, when the tool gave one (`node_modules/aws-cdk-lib/aws-ssm/README.md`). */
   source?: string;
+  /**
+   * The rank (0-based) the hit counts with, when not its place in the list: a chunk the model
+   * read because it continues the best passage's section counts with that passage's rank.
+   */
+  rank?: number;
 }
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+-]*)/;
@@ -226,6 +231,32 @@ export function adjacentPairs(text: string): Set<string> {
   return pairs;
 }
 
+/** What a part refers back to, at the end of its question: `(that bucket: \`s3.Bucket\`)`. */
+const REFERENT = /\(([^():]+):\s*([^()]+)\)\s*$/;
+
+/**
+ * The weight of each of the question's terms (stems of shared/search/terms.ts; what the question
+ * rules out, {@link rejectedTerms}, is none) in these hits: 1 + ln(hits / hits whose heading
+ * trail or text holds the term), 0 for a term no hit holds; a term only the part's referent
+ * (`(that bucket: \`s3.Bucket\`)`) uses counts {@link REFERENT_WEIGHT} of it — the earlier part
+ * was about it, this part asks the rest.
+ */
+export function questionWeights(question: string, hits: readonly ExtractHit[]): Map<string, number> {
+  const rejected = new Set(rejectedTerms(question));
+  const hitTerms = hits.map((hit) => new Set(termsOf(`${hit.title ?? ''}\n${hit.text}`)));
+  const referent = REFERENT.exec(question);
+  const asked = new Set(termsOf(referent ? question.slice(0, referent.index) : question));
+  return new Map(
+    termsOf(question)
+      .filter((term) => !rejected.has(term))
+      .map((term) => {
+        const df = hitTerms.filter((terms) => terms.has(term)).length;
+        const idf = df === 0 ? 0 : 1 + Math.log(hits.length / df);
+        return [term, asked.has(term) ? idf : REFERENT_WEIGHT * idf];
+      }),
+  );
+}
+
 /**
  * The offline answer to `question` from search hits (best first). Question terms are weighted
  * by how few hits contain them (1 + ln(hits / hits with the term)), so the subject that tells
@@ -252,19 +283,9 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   if (hits.length === 0)
     return 'Nothing matched: no passage of the ingested documents contains the words of this question.';
   const rejected = new Set(rejectedTerms(question));
-  const questionTerms = termsOf(question).filter((term) => !rejected.has(term));
   const hitTerms = hits.map((hit) => new Set(termsOf(`${hit.title ?? ''}\n${hit.text}`)));
-  // What the part refers back to (`(that bucket: \`s3.Bucket\`)`) was the earlier part's subject:
-  // its terms count less than those the part asks anew.
-  const referent = /\(([^():]+):\s*([^()]+)\)\s*$/.exec(question);
-  const asked = new Set(termsOf(referent ? question.slice(0, referent.index) : question));
-  const weights = new Map(
-    questionTerms.map((term) => {
-      const df = hitTerms.filter((terms) => terms.has(term)).length;
-      const idf = df === 0 ? 0 : 1 + Math.log(hits.length / df);
-      return [term, asked.has(term) ? idf : REFERENT_WEIGHT * idf];
-    }),
-  );
+  const referent = REFERENT.exec(question);
+  const weights = questionWeights(question, hits);
   const key = keyTerms(weights);
   // Terms the part writes side by side (not its referent's: the earlier part was about that).
   // A pair counts by how few hits hold it side by side (ln(hits / hits with the pair)): one that
@@ -285,15 +306,18 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     if (pairWeights.size > 0) for (const pair of adjacentPairs(text)) sum += pairWeights.get(pair) ?? 0;
     return [...terms].some((term) => rejected.has(term)) ? sum * REJECTED_WEIGHT : sum;
   };
+  const rankOf = (rank: number) => hits[rank]?.rank ?? rank;
   const coverage = hitTerms.map(
-    (terms, rank) => rankWeight(rank) * [...terms].reduce((sum, term) => sum + (weights.get(term) ?? 0), 0),
+    (terms, rank) =>
+      rankWeight(rankOf(rank)) * [...terms].reduce((sum, term) => sum + (weights.get(term) ?? 0), 0),
   );
   const most = Math.max(...coverage);
   const sentences: Scored<Extract<Segment, { kind: 'sentence' }>>[] = [];
   const codes: Scored<Extract<Segment, { kind: 'code' }>>[] = [];
-  hits.forEach((hit, rank) => {
+  hits.forEach((hit, place) => {
+    const rank = rankOf(place);
     // A hit counts by its rank and by how much of the question its heading and text cover.
-    const weight = rankWeight(rank) * (most > 0 ? 0.5 + (0.5 * (coverage[rank] ?? 0)) / most : 1);
+    const weight = rankWeight(rank) * (most > 0 ? 0.5 + (0.5 * (coverage[place] ?? 0)) / most : 1);
     for (const segment of segmentChunk(hit.text)) {
       const matched = weigh(segment.text);
       if (matched === 0) continue;

@@ -11,6 +11,7 @@ import { contentWords, cosine, HashingEmbedder } from '../search/similarity.js';
 import { identifierParts, processTerm, termsOf } from '../search/terms.js';
 import { type ExtractHit, extractiveAnswer, withoutRejected } from './extract.js';
 import { graphAnswer, isStructuralQuestion, latestGraphResult, nextGraphCall } from './offline-graph.js';
+import { headerOnly, readPlan } from './offline-read.js';
 import type {
   ChatModel,
   ContentBlock,
@@ -127,7 +128,24 @@ export class OfflineChatModel implements ChatModel {
     }
     const api = lookups ? apiOf(referent ?? '', lookups) : undefined;
     const viaApi = via && viaLookups ? apiOf(via, viaLookups) : undefined;
-    return [{ text: extractiveAnswer(withApi(question, api, viaApi), results) }];
+    const asked = withApi(question, api, viaApi);
+    // Header-only hits worth reading (shared/llm/offline-read.ts): read once, before answering,
+    // then composed with the rank of the passage they continue.
+    const searched = toolResults(request.messages, (id) => !id.includes(LOOKUP) && !id.includes(READING));
+    const plan = readPlan(asked, searched);
+    const reads = request.messages.some((m) =>
+      m.content.some((b) => 'toolUse' in b && b.toolUse.toolUseId.includes(READING)),
+    );
+    if (!reads && plan.ids.length > 0 && tools.some((t) => t.name === 'read'))
+      return plan.ids.map((id, i) => toolUse('read', `${READING}${turn}-${i + 1}`, { urn: id }));
+    const read = new Map(
+      toolResults(request.messages, (id) => id.includes(READING)).map((hit) => [hit.urn, hit.text]),
+    );
+    const hits = searched.map((hit) => {
+      const text = headerOnly(hit) ? read.get(hit.urn) : undefined;
+      return text ? { ...hit, text, rank: plan.rank } : hit;
+    });
+    return [{ text: extractiveAnswer(asked, hits) }];
   }
 
   private async bestTool(question: string, tools: ToolSpec[]): Promise<ToolSpec> {
@@ -645,6 +663,8 @@ function firstStringParameter(tool: ToolSpec): string | undefined {
   });
 }
 
+/** The tool-use id marker of a read of a header-only hit (`offline-read-reading-2-1`). */
+const READING = 'reading-';
 /** The tool-use id marker of a back-reference lookup (`offline-search-lookup-1`). */
 const LOOKUP = 'lookup-';
 /** The tool-use id marker of the lookup of what the referred-to part referred back to (`offline-search-lookup-via-1`). */

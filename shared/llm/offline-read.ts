@@ -1,0 +1,84 @@
+import { termsOf } from '../search/terms.js';
+import { adjacentPairs, type ExtractHit, questionWeights, rankWeight } from './extract.js';
+
+/**
+ * What the offline model reads before it answers (issue 21 item 7). A search result shows its
+ * first hits with a passage and lists the rest by their header alone (`[7] › Allowing
+ * Connections`; shared/context/render-results.ts PASSAGE_HITS), to be `read` by id when one looks
+ * relevant. A model reads such a hit when
+ * - **the best passage's section continues in it**: it has the same document and the same
+ *   heading trail as the passage hit that scores best for the question — the weight of the
+ *   question's terms its trail and passage hold, times its rank's weight, as the composer weighs
+ *   hits (shared/llm/extract.ts `rankWeight`); for a part that refers back, among the passages
+ *   that name its referent — (the section's other chunk: the code after the list of properties
+ *   the passage showed), or
+ * - **its heading names the question better than any passage's**: its trail holds more of the
+ *   question's terms (by weight, {@link questionWeights}) than the trail of every hit shown with
+ *   a passage.
+ * At most {@link MAX_READS} hits, continuations first; none when the rule does not fire.
+ */
+
+/** Most hits the offline model reads for one task. */
+export const MAX_READS = 2;
+
+/** What the offline model reads before answering, and the rank a read chunk counts with. */
+export interface ReadPlan {
+  /** Citation ids (`[7]`) of the header-only hits to read, at most {@link MAX_READS}. */
+  ids: string[];
+  /**
+   * The rank (0-based) of the passage hit that scores best for the question: a chunk read counts
+   * with it (the model read it as the best passage's continuation, or as better named than it).
+   */
+  rank: number;
+}
+
+/** True for a hit listed by its header alone (no passage shown). */
+export function headerOnly(hit: ExtractHit): boolean {
+  return hit.text.trim() === '';
+}
+
+/**
+ * The header-only hits of one search result worth reading for `question` (see the module
+ * comment), from its hits in rank order. Hits are told to be of the same section by their
+ * `source` (document path) and `title` (heading trail) as the rendered result gives them.
+ */
+export function readPlan(question: string, hits: readonly ExtractHit[]): ReadPlan {
+  const weights = questionWeights(question, hits);
+  const score = (text: string) => termsOf(text).reduce((sum, term) => sum + (weights.get(term) ?? 0), 0);
+  const passages = hits.flatMap((hit, rank) => (headerOnly(hit) ? [] : [{ hit, rank }]));
+  // A part that refers back (`(its: \`kinesis.Stream\`)`) is about its referent: a passage that
+  // does not name it (the DynamoDB Streams section, for Kinesis records) is about something else.
+  const subject = termsOf(/\([^():]+:\s*`([^`]+)`/.exec(question)?.[1] ?? '');
+  const about = passages.filter(({ hit }) => {
+    const terms = new Set(termsOf(`${hit.title ?? ''}\n${hit.text}`));
+    return subject.every((term) => terms.has(term));
+  });
+  let best: { hit: ExtractHit; rank: number; score: number } | undefined;
+  for (const { hit, rank } of about.length > 0 ? about : passages) {
+    const covered = rankWeight(rank) * score(`${hit.title ?? ''}\n${hit.text}`);
+    if (!best || covered > best.score) best = { hit, rank, score: covered };
+  }
+  if (!best || best.score === 0) return { ids: [], rank: 0 };
+  const section = best.hit;
+  const continuations = hits.filter(
+    (hit) =>
+      headerOnly(hit) &&
+      hit.source !== undefined &&
+      hit.source === section.source &&
+      (hit.title ?? '') === (section.title ?? ''),
+  );
+  const bestTrail = Math.max(...passages.map(({ hit }) => score(hit.title ?? '')));
+  // Two of the question's terms side by side ("Lambda integration") that no passage's heading has.
+  const shown = new Set(passages.flatMap(({ hit }) => [...adjacentPairs(hit.title ?? '')]));
+  const pairs = new Set([...adjacentPairs(question)].filter((pair) => !shown.has(pair)));
+  const named = hits
+    .filter(
+      (hit) =>
+        headerOnly(hit) &&
+        score(hit.title ?? '') > bestTrail &&
+        [...adjacentPairs(hit.title ?? '')].some((pair) => pairs.has(pair)),
+    )
+    .sort((a, b) => score(b.title ?? '') - score(a.title ?? ''));
+  const ids = [...new Set([...continuations, ...named].map((hit) => hit.urn))].slice(0, MAX_READS);
+  return { ids, rank: best.rank };
+}
