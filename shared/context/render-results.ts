@@ -29,6 +29,7 @@ import { termsOf } from '../search/terms.js';
  *   of the chunk that hold the most of the call's query terms and their neighbours, within
  *   {@link PASSAGE_CHARS}; what is left out is marked `…`;
  * - hits after the first {@link PASSAGE_HITS} are listed by their header alone;
+ * - a single hit read whole (`read` of a chunk) keeps its whole text: that is what `read` is for;
  * - the score is left out (relative within one query only, it tells the model nothing).
  * Any other tool result (an error, a graph answer, a resource's JSON) is passed through unchanged.
  */
@@ -83,6 +84,15 @@ export class CitationIds {
   }
 }
 
+/** True when a tool result's JSON is a list of hits (`{ results: [...] }`), not one hit read whole. */
+function isResultList(content: string): boolean {
+  try {
+    return Array.isArray((JSON.parse(content) as { results?: unknown }).results);
+  } catch {
+    return false;
+  }
+}
+
 /** The hits of a tool result's JSON, or undefined when it is not a hit or a list of hits. */
 export function hitsOf(content: string): ResultHit[] | undefined {
   if (!content.startsWith('{')) return undefined;
@@ -121,6 +131,15 @@ export function renderToolResult(content: string, ids: CitationIds, query?: stri
   const hits = hitsOf(content);
   if (!hits) return content;
   if (hits.length === 0) return 'No results.';
+  if (!isResultList(content)) {
+    // One hit read whole (`read` of a chunk): its whole text, as the read tool promises, without
+    // its own heading lines (the header gives the trail).
+    const [hit] = hits as [ResultHit];
+    const text = blocksOf(hit.text)
+      .map((b) => b.text)
+      .join('\n\n');
+    return `[${ids.idOf(hit.urn)}]${hitLabel(hit, undefined)}\n${withoutHeaders(text)}`;
+  }
   const terms = new Set(query ? termsOf(query) : []);
   const shown = shortPaths(hits.flatMap((hit) => (hit.source ? [hit.source] : [])));
   const display = hits.map((hit) =>

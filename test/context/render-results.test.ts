@@ -124,6 +124,21 @@ describe('renderToolResult', () => {
     expect(renderToolResult(JSON.stringify({ results: [] }), ids)).toBe('No results.');
   });
 
+  it('renders a chunk read whole with its whole text, not a passage (what read promises)', () => {
+    const read = JSON.stringify({
+      urn: S3,
+      text: LONG_CHUNK,
+      heading: 'S3 > Notifications',
+      document: 'cld:doc.Document.a',
+    });
+    const text = renderToolResult(read, new CitationIds(), 'EventBridge notifications');
+    expect(text.startsWith('[1] S3 › Notifications\n')).toBe(true);
+    expect(text).toContain('The sixth section explains');
+    expect(text).toContain('The first section explains');
+    expect(text).not.toContain('…');
+    expect(text).not.toContain('### EventBridge notifications');
+  });
+
   it('gives a chunk the same id in every turn of a task, numbering new ones on', () => {
     const result = (id: string, urns: string[]) => ({
       meta: { id },
