@@ -171,6 +171,19 @@ async function plannedConversation(content: string, conversationName: string) {
   return { dataDir, storage, started, eventFor, planned, taskKeys, task };
 }
 
+/** `npm run bundle:report`'s build of each function, built once and read by the tests below. */
+const reportBuilds = new Map<string, ReturnType<typeof buildBundle>>();
+
+/** The function's bundle as `npm run bundle:report` builds it (scripts/bundles.ts), once per file. */
+function reportBuild(name: keyof typeof FUNCTIONS): ReturnType<typeof buildBundle> {
+  let built = reportBuilds.get(name);
+  if (!built) {
+    built = buildBundle(name, FUNCTIONS[name], join(work, 'report'));
+    reportBuilds.set(name, built);
+  }
+  return built;
+}
+
 describe('synthesized function assets', () => {
   it.each(
     NAMES,
@@ -192,7 +205,7 @@ describe('synthesized function assets', () => {
   it.each(
     NAMES,
   )('%s: npm run bundle:report builds byte-identical code, without CDK or SDK code', async (name) => {
-    const built = await buildBundle(name, FUNCTIONS[name], join(work, 'report'));
+    const built = await reportBuild(name);
     expect(readFileSync(built.file).equals(readFileSync(join(assetOf(name), BUNDLE_FILE)))).toBe(true);
     expect(forbiddenInputs(built.metafile)).toEqual([]);
     const inputs = Object.keys(built.metafile.inputs);
@@ -210,7 +223,7 @@ describe('synthesized function assets', () => {
   });
 
   it.each(NAMES)('%s: carries only the adapters and AWS SDK clients it composes', async (name) => {
-    const built = await buildBundle(name, FUNCTIONS[name], join(work, 'adapters'));
+    const built = await reportBuild(name);
     // Sources with code in the bundle (metafile inputs may list files whose code was dropped).
     const inputs = Object.values(built.metafile.outputs).flatMap((output) =>
       Object.entries(output.inputs).flatMap(([input, { bytesInOutput }]) =>
