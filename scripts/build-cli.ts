@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 
 /**
@@ -51,4 +52,4 @@ function externalPackages(bundled: readonly string[]): Plugin {
   };
 }
 
-await buildCli(process.argv[2]);
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await buildCli(process.argv[2]);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { spawnCli } from '../helpers/spawn-cli.js';
 
-/** One CLI run on a loaded 2-core machine (tsx transpiles the CLI: 19–22 s wall at load 16). */
+/** One CLI run on a loaded 2-core machine (19–22 s wall at load 16 under tsx, less as the built bin). */
 const CLI_RUN_MS = 60_000;
 vi.setConfig({ testTimeout: 3 * CLI_RUN_MS, hookTimeout: CLI_RUN_MS });
 

@@ -1,6 +1,6 @@
 /**
- * The CLI as a reader uses it (issue 11, item 7), run as a subprocess exactly as `npm start --`
- * runs it (`node --import tsx cli/main.ts ...`) over one data directory: reading a citation,
+ * The CLI as a reader uses it (issue 11, item 7), run as a subprocess as the `cld` bin runs
+ * (`node <bin> ...`, the bin built from this tree's source once per run) over one data directory: reading a citation,
  * piped output, follow-up questions and concurrent asks on one conversation, messages from
  * standard input and files, the message length limit on both sides, a 1 MB message, Ctrl-C,
  * a question with no Latin-alphabet words, and an OpenAI-compatible model over HTTP.
@@ -20,7 +20,11 @@ import {
   startOpenAIStub,
 } from '../helpers/openai-stub.js';
 import { PARTIAL_QUESTION, partialAnswerProblems } from '../helpers/partial.js';
+import { cliBin } from '../helpers/run-cache.js';
 import { DOCS } from './local-run.js';
+
+/** The `cld` bin built from this tree's source, once per run (test/helpers/run-cache.ts). */
+const CLI = await cliBin();
 
 interface CliResult {
   code: number | null;
@@ -30,9 +34,9 @@ interface CliResult {
 }
 
 /**
- * Wall time one CLI run may take on a loaded machine, in ms. Each run costs 5–6 s of CPU before
- * any output (tsx transpiles cli/main.ts and everything it imports: issue 23, item 5) and took
- * 19–22 s wall at load 16 on 2 cores (`help` 19.4 s, `ask` 19.1 s, `show` 21.0 s); 60 s leaves
+ * Wall time one CLI run may take on a loaded machine, in ms. Under tsx a run cost 5–6 s of CPU
+ * before any output and took 19–22 s wall at load 16 on 2 cores (`help` 19.4 s, `ask` 19.1 s,
+ * `show` 21.0 s); the built bin costs less (an `ask` 3.0 s of CPU against 4.6 s), 60 s leaves
  * room for load 30. A test's timeout is this times the CLI runs it makes one after another.
  */
 const CLI_RUN_MS = 60_000;
@@ -55,7 +59,7 @@ function cli(
   },
 ): Promise<CliResult> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !CONFIG.test(key)));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+  const child = spawn(process.execPath, [CLI, ...args], {
     env: { ...env, CLD_DATA_DIR: options.dataDir, ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startOpenAIStub } from '../helpers/openai-stub.js';
 import { type CliRun, spawnCli } from '../helpers/spawn-cli.js';
 
-/** One CLI run on a loaded 2-core machine (tsx transpiles the CLI: 19–22 s wall at load 16). */
+/** One CLI run on a loaded 2-core machine (19–22 s wall at load 16 under tsx, less as the built bin). */
 const CLI_RUN_MS = 60_000;
 vi.setConfig({ testTimeout: 5 * CLI_RUN_MS, hookTimeout: CLI_RUN_MS });
 

@@ -4,7 +4,11 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { createS3Client, S3Storage } from '../../shared/storage/s3.js';
+import { cliBin } from '../helpers/run-cache.js';
 import { S3RVER_CREDENTIALS, S3RVER_REGION, type S3rverHandle, startS3rver } from '../helpers/s3rver.js';
+
+/** The `cld` bin built from this tree's source, once per run (test/helpers/run-cache.ts). */
+const CLI = await cliBin();
 
 /**
  * `CLD_BUCKET=<bucket> npm start -- ingest <docs>` puts the documents and the chunk index into the
@@ -27,7 +31,7 @@ afterAll(async () => {
 });
 
 function cli(args: string[]) {
-  return run(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+  return run(process.execPath, [CLI, ...args], {
     env: {
       ...process.env,
       CLD_BUCKET: s3.bucket,

@@ -1,5 +1,5 @@
 /**
- * `cld ingest` checks content, not extensions (issue 23, item 6), run as `npm start --` runs it:
+ * `cld ingest` checks content, not extensions (issue 23, item 6), run as the `cld` bin (built from source):
  * a binary renamed `ls.md`, 200 KB of random bytes as `.txt` and a folder with nothing ingestible
  * are left out with one line each saying why, and a path that yields nothing exits 2 naming it;
  * the text files beside them are ingested.
@@ -10,6 +10,10 @@ import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { cliBin } from '../helpers/run-cache.js';
+
+/** The `cld` bin built from this tree's source, once per run (test/helpers/run-cache.ts). */
+const CLI = await cliBin();
 
 /** One CLI run on a loaded machine: 19–22 s wall at load 16 on 2 cores (test/e2e/cli.test.ts); sized for load 30. */
 const CLI_RUN_MS = 60_000;
@@ -20,7 +24,7 @@ function cli(
   dataDir: string,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(CLD_|AWS_)/.test(key)));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+  const child = spawn(process.execPath, [CLI, ...args], {
     env: { ...clean, CLD_DATA_DIR: dataDir },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

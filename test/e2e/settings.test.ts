@@ -1,6 +1,6 @@
 /**
  * One settings path for every command, and one set of exit codes (issue 23, items 2 and 7): the
- * CLI, spawned as `npm start --` runs it, parses the whole environment before any command runs
+ * CLI, spawned as the `cld` bin (built from this tree's source), parses the whole environment before any command runs
  * (cli/settings.ts), honours `CLD_LIMITS` and `CLD_TOOL_APPROVAL` in `ask` as `serve` and the
  * functions do, refuses a malformed, unknown or out-of-range setting with exit code 2 naming it,
  * and answers a URN with nothing stored under it with exit code 3 (cli/errors.ts EXIT).
@@ -10,10 +10,14 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { cliBin } from '../helpers/run-cache.js';
+
+/** The `cld` bin built from this tree's source, once per run (test/helpers/run-cache.ts). */
+const CLI = await cliBin();
 
 /**
- * Wall time one CLI run may take on a loaded machine, in ms: 5–6 s of CPU before any output (tsx
- * transpiles the CLI), 19–22 s wall at load 16 on 2 cores (test/e2e/cli.test.ts); sized for load 30.
+ * Wall time one CLI run may take on a loaded machine, in ms: 19–22 s wall at load 16 on 2 cores
+ * under tsx, less as the built bin (test/e2e/cli.test.ts); sized for load 30.
  */
 const CLI_RUN_MS = 60_000;
 vi.setConfig({ testTimeout: CLI_RUN_MS, hookTimeout: CLI_RUN_MS });
@@ -31,7 +35,7 @@ interface CliResult {
 /** Runs the CLI with only `env`'s `CLD_*` settings (this process's are dropped). */
 function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(CLD_|AWS_)/.test(key)));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+  const child = spawn(process.execPath, [CLI, ...args], {
     env: { ...clean, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

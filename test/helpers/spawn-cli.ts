@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { cliBin } from './run-cache.js';
 
 /** What one CLI run printed and how it ended. */
 export interface CliRun {
@@ -22,10 +23,11 @@ export interface SpawnCliOptions {
   tty?: boolean;
 }
 
-/** Runs the CLI from source as `npm start --` does (`node --import tsx cli/main.ts …`). */
-export function spawnCli(args: string[], options: SpawnCliOptions): Promise<CliRun> {
+/** Runs the `cld` bin built from this tree's source (test/helpers/run-cache.ts), `node <bin> …`. */
+export async function spawnCli(args: string[], options: SpawnCliOptions): Promise<CliRun> {
+  const bin = await cliBin();
   const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(CLD_|AWS_)/.test(key)));
-  const command = [process.execPath, '--import', 'tsx', 'cli/main.ts', ...args];
+  const command = [process.execPath, bin, ...args];
   const child = options.tty
     ? spawn('script', ['-qec', command.map(shellQuote).join(' '), '/dev/null'], {
         env: { ...clean, ...options.env },

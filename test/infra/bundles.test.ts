@@ -26,7 +26,7 @@ import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { MCP_SDK_FILE } from '../../shared/tools/mcp/client.js';
 import { keyOf, keyPrefixOf, urnOfKey } from '../../shared/urn.js';
 import { slackHeaders, startReceiver, teamsAuthorization } from '../channels/helpers.js';
-import { type Synthesized, synthesize } from './helpers.js';
+import { type BundledSynth, bundledSynth } from './helpers.js';
 
 /**
  * The function bundles as `cdk synth` builds them (real local esbuild bundling, once): their
@@ -37,8 +37,9 @@ import { type Synthesized, synthesize } from './helpers.js';
  * functions with real-shaped API Gateway HTTP API (payload 2.0) requests signed as Slack and
  * Teams sign them, and the reply function delivering to a local Slack Web API receiver.
  *
- * The cloud assembly goes under node_modules/.cache/ so the modules the Lambda runtime provides
- * (`@aws-sdk/*`, `@smithy/*`, left out of the bundles) resolve from the project's node_modules.
+ * The cloud assembly is the run's shared bundling synth ({@link bundledSynth}, under
+ * node_modules/.cache/ so the modules the Lambda runtime provides (`@aws-sdk/*`, `@smithy/*`, left
+ * out of the bundles) resolve from the project's node_modules); it is only read here.
  */
 
 const NAMES = Object.keys(FUNCTIONS) as (keyof typeof FUNCTIONS)[];
@@ -66,16 +67,16 @@ register('data:text/javascript,' + encodeURIComponent(hook));
 
 let work: string;
 let blocker: string;
-let synth: Synthesized;
+let synth: BundledSynth;
 const assets = new Map<string, string>();
 
-beforeAll(() => {
+beforeAll(async () => {
   const cache = join(PROJECT_ROOT, 'node_modules', '.cache');
   mkdirSync(cache, { recursive: true });
   work = mkdtempSync(join(cache, 'cld-infra-test-'));
   blocker = join(work, 'block-ranks.mjs');
   writeFileSync(blocker, BLOCK_RANKS);
-  synth = synthesize({ bundle: true, outdir: join(work, 'cdk.out') });
+  synth = await bundledSynth();
   for (const resource of Object.values(synth.json.Resources)) {
     if (resource.Type !== 'AWS::Lambda::Function') continue;
     const props = resource.Properties as {
@@ -86,7 +87,8 @@ beforeAll(() => {
     if (typeof name !== 'string') continue;
     assets.set(name, join(synth.outdir, `asset.${props.Code.S3Key.replace(/\.zip$/, '')}`));
   }
-  // A synth that bundles every function: ≈ 1 min on a quiet 2-core machine, over 4 min at load 17.
+  // A synth that bundles every function (or waiting for template.test.ts's): ≈ 1 min on a quiet
+  // 2-core machine, over 4 min at load 17.
 }, 600_000);
 
 afterAll(() => {
@@ -169,6 +171,19 @@ async function plannedConversation(content: string, conversationName: string) {
   return { dataDir, storage, started, eventFor, planned, taskKeys, task };
 }
 
+/** `npm run bundle:report`'s build of each function, built once and read by the tests below. */
+const reportBuilds = new Map<string, ReturnType<typeof buildBundle>>();
+
+/** The function's bundle as `npm run bundle:report` builds it (scripts/bundles.ts), once per file. */
+function reportBuild(name: keyof typeof FUNCTIONS): ReturnType<typeof buildBundle> {
+  let built = reportBuilds.get(name);
+  if (!built) {
+    built = buildBundle(name, FUNCTIONS[name], join(work, 'report'));
+    reportBuilds.set(name, built);
+  }
+  return built;
+}
+
 describe('synthesized function assets', () => {
   it.each(
     NAMES,
@@ -190,7 +205,7 @@ describe('synthesized function assets', () => {
   it.each(
     NAMES,
   )('%s: npm run bundle:report builds byte-identical code, without CDK or SDK code', async (name) => {
-    const built = await buildBundle(name, FUNCTIONS[name], join(work, 'report'));
+    const built = await reportBuild(name);
     expect(readFileSync(built.file).equals(readFileSync(join(assetOf(name), BUNDLE_FILE)))).toBe(true);
     expect(forbiddenInputs(built.metafile)).toEqual([]);
     const inputs = Object.keys(built.metafile.inputs);
@@ -208,7 +223,7 @@ describe('synthesized function assets', () => {
   });
 
   it.each(NAMES)('%s: carries only the adapters and AWS SDK clients it composes', async (name) => {
-    const built = await buildBundle(name, FUNCTIONS[name], join(work, 'adapters'));
+    const built = await reportBuild(name);
     // Sources with code in the bundle (metafile inputs may list files whose code was dropped).
     const inputs = Object.values(built.metafile.outputs).flatMap((output) =>
       Object.entries(output.inputs).flatMap(([input, { bytesInOutput }]) =>

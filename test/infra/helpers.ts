@@ -1,9 +1,10 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Template } from 'aws-cdk-lib/assertions';
 import { type CldApp, type CldAppOptions, createCldApp } from '../../infra/lib/app.js';
 import { PROJECT_ROOT } from '../../infra/lib/bundling.js';
+import { sharedBuild } from '../helpers/run-cache.js';
 
 /**
  * Helpers of the infra tests: synthesize the app as `npm run synth` does (cdk.json context),
@@ -83,6 +84,31 @@ export function synthesize(
   const json = assembly.getStackArtifact(built.stack.artifactId).template as TemplateJson;
   const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as ValidationReport;
   return { ...built, outdir, template: Template.fromJSON(json), json, report };
+}
+
+/** The cloud assembly of a bundling synth: its directory and the stack's template. */
+export interface BundledSynth {
+  /** The cloud assembly directory (`asset.<hash>/` per function bundle). */
+  outdir: string;
+  json: TemplateJson;
+}
+
+/**
+ * The app synthesized with cdk.json's context and every function bundled (real local esbuild
+ * bundling, policy bundles, the console), once per test run and shared by the files that test the
+ * built bundles (test/infra/bundles.test.ts, test/infra/template.test.ts): the synth is the
+ * costliest step of either file (about 1 min on a quiet 2-core machine, over 4 at load 17), and
+ * both synthesized the same app from the same tree. The assembly lies under `node_modules/.cache/`
+ * (test/global-setup.ts), so the modules the Lambda runtime provides (`@aws-sdk/*`, left out of
+ * the bundles) resolve from the project's node_modules. Read-only for its users.
+ */
+export async function bundledSynth(): Promise<BundledSynth> {
+  const dir = await sharedBuild('cdk-bundled', (into) => {
+    const synth = synthesize({ bundle: true, outdir: join(into, 'cdk.out') });
+    writeFileSync(join(into, 'template.json'), JSON.stringify(synth.json));
+  });
+  const json = JSON.parse(readFileSync(join(dir, 'template.json'), 'utf8')) as TemplateJson;
+  return { outdir: join(dir, 'cdk.out'), json };
 }
 
 /** Logical ids of the resources of a type. */

@@ -18,7 +18,7 @@ import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 import { isWithin, shapeOf, urnOfKey } from '../../shared/urn.js';
 import { PARTIAL_QUESTION, partialAnswerProblems } from '../helpers/partial.js';
-import { type Synthesized, synthesize } from './helpers.js';
+import { type BundledSynth, bundledSynth, type TemplateJson } from './helpers.js';
 
 /**
  * The template is what gets tested: the stack is synthesized with its real bundles, its
@@ -68,7 +68,7 @@ interface Outcome {
 }
 
 let work: string;
-let synth: Synthesized;
+let synth: BundledSynth;
 let dataDir: string;
 let storage: FilesystemStorage;
 const assets = new Map<string, string>();
@@ -86,7 +86,7 @@ function resolveBucket(value: unknown, bucketId: string): unknown {
   return value;
 }
 
-function rulesOf(json: Synthesized['json']): TemplateRule[] {
+function rulesOf(json: TemplateJson): TemplateRule[] {
   const functionsById = new Map<string, string>();
   for (const [id, resource] of Object.entries(json.Resources)) {
     if (resource.Type !== 'AWS::Lambda::Function') continue;
@@ -285,7 +285,7 @@ beforeAll(async () => {
   const cache = join(PROJECT_ROOT, 'node_modules', '.cache');
   mkdirSync(cache, { recursive: true });
   work = mkdtempSync(join(cache, 'cld-template-test-'));
-  synth = synthesize({ bundle: true, outdir: join(work, 'cdk.out') });
+  synth = await bundledSynth();
   for (const resource of Object.values(synth.json.Resources)) {
     if (resource.Type !== 'AWS::Lambda::Function') continue;
     const props = resource.Properties as {
@@ -299,7 +299,9 @@ beforeAll(async () => {
   templateRules = rulesOf(synth.json);
   dataDir = mkdtempSync(join(work, 'data-'));
   storage = new FilesystemStorage(join(dataDir, 'resources'));
-}, 300_000);
+  // The run's bundling synth, built here or by bundles.test.ts in another worker (waited for):
+  // ≈ 1 min on a quiet 2-core machine, over 4 min at load 17.
+}, 600_000);
 
 afterAll(() => {
   for (const { child } of workers.values()) child.kill();

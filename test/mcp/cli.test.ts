@@ -4,11 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliBin } from '../helpers/run-cache.js';
 import { startTestMcpServer, type TestMcpServer } from './server.js';
 
+/** The `cld` bin built from this tree's source, once per run (test/helpers/run-cache.ts). */
+const CLI = await cliBin();
+
 /**
- * `cld tools discover | list | approve | revoke` as an operator runs it (`node --import tsx
- * cli/main.ts tools …`, a process per command over one data directory) against a real MCP server.
+ * `cld tools discover | list | approve | revoke` as an operator runs it (the `cld` bin built
+ * from this tree's source, `node <bin> tools …`, a process per command over one data directory) against a real MCP server.
  */
 
 const run = promisify(execFile);
@@ -27,20 +31,16 @@ async function toolsWith(
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('CLD_')));
   try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      ['--import', 'tsx', 'cli/main.ts', 'tools', ...args],
-      {
-        env: {
-          ...env,
-          CLD_DATA_DIR: dataDir,
-          CLD_OPERATOR: 'alice',
-          CLD_MCP_SERVERS: JSON.stringify([{ name: 'demo', url: mcp.url }]),
-          ...extra,
-        },
-        timeout: 90_000,
+    const { stdout, stderr } = await run(process.execPath, [CLI, 'tools', ...args], {
+      env: {
+        ...env,
+        CLD_DATA_DIR: dataDir,
+        CLD_OPERATOR: 'alice',
+        CLD_MCP_SERVERS: JSON.stringify([{ name: 'demo', url: mcp.url }]),
+        ...extra,
       },
-    );
+      timeout: 90_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };

@@ -1,8 +1,8 @@
 /**
  * Replay: projections recomputed from the stored resources alone equal the live ones after a
  * run; tampering is reported as missing / unexpected / values / members differences; a rebuild
- * restores the store. The CLI (`npm start -- replay <conversation-urn>` is `tsx cli/main.ts
- * replay ...`) is run as a user runs it: exit 0 when equal, 1 when different, 2 on bad input.
+ * restores the store. The CLI (`cld replay <conversation-urn>`, the bin built from this
+ * tree's source) is run as a user runs it: exit 0 when equal, 1 when different, 2 on bad input.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -17,6 +17,10 @@ import { replayConversation } from '../../shared/projections/replay.js';
 import type { AnyResource } from '../../shared/resources/schemas.js';
 import { createLocalRuntime, type LocalRuntime } from '../../shared/runtime/local.js';
 import { ScriptedModel } from '../faults/scripted-model.js';
+import { cliBin } from '../helpers/run-cache.js';
+
+/** The `cld` bin built from this tree's source, once per run (test/helpers/run-cache.ts). */
+const CLI = await cliBin();
 
 const exec = promisify(execFile);
 let dataDir: string;
@@ -147,7 +151,7 @@ const CLI_RUN_MS = 60_000;
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const { CLD_MODEL_ID: _model, CLD_DATA_DIR: _dir, ...env } = process.env;
   try {
-    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+    const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], {
       env: { ...env, CLD_DATA_DIR: dataDir },
       timeout: 2 * CLI_RUN_MS,
     });
