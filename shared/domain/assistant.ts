@@ -2,7 +2,8 @@ import { renderTurnResults, resolveCitationArguments, resolveCitations } from '.
 import { buildWindow, type PriorTurn } from '../context/window.js';
 import { LimitExceededError, ModelError, toErrorInfo, ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
-import type { ContentBlock } from '../llm/port.js';
+import type { ContentBlock, ConverseMessage, ConverseRequest, ConverseResponse } from '../llm/port.js';
+import { addUsage } from '../llm/usage.js';
 import {
   type BudgetUsage,
   budgetExceeded,
@@ -411,29 +412,51 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
   if (overBudget) return fail(task, overBudget, deps);
   const ended = await endedMessage(task, deps);
   if (ended) return ended;
-  const response = await deps.model.converse({
+  const request: ConverseRequest = {
     step: 'judge',
-    system: [
-      {
-        text: judgeSystemPrompt(assistantOf(deps, task.assistant).meta),
-      },
-    ],
+    system: [{ text: judgeSystemPrompt(assistantOf(deps, task.assistant).meta) }],
     messages: [{ role: 'user', content: [{ text: supervisorPrompt(task, subtasks, outputs) }] }],
     toolConfig: {
       tools: [{ toolSpec: SUBMIT_VERDICT_SPEC }],
       toolChoice: { tool: { name: SUBMIT_VERDICT } },
     },
-  });
-  const use = response.output.message.content.find(
-    (b) => 'toolUse' in b && b.toolUse.name === SUBMIT_VERDICT,
-  );
-  let payload: ReturnType<typeof withSubtaskUrns>;
-  try {
-    if (!use || !('toolUse' in use)) throw new ValidationError('model reply has no submit_verdict tool call');
-    payload = withSubtaskUrns(parseVerdictPayload(use.toolUse.input, deps.limits, task.depth), subtasks);
-  } catch (error) {
-    return fail(task, error, deps);
+  };
+  // One model call; a reply that is not a valid verdict (no submit_verdict call, a field the
+  // schema does not have) gets one correction with the error, as a plan does (shared/domain/plan.ts).
+  let payload: ReturnType<typeof withSubtaskUrns> | undefined;
+  let failure: unknown;
+  let usage: ConverseResponse['usage'] = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+  for (let attempt = 1; attempt <= 2 && !payload; attempt++) {
+    const response = await deps.model.converse(request);
+    usage = addUsage(usage, response.usage);
+    const use = response.output.message.content.find(
+      (b): b is Extract<ContentBlock, { toolUse: unknown }> =>
+        'toolUse' in b && b.toolUse.name === SUBMIT_VERDICT,
+    );
+    try {
+      if (!use) throw new ValidationError('model reply has no submit_verdict tool call');
+      payload = withSubtaskUrns(parseVerdictPayload(use.toolUse.input, deps.limits, task.depth), subtasks);
+    } catch (error) {
+      if (!(error instanceof ValidationError)) return fail(task, error, deps);
+      failure = error;
+      deps.logger.warn('invalid verdict from model', { task: task.meta.id, attempt, error: error.message });
+      request.messages.push(response.output.message as ConverseMessage, {
+        role: 'user',
+        content: use
+          ? [
+              {
+                toolResult: {
+                  toolUseId: use.toolUse.toolUseId,
+                  content: [{ text: error.message }],
+                  status: 'error',
+                },
+              },
+            ]
+          : [{ text: `${error.message}. Call submit_verdict.` }],
+      });
+    }
   }
+  if (!payload) return fail(task, failure, deps);
   const exhausted = !payload.pass && round > deps.limits.maxCorrectiveRounds;
   const corrective =
     payload.pass || exhausted
@@ -459,7 +482,7 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
     corrective: corrective
       .filter((t) => t.round === round && parentOf(t.meta.id) === task.meta.id)
       .map((t) => t.meta.id),
-    usage: response.usage,
+    usage,
   };
   const stored = (await deps.resources.put(actor, verdict)).resource;
   await charge(deps.projections, stored, modelCharge(stored.usage), deps.now());

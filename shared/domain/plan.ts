@@ -2,6 +2,7 @@ import { LimitExceededError, ModelError, toErrorInfo, ValidationError } from '..
 import type { ResourcePutEvent } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';
 import type { ContentBlock, ConverseMessage, ConverseRequest, ConverseResponse } from '../llm/port.js';
+import { addUsage } from '../llm/usage.js';
 import { budgetExceeded, charge, modelCharge, readBudget } from '../projections/budget.js';
 import { countedOutputs, countOutput } from '../projections/counters.js';
 import { withMeta } from '../resources/meta.js';
@@ -254,17 +255,4 @@ export function messageTooLong(chars: number, more = false): LimitExceededError 
     `the message is ${more ? 'more than ' : ''}${chars.toLocaleString('en-US')} characters; the limit is ${MAX_MESSAGE_CHARS.toLocaleString('en-US')} (MAX_MESSAGE_CHARS): shorten it or send it in parts`,
     { details: { chars, limit: MAX_MESSAGE_CHARS } },
   );
-}
-
-/** The sum of two usages; a cache count is kept where either reports one. */
-function addUsage(a: ConverseResponse['usage'], b: ConverseResponse['usage']): ConverseResponse['usage'] {
-  const sum: ConverseResponse['usage'] = {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    totalTokens: a.totalTokens + b.totalTokens,
-  };
-  for (const key of ['cacheReadInputTokens', 'cacheWriteInputTokens'] as const) {
-    if (a[key] !== undefined || b[key] !== undefined) sum[key] = (a[key] ?? 0) + (b[key] ?? 0);
-  }
-  return sum;
 }

@@ -161,3 +161,56 @@ describe("a verdict's subtask ids", () => {
     expect(output?.content).toContain('Write part c too.');
   }, 60_000);
 });
+
+/** A judge whose first reply names subtasks by `urn` (the field before issue 25), then corrects itself. */
+class Mistyping implements ChatModel {
+  readonly name = 'verdict-mistyping';
+  readonly corrections: string[] = [];
+  private readonly inner = new Judge(() => []);
+
+  async converse(request: ConverseRequest): Promise<ConverseResponse> {
+    const tools = request.toolConfig?.tools.map((t) => t.toolSpec.name) ?? [];
+    if (!tools.includes(SUBMIT_VERDICT)) return this.inner.converse(request);
+    const correction = request.messages
+      .at(-1)
+      ?.content.flatMap((b) => ('toolResult' in b && b.toolResult.status === 'error' ? [b.toolResult] : []));
+    if (correction?.length) {
+      this.corrections.push(
+        correction.flatMap((r) => r.content.map((c) => ('text' in c ? c.text : ''))).join(''),
+      );
+      return reply({
+        pass: true,
+        reason: 'all parts pass',
+        subtasks: [{ id: 's1', pass: true, reason: 'ok' }],
+      });
+    }
+    return reply({
+      pass: true,
+      reason: 'all parts pass',
+      subtasks: [{ urn: 's1', pass: true, reason: 'ok' }],
+    });
+  }
+}
+
+function reply(input: JsonValue): ConverseResponse {
+  return {
+    output: { message: { role: 'assistant', content: [toolUse(SUBMIT_VERDICT, input)] } },
+    stopReason: 'tool_use',
+    usage: { inputTokens: 10, outputTokens: 10, totalTokens: 20 },
+    metrics: { latencyMs: 0 },
+  };
+}
+
+describe('an invalid verdict', () => {
+  it('gets one correction with the validation error, and the corrected verdict ends the task answered', async () => {
+    const model = new Mistyping();
+    const { verdicts, output } = await run(model);
+
+    expect(model.corrections).toHaveLength(1);
+    expect(model.corrections[0]).toMatch(/not a valid verdict.*urn/s);
+    expect(verdicts.map((v) => v.pass)).toEqual([true]);
+    // Both calls are charged: the invalid reply and the correction.
+    expect(verdicts[0]?.usage?.totalTokens).toBe(40);
+    expect(output?.error).toBeUndefined();
+  }, 60_000);
+});
