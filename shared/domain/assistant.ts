@@ -3,7 +3,7 @@ import { buildWindow, type PriorTurn } from '../context/window.js';
 import { LimitExceededError, ModelError, toErrorInfo, ValidationError } from '../errors.js';
 import type { ResourcePutEvent } from '../events/envelope.js';
 import type { ContentBlock, ConverseMessage, ConverseRequest, ConverseResponse } from '../llm/port.js';
-import { addUsage } from '../llm/usage.js';
+import { addUsage, correctionTurn } from '../llm/usage.js';
 import {
   type BudgetUsage,
   budgetExceeded,
@@ -440,20 +440,9 @@ async function supervise(task: Task, deps: Deps): Promise<StepOutcome> {
       if (!(error instanceof ValidationError)) return fail(task, error, deps);
       failure = error;
       deps.logger.warn('invalid verdict from model', { task: task.meta.id, attempt, error: error.message });
-      request.messages.push(response.output.message as ConverseMessage, {
-        role: 'user',
-        content: use
-          ? [
-              {
-                toolResult: {
-                  toolUseId: use.toolUse.toolUseId,
-                  content: [{ text: error.message }],
-                  status: 'error',
-                },
-              },
-            ]
-          : [{ text: `${error.message}. Call submit_verdict.` }],
-      });
+      request.messages.push(
+        ...correctionTurn(response.output.message as ConverseMessage, use, error, SUBMIT_VERDICT),
+      );
     }
   }
   if (!payload) return fail(task, failure, deps);

@@ -2,7 +2,7 @@ import { LimitExceededError, ModelError, toErrorInfo, ValidationError } from '..
 import type { ResourcePutEvent } from '../events/envelope.js';
 import { typePathOf } from '../events/routing.js';
 import type { ContentBlock, ConverseMessage, ConverseRequest, ConverseResponse } from '../llm/port.js';
-import { addUsage } from '../llm/usage.js';
+import { addUsage, correctionTurn } from '../llm/usage.js';
 import { budgetExceeded, charge, modelCharge, readBudget } from '../projections/budget.js';
 import { countedOutputs, countOutput } from '../projections/counters.js';
 import { withMeta } from '../resources/meta.js';
@@ -109,20 +109,9 @@ async function onConversationMessage(messageUrn: string, deps: Deps): Promise<St
       if (!(error instanceof ValidationError)) throw error;
       failure = error;
       deps.logger.warn('invalid plan from model', { messageUrn, attempt, error: error.message });
-      request.messages.push(response.output.message as ConverseMessage, {
-        role: 'user',
-        content: use
-          ? [
-              {
-                toolResult: {
-                  toolUseId: use.toolUse.toolUseId,
-                  content: [{ text: error.message }],
-                  status: 'error',
-                },
-              },
-            ]
-          : [{ text: `${error.message}. Call create_plan.` }],
-      });
+      request.messages.push(
+        ...correctionTurn(response.output.message as ConverseMessage, use, error, CREATE_PLAN),
+      );
     }
   }
 

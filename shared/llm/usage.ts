@@ -1,4 +1,4 @@
-import type { ConverseResponse } from './port.js';
+import type { ContentBlock, ConverseMessage, ConverseResponse } from './port.js';
 
 /**
  * The sum of two Converse usages (tokens); a cache count is kept where either reports one. Used
@@ -17,4 +17,34 @@ export function addUsage(
     if (a[key] !== undefined || b[key] !== undefined) sum[key] = (a[key] ?? 0) + (b[key] ?? 0);
   }
   return sum;
+}
+
+/**
+ * The turn that asks a model to correct a reply that is not a valid call of `tool` (the plan, the
+ * verdict): its reply, then the error — as the tool result of its call (`status: 'error'`, as
+ * Converse requires a result after a `toolUse`), or as text naming the tool when it made no call.
+ */
+export function correctionTurn(
+  reply: ConverseMessage,
+  use: Extract<ContentBlock, { toolUse: unknown }> | undefined,
+  error: Error,
+  tool: string,
+): ConverseMessage[] {
+  return [
+    reply,
+    {
+      role: 'user',
+      content: use
+        ? [
+            {
+              toolResult: {
+                toolUseId: use.toolUse.toolUseId,
+                content: [{ text: error.message }],
+                status: 'error',
+              },
+            },
+          ]
+        : [{ text: `${error.message}. Call ${tool}.` }],
+    },
+  ];
 }
