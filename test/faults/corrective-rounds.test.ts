@@ -1,8 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startConversation } from '../../shared/domain/conversation.js';
+import { describe, expect, it } from 'vitest';
 import { CREATE_PLAN, SUBMIT_VERDICT } from '../../shared/domain/payloads.js';
 import type {
   ChatModel,
@@ -11,10 +7,9 @@ import type {
   ConverseResponse,
   JsonValue,
 } from '../../shared/llm/port.js';
-import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
-import type { AnyResource, Message, Task, Verdict } from '../../shared/resources/schemas.js';
-import { createLocalRuntime } from '../../shared/runtime/local.js';
+import type { Message, Verdict } from '../../shared/resources/schemas.js';
 import { parentOf } from '../../shared/urn.js';
+import { lastText, runScripted, scriptedReply, toolUse } from '../helpers/scripted-run.js';
 
 /**
  * The supervisor's corrective-round limit (`maxCorrectiveRounds`, shared/domain/assistant.ts),
@@ -51,11 +46,7 @@ class NeverSatisfied implements ChatModel {
       };
       content = [toolUse(CREATE_PLAN, plan as unknown as JsonValue)];
     } else if (tools.includes(SUBMIT_VERDICT)) {
-      const prompt =
-        request.messages
-          .at(-1)
-          ?.content.flatMap((b) => ('text' in b ? [b.text] : []))
-          .join('\n') ?? '';
+      const prompt = lastText(request);
       const json = /```json\s*([\s\S]*?)```/.exec(prompt)?.[1] ?? '{}';
       const subtasks = ((JSON.parse(json) as { subtasks?: { id: string }[] }).subtasks ?? []).map(
         (s) => s.id,
@@ -79,44 +70,17 @@ class NeverSatisfied implements ChatModel {
     } else {
       content = [{ text: 'Here is the part.' }];
     }
-    return {
-      output: { message: { role: 'assistant', content } },
-      stopReason: content.some((b) => 'toolUse' in b) ? 'tool_use' : 'end_turn',
-      usage: { inputTokens: 10, outputTokens: 10, totalTokens: 20 },
-      metrics: { latencyMs: 0 },
-    };
+    return scriptedReply(content);
   }
 }
 
-function toolUse(name: string, input: JsonValue): ContentBlock {
-  return { toolUse: { toolUseId: `never-${name}`, name, input } };
-}
-
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-});
-
 /** Runs one conversation under `maxCorrectiveRounds` and reads what the supervisor left. */
 async function supervise(maxCorrectiveRounds: number) {
-  const dataDir = await mkdtemp(join(tmpdir(), 'cld-rounds-'));
-  dirs.push(dataDir);
-  const runtime = await createLocalRuntime({
-    dataDir,
-    model: new NeverSatisfied(),
-    limits: { maxCorrectiveRounds },
-    backoffMs: () => 0,
-  });
-  const started = await startConversation(runtime.deps.resources, {
-    user: 'cli:test',
-    channel: { kind: 'cli' },
+  const { all, tasks, root } = await runScripted(new NeverSatisfied(), {
     content: 'Write a two-part answer.',
-    conversationName: `rounds-${maxCorrectiveRounds}`,
+    name: `rounds-${maxCorrectiveRounds}`,
+    limits: { maxCorrectiveRounds },
   });
-  await runtime.bus.idle();
-  const all = (await runtime.deps.resources.list(SYSTEM_ACTOR, started.conversation)) as AnyResource[];
-  const tasks = all.filter((r): r is Task => r.meta.type === 'plan.Task');
-  const root = tasks.find((t) => t.depth === 1) as Task;
   const verdicts = all
     .filter((r): r is Verdict => r.meta.type === 'plan.Verdict' && parentOf(r.meta.id) === root.meta.id)
     .sort((a, b) => a.round - b.round);

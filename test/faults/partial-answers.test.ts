@@ -1,8 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startConversation } from '../../shared/domain/conversation.js';
+import { describe, expect, it } from 'vitest';
 import { outcomeOf } from '../../shared/domain/outcome.js';
 import { CREATE_PLAN, SUBMIT_VERDICT, type TaskPayload } from '../../shared/domain/payloads.js';
 import { conversationProgress } from '../../shared/domain/progress.js';
@@ -14,9 +10,9 @@ import type {
   JsonValue,
 } from '../../shared/llm/port.js';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
-import type { AnyResource, Message, Task, Verdict } from '../../shared/resources/schemas.js';
-import { createLocalRuntime } from '../../shared/runtime/local.js';
+import type { Message, Task, Verdict } from '../../shared/resources/schemas.js';
 import { parentOf } from '../../shared/urn.js';
+import { lastText, runScripted, scriptedReply, toolUse } from '../helpers/scripted-run.js';
 
 /**
  * What a parent's verdict means when some children pass (issue 21, "Nothing done is thrown
@@ -102,52 +98,22 @@ class PartScripted implements ChatModel {
       const purpose = /\*\*Purpose:\*\*\s*Answer: (.+)/.exec(task)?.[1]?.trim() ?? 'the task';
       content = [{ text: `Answer to ${purpose}.` }];
     }
-    return {
-      output: { message: { role: 'assistant', content } },
-      stopReason: content.some((b) => 'toolUse' in b) ? 'tool_use' : 'end_turn',
-      usage: { inputTokens: 10, outputTokens: 10, totalTokens: 20 },
-      metrics: { latencyMs: 0 },
-    };
+    return scriptedReply(content);
   }
-}
-
-function toolUse(name: string, input: JsonValue): ContentBlock {
-  return { toolUse: { toolUseId: `scripted-${name}`, name, input } };
-}
-
-function lastText(request: ConverseRequest): string {
-  return (request.messages.at(-1)?.content ?? []).flatMap((b) => ('text' in b ? [b.text] : [])).join('\n');
 }
 
 function allText(request: ConverseRequest): string {
   return (request.messages[0]?.content ?? []).flatMap((b) => ('text' in b ? [b.text] : [])).join('\n');
 }
 
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-});
-
 /** Runs one conversation with the script and reads what it left. */
 async function run(script: Script, limits: { maxCorrectiveRounds?: number } = {}) {
-  const dataDir = await mkdtemp(join(tmpdir(), 'cld-partial-'));
-  dirs.push(dataDir);
-  const runtime = await createLocalRuntime({
-    dataDir,
-    model: new PartScripted(script),
-    limits,
-    backoffMs: () => 0,
-  });
-  const started = await startConversation(runtime.deps.resources, {
-    user: 'cli:test',
-    channel: { kind: 'cli' },
+  const { runtime, started, all, tasks } = await runScripted(new PartScripted(script), {
     content: 'A question in parts.',
-    conversationName: `partial-${crypto.randomUUID()}`,
+    name: `partial-${crypto.randomUUID()}`,
+    limits,
   });
-  await runtime.bus.idle();
-  const all = (await runtime.deps.resources.list(SYSTEM_ACTOR, started.conversation)) as AnyResource[];
   const conversation = await runtime.deps.resources.get(SYSTEM_ACTOR, started.conversation);
-  const tasks = all.filter((r): r is Task => r.meta.type === 'plan.Task');
   const roots = tasks.filter((t) => t.depth === 1);
   const outputOf = (task: Task) =>
     all.find(

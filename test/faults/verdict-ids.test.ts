@@ -1,8 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startConversation } from '../../shared/domain/conversation.js';
+import { describe, expect, it } from 'vitest';
 import { CREATE_PLAN, SUBMIT_VERDICT } from '../../shared/domain/payloads.js';
 import type {
   ChatModel,
@@ -11,10 +7,9 @@ import type {
   ConverseResponse,
   JsonValue,
 } from '../../shared/llm/port.js';
-import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
-import type { AnyResource, Message, Task, Verdict } from '../../shared/resources/schemas.js';
-import { createLocalRuntime } from '../../shared/runtime/local.js';
+import type { Message, Verdict } from '../../shared/resources/schemas.js';
 import { parentOf } from '../../shared/urn.js';
+import { lastText, runScripted, scriptedReply, toolUse } from '../helpers/scripted-run.js';
 
 /**
  * The judge names subtasks by the short ids of its prompt (`s1`, `s2`, …; issue 25), which the
@@ -44,11 +39,7 @@ class Judge implements ChatModel {
         }),
       ];
     } else if (tools.includes(SUBMIT_VERDICT)) {
-      const prompt =
-        request.messages
-          .at(-1)
-          ?.content.flatMap((b) => ('text' in b ? [b.text] : []))
-          .join('\n') ?? '';
+      const prompt = lastText(request);
       const json = /```json\s*([\s\S]*?)```/.exec(prompt)?.[1] ?? '{}';
       const ids = ((JSON.parse(json) as { subtasks?: { id: string }[] }).subtasks ?? []).map((s) => s.id);
       // Fails while the root's planned parts alone are judged (a retried step is judged alike).
@@ -64,12 +55,7 @@ class Judge implements ChatModel {
     } else {
       content = [{ text: 'Here is the part.' }];
     }
-    return {
-      output: { message: { role: 'assistant', content } },
-      stopReason: content.some((b) => 'toolUse' in b) ? 'tool_use' : 'end_turn',
-      usage: { inputTokens: 10, outputTokens: 10, totalTokens: 20 },
-      metrics: { latencyMs: 0 },
-    };
+    return scriptedReply(content);
   }
 }
 
@@ -83,30 +69,12 @@ function part(title: string, purpose: string) {
   };
 }
 
-function toolUse(name: string, input: JsonValue): ContentBlock {
-  return { toolUse: { toolUseId: `ids-${name}`, name, input } };
-}
-
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-});
-
 /** Runs one conversation with `model` and reads the root task's verdicts, tasks and output. */
 async function run(model: ChatModel) {
-  const dataDir = await mkdtemp(join(tmpdir(), 'cld-verdict-ids-'));
-  dirs.push(dataDir);
-  const runtime = await createLocalRuntime({ dataDir, model, backoffMs: () => 0 });
-  const started = await startConversation(runtime.deps.resources, {
-    user: 'cli:test',
-    channel: { kind: 'cli' },
+  const { all, tasks, root } = await runScripted(model, {
     content: 'Write a two-part answer.',
-    conversationName: 'verdict-ids',
+    name: 'verdict-ids',
   });
-  await runtime.bus.idle();
-  const all = (await runtime.deps.resources.list(SYSTEM_ACTOR, started.conversation)) as AnyResource[];
-  const tasks = all.filter((r): r is Task => r.meta.type === 'plan.Task');
-  const root = tasks.find((t) => t.depth === 1) as Task;
   const verdicts = all
     .filter((r): r is Verdict => r.meta.type === 'plan.Verdict' && parentOf(r.meta.id) === root.meta.id)
     .sort((a, b) => a.round - b.round);
@@ -193,12 +161,7 @@ class Mistyping implements ChatModel {
 }
 
 function reply(input: JsonValue): ConverseResponse {
-  return {
-    output: { message: { role: 'assistant', content: [toolUse(SUBMIT_VERDICT, input)] } },
-    stopReason: 'tool_use',
-    usage: { inputTokens: 10, outputTokens: 10, totalTokens: 20 },
-    metrics: { latencyMs: 0 },
-  };
+  return scriptedReply([toolUse(SUBMIT_VERDICT, input)]);
 }
 
 describe('an invalid verdict', () => {
