@@ -257,7 +257,8 @@ export class StepFunction extends Construct {
       CLD_POLICY_DIR: LAMBDA_POLICY_DIR,
       POWERTOOLS_SERVICE_NAME: 'cld',
       POWERTOOLS_LOG_LEVEL: config.logLevel,
-      NODE_OPTIONS: '--enable-source-maps',
+      // Opt-in (cld:sourceMaps): Node.js reads the source map at every cold start.
+      ...(config.sourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
     };
     if (Object.keys(config.limits).length > 0) environment.CLD_LIMITS = JSON.stringify(config.limits);
 
