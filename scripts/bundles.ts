@@ -59,15 +59,14 @@ export interface BuiltBundle {
  */
 export async function buildBundle(
   name: string,
-  spec: Pick<FunctionSpec, 'entry' | 'mcpServers'>,
+  spec: Pick<FunctionSpec, 'entry' | 'mcpServers' | 'secrets'>,
   outRoot: string = BUNDLE_CACHE_DIR,
 ): Promise<BuiltBundle> {
   const dir = join(outRoot, name);
   rmSync(dir, { recursive: true, force: true });
   const result = await build({ ...esbuildOptions(name, spec.entry, dir), metafile: true });
   // The asset's modules of their own, as the stack's afterBundling hook writes them (not in `bytes`).
-  for (const module of assetModulesOf(spec.mcpServers === true))
-    await build(assetModuleBuildOptions(module, dir));
+  for (const module of assetModulesOf(name, spec)) await build(assetModuleBuildOptions(module, dir));
   copyPolicyBundle(name, dir);
   const ranks = writeTokenizerRanks(dir);
   const file = join(dir, BUNDLE_FILE);

@@ -6,7 +6,8 @@ import { type BundlingOptions, type ICommandHooks, OutputFormat } from 'aws-cdk-
 import type { BuildOptions } from 'esbuild';
 import { ASSET_MODULES, type AssetModule } from '../../shared/aws/asset-modules.js';
 import { BUNDLED_RANKS_FILE, RANKS_MODULE } from '../../shared/context/tokens.js';
-import { bundleDefines } from '../../shared/runtime/function-uses.js';
+import { bundleDefines, functionUses } from '../../shared/runtime/function-uses.js';
+import type { FunctionSpec } from './functions.js';
 
 /**
  * How a function is bundled, in one place: the stack's `NodejsFunction`s
@@ -210,13 +211,13 @@ export function consoleCommands(inputDir: string, outputDir: string): string[] {
  * @param name the function's name in the function table
  * @param wasm whether `policies/dist/<name>.wasm` is copied too (it exists at synth time)
  * @param withConsole whether the web console is built into the asset ({@link consoleCommands})
- * @param mcp whether the MCP SDK is built into the asset as a file of its own ({@link assetModulesOf})
+ * @param spec the function-table entry's `secrets` and `mcpServers`: which modules of its own the asset carries ({@link assetModulesOf})
  */
 export function nodejsBundling(
   name: string,
   wasm: boolean,
   withConsole = false,
-  mcp = false,
+  spec: Pick<FunctionSpec, 'secrets' | 'mcpServers'> = {},
 ): BundlingOptions {
   const commandHooks: ICommandHooks = {
     beforeBundling: () => [],
@@ -225,7 +226,7 @@ export function nodejsBundling(
       ...policyCopyCommands(name, inputDir, outputDir, wasm),
       ...tokenizerCommands(inputDir, outputDir),
       ...(withConsole ? consoleCommands(inputDir, outputDir) : []),
-      ...assetModuleCommands(assetModulesOf(mcp), inputDir, outputDir),
+      ...assetModuleCommands(assetModulesOf(name, spec), inputDir, outputDir),
     ],
   };
   return {
@@ -249,13 +250,21 @@ export function nodejsBundling(
 
 /**
  * The modules a function's asset carries as files of their own beside `index.mjs`
- * (shared/aws/asset-modules.ts): Powertools' DynamoDB persistence layer and `SecretsProvider` in
- * every function (each loads only where used: idempotency, a secret read by ARN), the MCP SDK in
- * the function that runs MCP tools.
- * @param mcp whether the function runs MCP tools (its function-table entry has `mcpServers`)
+ * (shared/aws/asset-modules.ts), each only where the function can load it: Powertools' DynamoDB
+ * persistence layer where it uses the projections table (idempotency), `SecretsProvider` where
+ * it reads a channel secret or runs MCP tools (header secrets), the MCP SDK where it runs MCP tools.
+ * @param name the function's name in the function table ({@link functionUses})
+ * @param spec its function-table entry (`secrets`, `mcpServers`)
  */
-export function assetModulesOf(mcp: boolean): AssetModule[] {
-  return mcp ? ['idempotency', 'secrets', 'mcpSdk'] : ['idempotency', 'secrets'];
+export function assetModulesOf(
+  name: string,
+  spec: Pick<FunctionSpec, 'secrets' | 'mcpServers'>,
+): AssetModule[] {
+  const modules: AssetModule[] = [];
+  if (functionUses(name).table) modules.push('idempotency');
+  if (Object.keys(spec.secrets ?? {}).length > 0 || spec.mcpServers === true) modules.push('secrets');
+  if (spec.mcpServers === true) modules.push('mcpSdk');
+  return modules;
 }
 
 /**

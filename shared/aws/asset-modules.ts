@@ -48,7 +48,7 @@ export function assetModuleUrl(name: AssetModule): string {
 
 /**
  * Powertools' `DynamoDBPersistenceLayer` class: from the asset's
- * `powertools-idempotency.mjs` in a function bundle, else from node_modules.
+ * `powertools-idempotency.cjs` in a function bundle, else from node_modules.
  * @throws the loader's error when the asset lacks the file (a bundle built without its hook)
  */
 export async function loadDynamoDBPersistenceLayer(): Promise<
@@ -63,7 +63,7 @@ export async function loadDynamoDBPersistenceLayer(): Promise<
 }
 
 /**
- * Powertools' `SecretsProvider` class: from the asset's `powertools-secrets.mjs` in a function
+ * Powertools' `SecretsProvider` class: from the asset's `powertools-secrets.cjs` in a function
  * bundle, else from node_modules.
  * @throws the loader's error when the asset lacks the file (a bundle built without its hook)
  */

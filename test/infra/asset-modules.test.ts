@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assetModulesOf, esbuildOptions, PROJECT_ROOT } from '../../infra/lib/bundling.js';
-import { FUNCTIONS, type FunctionName } from '../../infra/lib/functions.js';
+import { FUNCTIONS, type FunctionName, type FunctionSpec } from '../../infra/lib/functions.js';
 import { buildBundle, staticExternalImports } from '../../scripts/bundles.js';
 import { ASSET_MODULES } from '../../shared/aws/asset-modules.js';
 import { type DynaliteHandle, startDynalite } from '../helpers/dynalite.js';
@@ -49,7 +49,7 @@ describe('function bundles and their asset modules', () => {
         /@aws-lambda-powertools\/(parameters|idempotency\/lib\/esm\/persistence\/DynamoDB)/.test(input),
       ),
     ).toEqual([]);
-    for (const module of assetModulesOf('mcpServers' in FUNCTIONS[name]))
+    for (const module of assetModulesOf(name, FUNCTIONS[name] as FunctionSpec))
       expect(existsSync(join(built.dir, ASSET_MODULES[module].file))).toBe(true);
   });
 });
@@ -87,6 +87,35 @@ describe('asset modules loaded from a built asset', () => {
 
     expect(first).toEqual({ ts: '1.1' });
     expect(again).toEqual({ ts: '1.1' });
+    expect(runs).toBe(1);
+  });
+
+  it("refuses a concurrent duplicate while the first delivery runs: the layer's error reaches the bundle's guard as in-progress", async () => {
+    const tableName = await dynalite.createTable('asset-in-progress');
+    const layer = await probe.dynamoDBIdempotencyLayer({ client: dynalite.client, tableName });
+    // waitMs 0: the duplicate does not wait for the first to finish.
+    const once = probe.createOnce(layer, 'test.asset-concurrent', 0);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let runs = 0;
+    const first = once('cld:common.Conversation.aa/common.Message.cc', async () => {
+      runs++;
+      await held;
+      return { ts: '2.1' };
+    });
+    // The first call's in-progress record is written before its effect runs.
+    await expect.poll(() => runs, { timeout: 30_000 }).toBe(1);
+
+    // The layer (its own Powertools copy) throws IdempotencyItemAlreadyExistsError; the bundle's
+    // handler recognises it by name and throws its IdempotencyAlreadyInProgressError, which the
+    // guard (shared/channels/idempotency.ts) checks with instanceof before it gives up.
+    await expect(
+      once('cld:common.Conversation.aa/common.Message.cc', async () => ({ ts: 'never' })),
+    ).rejects.toMatchObject({ name: 'IdempotencyAlreadyInProgressError' });
+    release();
+    expect(await first).toEqual({ ts: '2.1' });
     expect(runs).toBe(1);
   });
 

@@ -12,7 +12,7 @@ import {
   TOKENIZER_RANKS_FILE,
   tokenizerRanksJson,
 } from '../../infra/lib/bundling.js';
-import { FUNCTIONS } from '../../infra/lib/functions.js';
+import { FUNCTIONS, type FunctionSpec } from '../../infra/lib/functions.js';
 import rules from '../../policies/rules.json' with { type: 'json' };
 import { buildBundle, externalImports, forbiddenInputs, isProvidedAtRuntime } from '../../scripts/bundles.js';
 import { ASSET_MODULES } from '../../shared/aws/asset-modules.js';
@@ -195,7 +195,7 @@ describe('synthesized function assets', () => {
     // Powertools' AWS modules, and the MCP SDK where MCP tools run, as files of their own
     // (shared/aws/asset-modules.ts, infra/lib/bundling.ts).
     expected.push(
-      ...assetModulesOf('mcpServers' in FUNCTIONS[name]).map((module) => ASSET_MODULES[module].file),
+      ...assetModulesOf(name, FUNCTIONS[name] as FunctionSpec).map((module) => ASSET_MODULES[module].file),
     );
     expect(expected.includes(MCP_SDK_FILE)).toBe('mcpServers' in FUNCTIONS[name]);
     // The function that serves the web console carries its built assets (infra/lib/bundling.ts).
