@@ -102,3 +102,26 @@ export function termsOf(text: string): string[] {
   }
   return [...seen];
 }
+
+/** Two words side by side: a run of letters or digits, blanks, another run (no punctuation between). */
+const WORD_PAIR = /(?<![\p{L}\p{N}_$.-])([\p{L}\p{N}]+)\s+(?=([\p{L}\p{N}]+)(?![\p{L}\p{N}_$.-]))/gu;
+
+/**
+ * The compounds a query's adjacent content words would make as one identifier ("security group" →
+ * `securitygroup`, "bucket key" → `bucketkey`, "event bus" → `eventbus` and its stem `eventbu`),
+ * lower case: API names join the words a user writes apart (`SecurityGroup`, `bucketKeyEnabled`,
+ * `EventBus`), and the index keeps each identifier whole ({@link tokenize}), so a compound finds
+ * the chunks that spell the API by prefix. Pairs with a stopword or a single letter are none.
+ */
+export function joinedTerms(query: string): string[] {
+  const joined = new Set<string>();
+  for (const match of query.matchAll(WORD_PAIR)) {
+    const [a, b] = [match[1] as string, match[2] as string];
+    if (!processTerm(a) || !processTerm(b) || a.length < 2 || b.length < 2) continue;
+    const compound = `${a}${b}`.toLowerCase();
+    joined.add(compound);
+    const stem = processTerm(compound);
+    if (stem) joined.add(stem);
+  }
+  return [...joined];
+}
