@@ -12,6 +12,7 @@ import {
   MiniSearchIndex,
   matchesFilter,
   type StoredFields,
+  searchQuery,
   TERMS_VERSION,
   withDocumentPrior,
   withOwnerPrior,
@@ -103,7 +104,9 @@ export class ShardedChunkIndex implements ChunkSearch {
     if (core === undefined) return [];
     if (core instanceof MiniSearchIndex) return core.search(query, options);
     const search = () =>
-      core.engine.search(query, { filter: (result) => matchesFilter(result, filter) }) as SearchResult[];
+      core.engine.search(searchQuery(query), {
+        filter: (result) => matchesFilter(result, filter),
+      }) as SearchResult[];
     // First pass over the dictionary alone: which terms the query expands to.
     core.terms.recording = new Set();
     search();
