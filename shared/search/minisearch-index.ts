@@ -25,7 +25,7 @@ const SOURCE_BOOST = 3;
  * its serialisation as `cldTerms`. An index built otherwise is not searchable with these terms:
  * {@link MiniSearchIndex.open} treats it as empty (ingest re-adds the stored chunks).
  */
-export const TERMS_VERSION = 3;
+export const TERMS_VERSION = 2;
 
 /**
  * Weight of the document prior: a hit's score gains this share of the summed scores of the best

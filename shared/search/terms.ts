@@ -9,8 +9,7 @@ import { stemmer } from 'stemmer';
  *   "EventBridge enabled", "event bridge enabled" and `eventBridgeEnabled` share terms;
  * - {@link processTerm}: lower case, English stopwords dropped, then the Porter stemmer (the
  *   `stemmer` package), so "encryption"/"encrypt", "versioned"/"versioning" and
- *   "concurrency"/"concurrent" meet; a few stems that name the same thing meet too
- *   ("daily"/"day", "inbound"/"ingress": {@link SAME_TERM}).
+ *   "concurrency"/"concurrent" meet.
  */
 
 /** Words, identifiers and dotted/hyphenated names: runs of letters, digits, `_`, `$`, joined by `-`. */
@@ -71,27 +70,8 @@ export function processTerm(token: string): string | null {
   if (term.length === 1 && !/\p{N}/u.test(term)) return null;
   // Identifiers with digits or separators (`s3`, `arm_64`, `aws-s3`) are kept as they are.
   if (!/^\p{L}+$/u.test(term)) return term;
-  const stem = stemmer(term);
-  return SAME_TERM.get(stem) ?? stem;
+  return stemmer(term);
 }
-
-/**
- * Stems that name the same thing as another stem, mapped to it: adjectives of time units that the
- * Porter stemmer leaves apart (`daily` → `daili`, `day` → `dai`: "back up every day" meets
- * `BackupPlanRule.daily()`), and the console's words for AWS's API names of traffic direction
- * ("inbound"/"outbound" rules of a security group are its `ingress`/`egress` rules:
- * `addIngressRule`).
- */
-const SAME_TERM: ReadonlyMap<string, string> = new Map([
-  ['daili', 'dai'],
-  ['hourli', 'hour'],
-  ['weekli', 'week'],
-  ['monthli', 'month'],
-  ['yearli', 'year'],
-  ['nightli', 'night'],
-  ['inbound', 'ingress'],
-  ['outbound', 'egress'],
-]);
 
 /** The distinct index terms of a text, in order of first occurrence (what a query is searched for). */
 export function termsOf(text: string): string[] {
