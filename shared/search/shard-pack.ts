@@ -189,49 +189,20 @@ function isIndex(value: unknown, size: number): value is number {
 }
 
 /**
- * One field's posting list of a term, read in place from a posting shard's words (shortId, term
- * frequency pairs in minisearch's serialisation order): the part of the `Map<shortId, frequency>`
- * minisearch holds in memory that its scoring reads (`size`, `keys()`, then `get` of the key just
- * iterated; `has`, iteration). Nothing is copied into a Map: a cold search's prefix and fuzzy
- * expansions ask for lists of thousands of chunks, whose Maps were most of its allocations.
- * Read-only. `get` of the chunk `keys()` last gave is one array read; any other is a scan.
+ * One field's posting list of a term, read in place from a posting shard's words: `size` pairs of
+ * shortId and term frequency from word `start` on, in minisearch's serialisation order (what the
+ * ranking, shared/search/scoring.ts, reads). Nothing is copied: a cold search's prefix and fuzzy
+ * expansions ask for lists of thousands of chunks. Read-only.
  */
 export class PostingList {
-  /** Word index of the pair `keys()` last gave. */
-  private cursor: number;
-
   constructor(
-    private readonly words: Uint32Array,
+    /** The shard's words (shared by its lists). */
+    readonly words: Uint32Array,
     /** Word index of the first pair. */
-    private readonly start: number,
+    readonly start: number,
     /** Number of chunks in the list. */
     readonly size: number,
-  ) {
-    this.cursor = start;
-  }
-
-  /** The shortIds, in stored order. */
-  *keys(): Generator<number, undefined, undefined> {
-    const words = this.words;
-    for (let at = this.start, end = this.start + 2 * this.size; at < end; at += 2) {
-      this.cursor = at;
-      yield words[at] as number;
-    }
-  }
-
-  /** The term frequency in chunk `shortId`; undefined when the list does not hold it. */
-  get(shortId: number): number | undefined {
-    const words = this.words;
-    if (words[this.cursor] === shortId && this.size > 0) return words[this.cursor + 1];
-    for (let at = this.start, end = this.start + 2 * this.size; at < end; at += 2)
-      if (words[at] === shortId) return words[at + 1];
-    return undefined;
-  }
-
-  /** Whether the list holds chunk `shortId`. */
-  has(shortId: number): boolean {
-    return this.get(shortId) !== undefined;
-  }
+  ) {}
 
   /** `[shortId, term frequency]` pairs, in stored order. */
   *entries(): Generator<[number, number], undefined, undefined> {
@@ -245,10 +216,7 @@ export class PostingList {
   }
 }
 
-/**
- * minisearch's in-memory posting list of one term: fieldId → shortId → term frequency (the inner
- * lists as {@link PostingList}s, read in place).
- */
+/** The posting lists of one term: fieldId → its {@link PostingList} (shortId → term frequency). */
 export type Postings = Map<number, PostingList>;
 
 /**
