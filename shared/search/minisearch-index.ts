@@ -477,11 +477,15 @@ export interface PriorInput {
  * the score after step 1, then the BM25 score, then the input order — so `results` may come in
  * minisearch's result order, sorted or not. Only indices and numbers are allocated: a first
  * search ranks thousands of results of which it returns a handful.
- * @returns the indices of `results` in ranked order and each one's final score (by index)
+ * @param depth how many of the ranked indices to return (default all): the first `depth` of the
+ *   full order, found without sorting the rest
+ * @returns the indices of `results` in ranked order (the first `depth`) and each result's final
+ *   score (by index)
  */
 export function rankWithPriors(
   results: PriorInput,
   ownerPrior: ReadonlyMap<string, number>,
+  depth: number = results.count,
 ): { order: number[]; scores: Float64Array } {
   const { count } = results;
   const bm25 = new Float64Array(count);
@@ -527,14 +531,31 @@ export function rankWithPriors(
     }
     scores[i] = weight > 0 ? score * (1 + OWNER_WEIGHT * weight) : score;
   }
-  const order = Array.from({ length: count }, (_, i) => i);
-  order.sort(
-    (a, b) =>
-      (scores[b] as number) - (scores[a] as number) ||
-      (withDocument[b] as number) - (withDocument[a] as number) ||
-      (bm25[b] as number) - (bm25[a] as number) ||
-      a - b,
-  );
+  const compare = (a: number, b: number): number =>
+    (scores[b] as number) - (scores[a] as number) ||
+    (withDocument[b] as number) - (withDocument[a] as number) ||
+    (bm25[b] as number) - (bm25[a] as number) ||
+    a - b;
+  if (depth >= count) {
+    const order = Array.from({ length: count }, (_, i) => i);
+    order.sort(compare);
+    return { order, scores };
+  }
+  // The first `depth` only: one comparison per result with the last one kept, a binary insertion
+  // for the few that rank above it (`compare` is a total order, so these are the sort's first).
+  const order: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    if (order.length === depth && compare(i, order[depth - 1] as number) > 0) continue;
+    let low = 0;
+    let high = order.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (compare(order[middle] as number, i) < 0) low = middle + 1;
+      else high = middle;
+    }
+    order.splice(low, 0, i);
+    if (order.length > depth) order.pop();
+  }
   return { order, scores };
 }
 

@@ -1,5 +1,6 @@
 import type { SearchOptions } from 'minisearch';
 import type SearchableMap from 'minisearch/SearchableMap';
+import { FIELD_LENGTH_NULL } from './shard-pack.js';
 
 /**
  * minisearch 7's ranking of a string query (`MiniSearch#search`: `executeQuery`,
@@ -134,12 +135,18 @@ export interface RankingData {
   fieldIds: Readonly<Record<string, number>>;
   /** Per field id; null as minisearch's serialisation holds a field no chunk has. */
   averageFieldLength: readonly (number | null)[];
-  /** Row of a chunk's shortId, -1 for none (a discarded chunk). */
-  rowOf(shortId: number): number;
+  /** Row of each shortId, -1 for none (a discarded chunk); shortIds past its end have none either. */
+  rowOfShortId: Int32Array;
   /** Number of rows. */
   rows: number;
-  /** Length of field `fieldId` of the chunk in `row` as minisearch's arithmetic reads it (null → 0, missing → NaN). */
-  fieldLength(row: number, fieldId: number): number;
+  /**
+   * Per row, one entry per field id, as a pack's core holds them: the field's length,
+   * {@link FIELD_LENGTH_NULL} where minisearch holds null (its arithmetic reads 0), another
+   * negative number ((shard-pack.ts `FIELD_LENGTH_ABSENT`)) past the end of its array (undefined: NaN).
+   */
+  fieldLengths: readonly number[];
+  /** Entries per row in {@link fieldLengths}. */
+  fieldCount: number;
 }
 
 /** Scored chunks in minisearch's result order before sorting (first match first). */
@@ -166,6 +173,12 @@ export function scoreQuery(
     boost: (Object.hasOwn(searchOptions.boost ?? {}, field) ? searchOptions.boost?.[field] : undefined) || 1,
   }));
   const { k, b, d } = searchOptions.bm25;
+  // Written once per pair below, in the interpreter a cold search runs in: lookups inlined,
+  // constants hoisted (`k + 1` and `1 - b` are the same numbers wherever they are computed).
+  const k1 = k + 1;
+  const oneMinusB = 1 - b;
+  const { rowOfShortId, fieldLengths, fieldCount, documentCount } = data;
+  const shortIds = rowOfShortId.length;
   const rows = data.rows;
   // Per query term: its sum per row, which rows it touched in first-touch order.
   const termScore = new Float64Array(rows);
@@ -179,7 +192,8 @@ export function scoreQuery(
   const distinct = [...new Set(plan.map((spec) => spec.term))];
   const words = Math.max(1, Math.ceil(distinct.length / 32));
   const matched = new Uint32Array(rows * words);
-  for (const [i, spec] of plan.entries()) {
+  for (let i = 0; i < plan.length; i += 1) {
+    const spec = plan[i] as QueryTerm;
     let touchedCount = 0;
     for (const { term, weight } of spec.expansions) {
       const postings = postingsOf(term);
@@ -188,23 +202,26 @@ export function scoreQuery(
         const list = postings.get(fieldId);
         if (!list) continue;
         let matching = list.size;
-        let idf = Math.log(1 + (data.documentCount - matching + 0.5) / (matching + 0.5));
+        let idf = Math.log(1 + (documentCount - matching + 0.5) / (matching + 0.5));
         const average = data.averageFieldLength[fieldId] as number;
         const factor = weight * spec.termBoost * boost * 1;
-        const { words: pairs, start } = list;
-        for (let at = start, end = start + 2 * list.size; at < end; at += 2) {
-          const row = data.rowOf(pairs[at] as number);
+        const pairs = list.words;
+        for (let at = list.start, end = list.start + 2 * list.size; at < end; at += 2) {
+          const shortId = pairs[at] as number;
+          const row = shortId < shortIds ? (rowOfShortId[shortId] as number) : -1;
           if (row < 0) {
             // minisearch drops a discarded chunk's posting and counts one chunk fewer from there on.
             matching -= 1;
-            idf = Math.log(1 + (data.documentCount - matching + 0.5) / (matching + 0.5));
+            idf = Math.log(1 + (documentCount - matching + 0.5) / (matching + 0.5));
             continue;
           }
           const termFreq = pairs[at + 1] as number;
-          const fieldLength = data.fieldLength(row, fieldId);
-          const rawScore =
-            idf * (d + (termFreq * (k + 1)) / (termFreq + k * (1 - b + (b * fieldLength) / average)));
-          const weighted = factor * rawScore;
+          let fieldLength =
+            fieldId < fieldCount ? (fieldLengths[row * fieldCount + fieldId] as number) : Number.NaN;
+          if (fieldLength < 0) fieldLength = fieldLength === FIELD_LENGTH_NULL ? 0 : Number.NaN;
+          const weighted =
+            factor *
+            (idf * (d + (termFreq * k1) / (termFreq + k * (oneMinusB + (b * fieldLength) / average))));
           if (termMark[row] === i) termScore[row] = (termScore[row] as number) + weighted;
           else {
             termMark[row] = i;

@@ -21,7 +21,6 @@ import { planQuery, type QueryOptions, type RankingData, scoreQuery } from './sc
 import {
   coreKey,
   DOC_WIDTH,
-  FIELD_LENGTH_NULL,
   type PackCore,
   PostingShard,
   type Postings,
@@ -130,22 +129,28 @@ export class ShardedChunkIndex implements ChunkSearch {
       rows = Int32Array.from(kept, (n) => scored.rows[n] as number);
       scores = Float64Array.from(kept, (n) => scored.scores[n] as number);
     }
-    const ranked = rankWithPriors(
-      {
-        count: rows.length,
-        score: (n) => scores[n] as number,
-        source: (n) => chunks.source(rows[n] as number),
-        urn: (n) => chunks.urn(rows[n] as number),
-      },
-      core.owners.prior(query),
-    );
-    const chosen: { row: number; urn: string; score: number }[] = [];
-    for (const n of ranked.order) {
-      if (chosen.length >= limit) break;
-      const row = rows[n] as number;
-      const urn = chunks.urn(row);
-      if (accept && !accept(urn)) continue;
-      chosen.push({ row, urn, score: ranked.scores[n] as number });
+    const input = {
+      count: rows.length,
+      score: (n: number) => scores[n] as number,
+      source: (n: number) => chunks.source(rows[n] as number),
+      urn: (n: number) => chunks.urn(rows[n] as number),
+    };
+    const prior = core.owners.prior(query);
+    // The ranking's head, enough for `limit` hits unless `accept` refuses many; then all of it.
+    let depth = Math.min(rows.length, 2 * limit + 8);
+    let chosen: { row: number; urn: string; score: number }[];
+    for (;;) {
+      const ranked = rankWithPriors(input, prior, depth);
+      chosen = [];
+      for (const n of ranked.order) {
+        if (chosen.length >= limit) break;
+        const row = rows[n] as number;
+        const urn = chunks.urn(row);
+        if (accept && !accept(urn)) continue;
+        chosen.push({ row, urn, score: ranked.scores[n] as number });
+      }
+      if (chosen.length >= limit || depth >= rows.length) break;
+      depth = rows.length;
     }
     const textShards = new Set(chosen.map((result) => chunks.textShard(result.row)));
     const loaded = new Map(
@@ -234,11 +239,12 @@ class ChunkTable implements RankingData {
   readonly fieldIds: Readonly<Record<string, number>>;
   readonly averageFieldLength: readonly (number | null)[];
   /** Row of each shortId in the core's arrays (-1: no such chunk). */
-  private readonly rowOfShortId: Int32Array;
+  readonly rowOfShortId: Int32Array;
+  readonly fieldLengths: readonly number[];
+  readonly fieldCount: number;
   /** Start of each row's URN suffix in `suffixes`. */
   private readonly starts: Int32Array;
   private readonly urns: (string | undefined)[];
-  private readonly fields: number;
 
   constructor(private readonly core: PackCore) {
     const chunks = core.docs.length / DOC_WIDTH;
@@ -246,7 +252,8 @@ class ChunkTable implements RankingData {
     this.documentCount = core.documentCount;
     this.fieldIds = core.fieldIds;
     this.averageFieldLength = core.averageFieldLength;
-    this.fields = Object.keys(core.fieldIds).length;
+    this.fieldLengths = core.fieldLengths;
+    this.fieldCount = Object.keys(core.fieldIds).length;
     let size = core.nextId;
     for (let row = 0; row < chunks; row += 1)
       size = Math.max(size, (core.docs[row * DOC_WIDTH] as number) + 1);
@@ -261,17 +268,6 @@ class ChunkTable implements RankingData {
     }
     this.starts[chunks] = core.suffixes.length + 1;
     this.urns = new Array(chunks);
-  }
-
-  rowOf(shortId: number): number {
-    return shortId >= 0 && shortId < this.rowOfShortId.length ? (this.rowOfShortId[shortId] as number) : -1;
-  }
-
-  fieldLength(row: number, fieldId: number): number {
-    // As minisearch's arithmetic reads its `fieldLength` arrays: null as 0, a missing entry as NaN.
-    const length = this.core.fieldLengths[row * this.fields + fieldId];
-    if (length === undefined || fieldId >= this.fields) return Number.NaN;
-    return length >= 0 ? length : length === FIELD_LENGTH_NULL ? 0 : Number.NaN;
   }
 
   urn(row: number): string {

@@ -124,6 +124,21 @@ describe('ShardedChunkIndex', () => {
     }
   });
 
+  it('ranks past the head it first looks at when the policy gate refuses most of it', async () => {
+    const sharded = await ShardedChunkIndex.open(storage);
+    const query = QUERIES[0] as string;
+    // Accept only the last few chunks of the whole ranking: far below the head (2 × limit + 8).
+    const all = await whole.search(query, { limit: 1000 });
+    expect(all.length).toBeGreaterThan(60);
+    const tail = new Set(all.slice(-5).map((hit) => hit.urn));
+    const accept = (urn: string) => tail.has(urn);
+
+    const hits = await sharded.search(query, { limit: 3, accept });
+
+    expect(hits.map((hit) => hit.urn)).toEqual(all.slice(-5, -2).map((hit) => hit.urn));
+    expect(summary(hits)).toEqual(summary(await whole.search(query, { limit: 3, accept })));
+  });
+
   it('reads the core and only the posting shards its query needs at a cold search', async () => {
     const sharded = await ShardedChunkIndex.open(storage);
     const postingShards = (await storage.findByPrefix(`${packPrefix('indexes/chunks', 1)}postings.`)).length;
