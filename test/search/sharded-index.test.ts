@@ -228,6 +228,26 @@ describe('ShardedChunkIndex', () => {
     expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
   });
 
+  it.each([
+    ['a negative document count', { documentCount: -1 }],
+    ['a field id that is not an integer', { fieldIds: { title: 0.5, text: 1, source: 2 } }],
+    ['a dictionary that is not a string', { tree: [] }],
+    ['a shard bound that is not a string', { bounds: [1] }],
+    ['an average field length that is not a number', { averageFieldLength: ['1'] }],
+    ['a vectors model that is not a string', { vectors: 1 }],
+  ])('refuses a core with %s, and reads the whole generation', async (_, change) => {
+    const bad = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-core-')));
+    await bad.put('indexes/chunks.1.json', JSON.stringify(whole));
+    const current = JSON.parse((await storage.get(coreKey('indexes/chunks', 1))).toString('utf8'));
+    await bad.put(coreKey('indexes/chunks', 1), JSON.stringify({ ...current, ...change }));
+    const sharded = await ShardedChunkIndex.open(bad);
+
+    const hits = await sharded.search(QUERIES[0] as string);
+
+    expect(summary(hits)).toEqual(summary(await whole.search(QUERIES[0] as string)));
+    expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
+  });
+
   it('fails with a ValidationError when the term dictionary does not parse where a search reads it', async () => {
     const copy = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-tree-')));
     for (const key of await storage.findByPrefix('indexes/'))
@@ -342,6 +362,15 @@ describe('PostingShard', () => {
     expect(PostingShard.parse(Buffer.from('{"alpha":{}}'))).toBeUndefined();
     expect(PostingShard.parse(encoded.subarray(0, encoded.length - 4))).toBeUndefined();
     expect(PostingShard.parse(Buffer.alloc(2))).toBeUndefined();
+    // Terms out of order: the lookup's binary search would miss them.
+    expect(
+      PostingShard.parse(
+        encodePostingShard([
+          ['beta', { '1': { '7': 9 } }],
+          ['alpha', { '0': { '3': 1 } }],
+        ]),
+      ),
+    ).toBeUndefined();
   });
 
   it('reads a list in place: its size and pairs from its start in the shared words', () => {
