@@ -490,12 +490,14 @@ export function rankWithPriors(
   const { count } = results;
   const bm25 = new Float64Array(count);
   const documents: string[] = new Array(count);
+  const sources: (string | undefined)[] = new Array(count);
   // Each document's best PRIOR_TOP scores, best first (the first ones of minisearch's sorted results).
   const top = new Map<string, number[]>();
   for (let i = 0; i < count; i += 1) {
     const score = results.score(i);
     bm25[i] = score;
     const source = results.source(i);
+    sources[i] = source;
     const document = source ?? results.urn(i).replace(/\/[^/]*$/, '');
     documents[i] = document;
     const best = top.get(document);
@@ -520,7 +522,7 @@ export function rankWithPriors(
     const score = (bm25[i] as number) + PRIOR_WEIGHT * (priors.get(documents[i] as string) ?? 0);
     withDocument[i] = score;
     let weight = 0;
-    const source = ownerPrior.size === 0 ? undefined : results.source(i);
+    const source = ownerPrior.size === 0 ? undefined : sources[i];
     if (source !== undefined) {
       weight = folderWeights.get(source) ?? -1;
       if (weight < 0) {
