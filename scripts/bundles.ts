@@ -5,11 +5,12 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 import {
+  assetModuleBuildOptions,
+  assetModulesOf,
   BUNDLE_FILE,
   copyPolicyBundle,
   EXTERNAL_MODULES,
   esbuildOptions,
-  mcpSdkBuildOptions,
   PROJECT_ROOT,
   writeTokenizerRanks,
 } from '../infra/lib/bundling.js';
@@ -58,14 +59,14 @@ export interface BuiltBundle {
  */
 export async function buildBundle(
   name: string,
-  spec: Pick<FunctionSpec, 'entry' | 'mcpServers'>,
+  spec: Pick<FunctionSpec, 'entry' | 'mcpServers' | 'secrets'>,
   outRoot: string = BUNDLE_CACHE_DIR,
 ): Promise<BuiltBundle> {
   const dir = join(outRoot, name);
   rmSync(dir, { recursive: true, force: true });
   const result = await build({ ...esbuildOptions(name, spec.entry, dir), metafile: true });
-  // The MCP SDK's separate file, as the stack's afterBundling hook writes it (not in `bytes`).
-  if (spec.mcpServers) await build(mcpSdkBuildOptions(dir));
+  // The asset's modules of their own, as the stack's afterBundling hook writes them (not in `bytes`).
+  for (const module of assetModulesOf(name, spec)) await build(assetModuleBuildOptions(module, dir));
   copyPolicyBundle(name, dir);
   const ranks = writeTokenizerRanks(dir);
   const file = join(dir, BUNDLE_FILE);

@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BundlingOptions, type ICommandHooks, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { BuildOptions } from 'esbuild';
+import { ASSET_MODULES, type AssetModule } from '../../shared/aws/asset-modules.js';
 import { BUNDLED_RANKS_FILE, RANKS_MODULE } from '../../shared/context/tokens.js';
-import { bundleDefines } from '../../shared/runtime/function-uses.js';
-import { MCP_SDK_FILE } from '../../shared/tools/mcp/client.js';
+import { bundleDefines, functionUses } from '../../shared/runtime/function-uses.js';
+import type { FunctionSpec } from './functions.js';
 
 /**
  * How a function is bundled, in one place: the stack's `NodejsFunction`s
@@ -210,13 +211,13 @@ export function consoleCommands(inputDir: string, outputDir: string): string[] {
  * @param name the function's name in the function table
  * @param wasm whether `policies/dist/<name>.wasm` is copied too (it exists at synth time)
  * @param withConsole whether the web console is built into the asset ({@link consoleCommands})
- * @param mcp whether the MCP SDK is built into the asset as its own file ({@link mcpSdkCommands})
+ * @param spec the function-table entry's `secrets` and `mcpServers`: which modules of its own the asset carries ({@link assetModulesOf})
  */
 export function nodejsBundling(
   name: string,
   wasm: boolean,
   withConsole = false,
-  mcp = false,
+  spec: Pick<FunctionSpec, 'secrets' | 'mcpServers'> = {},
 ): BundlingOptions {
   const commandHooks: ICommandHooks = {
     beforeBundling: () => [],
@@ -225,7 +226,7 @@ export function nodejsBundling(
       ...policyCopyCommands(name, inputDir, outputDir, wasm),
       ...tokenizerCommands(inputDir, outputDir),
       ...(withConsole ? consoleCommands(inputDir, outputDir) : []),
-      ...(mcp ? mcpSdkCommands(inputDir, outputDir) : []),
+      ...assetModuleCommands(assetModulesOf(name, spec), inputDir, outputDir),
     ],
   };
   return {
@@ -247,25 +248,60 @@ export function nodejsBundling(
   };
 }
 
-/** Entry of the MCP SDK's separate file (shared/tools/mcp/client.ts `MCP_SDK_FILE`). */
-export const MCP_SDK_ENTRY = 'shared/tools/mcp/sdk.ts';
-
 /**
- * esbuild options of the MCP SDK's separate file `<outdir>/mcp-sdk.mjs` (the bundle settings,
- * minified, no source map): the function that runs MCP tools loads it at its first MCP call.
+ * The modules a function's asset carries as files of their own beside `index.mjs`
+ * (shared/aws/asset-modules.ts), each only where the function can load it: Powertools' DynamoDB
+ * persistence layer where it uses the projections table (idempotency), `SecretsProvider` where
+ * it reads a channel secret or runs MCP tools (header secrets), the MCP SDK where it runs MCP tools.
+ * @param name the function's name in the function table ({@link functionUses})
+ * @param spec its function-table entry (`secrets`, `mcpServers`)
  */
-export function mcpSdkBuildOptions(outdir: string, projectRoot: string = PROJECT_ROOT): BuildOptions {
-  const { define: _define, ...options } = esbuildOptions('tool', MCP_SDK_ENTRY, outdir, projectRoot);
-  return { ...options, outfile: join(outdir, MCP_SDK_FILE), sourcemap: false };
+export function assetModulesOf(
+  name: string,
+  spec: Pick<FunctionSpec, 'secrets' | 'mcpServers'>,
+): AssetModule[] {
+  const modules: AssetModule[] = [];
+  if (functionUses(name).table) modules.push('idempotency');
+  if (Object.keys(spec.secrets ?? {}).length > 0 || spec.mcpServers === true) modules.push('secrets');
+  if (spec.mcpServers === true) modules.push('mcpSdk');
+  return modules;
 }
 
 /**
- * Shell commands (afterBundling hook) that build {@link mcpSdkBuildOptions} into the asset, with
- * the project's esbuild, from the input directory.
+ * esbuild options of an asset module's file `<outdir>/<file>` (the bundle settings in the
+ * module's format, minified, no source map, no `define`: the code it bundles is third-party, with
+ * no function guard; a CommonJS file has its own `require`, so no banner).
  */
-export function mcpSdkCommands(inputDir: string, outputDir: string): string[] {
-  const options = JSON.stringify({ ...mcpSdkBuildOptions(outputDir, inputDir) });
-  const script = `require('esbuild').buildSync(JSON.parse(process.argv[1]))`;
+export function assetModuleBuildOptions(
+  module: AssetModule,
+  outdir: string,
+  projectRoot: string = PROJECT_ROOT,
+): BuildOptions {
+  const { file, entry, format } = ASSET_MODULES[module];
+  const { define: _define, banner, ...options } = esbuildOptions('tool', entry, outdir, projectRoot);
+  return {
+    ...options,
+    format,
+    ...(format === 'esm' ? { banner } : {}),
+    outfile: join(outdir, file),
+    sourcemap: false,
+  };
+}
+
+/**
+ * Shell commands (afterBundling hook) that build {@link assetModuleBuildOptions} of each module
+ * into the asset, with the project's esbuild, from the input directory (one Node.js process).
+ */
+export function assetModuleCommands(
+  modules: readonly AssetModule[],
+  inputDir: string,
+  outputDir: string,
+): string[] {
+  if (modules.length === 0) return [];
+  const options = JSON.stringify(
+    modules.map((module) => assetModuleBuildOptions(module, outputDir, inputDir)),
+  );
+  const script = `for (const o of JSON.parse(process.argv[1])) require('esbuild').buildSync(o)`;
   return [
     `cd ${shellQuote(inputDir)} && ${shellQuote(process.execPath)} -e ${shellQuote(script)} ${shellQuote(options)}`,
   ];

@@ -29,6 +29,7 @@ import { CHANNEL_SECRET_NAMES, type ChannelSecretName } from './secrets.js';
  * | `cld:maxEventAgeSeconds` | maximum event age, 60–21,600 s (Lambda's range) | `3600` |
  * | `cld:logRetentionDays` | a CloudWatch Logs retention (1, 3, 5, 7, 14, 30, ...) | 365 in `prod`, else 14 |
  * | `cld:logLevel` | Powertools log level | `INFO` |
+ * | `cld:sourceMaps` | `true` sets `NODE_OPTIONS=--enable-source-maps` on every function, so stack traces in the logs name TypeScript lines; Node.js then reads each bundle's source map at every cold start (≈ 30 ms of CPU, docs/numbers.md) | `false` (the `.map` files still ship in the assets) |
  * | `cld:consoleAuth` | the console's OIDC sign-in (authorization code + PKCE): `{"domain": "https://<prefix>.auth.<region>.amazoncognito.com"}` (Cognito hosted UI) or `{"authorizationEndpoint", "tokenEndpoint"}`, with optional `clientId` (default: the first `cld:jwtAudience`) and `scopes` (default `["openid"]`); requires `cld:jwtIssuer` | none → the console takes a pasted bearer token |
  * | `cld:mcpServers` | MCP servers the `tool` function calls (shared/tools/mcp/config.ts), Streamable HTTP over `https:` only; a header value is a literal or `{ "secret": <complete Secrets Manager ARN> }` (the tool function may read exactly those) | `[]` |
  * | `cld:destroyData` | `true` deletes the resources bucket (with its objects), its access-logs bucket and the projections table with the stack; for scratch stacks only | `false` (every stage retains the event log and the table) |
@@ -175,6 +176,7 @@ export const StackConfigSchema = z
         'a CloudWatch Logs retention (1, 3, 5, 7, 14, 30, 60, 90, ...)',
       ),
     logLevel: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT']),
+    sourceMaps: z.boolean(),
     consoleAuth: z
       .strictObject({
         domain: z.url({ protocol: /^https$/ }).optional(),
@@ -272,6 +274,7 @@ export const CONFIG_DEFAULTS = {
   retryAttempts: 2,
   maxEventAgeSeconds: 3600,
   logLevel: 'INFO',
+  sourceMaps: false,
   mcpServers: [],
   operatorSubjects: [],
   destroyData: false,
@@ -294,6 +297,7 @@ export const CONTEXT_KEYS: Record<keyof StackConfig, string> = {
   maxEventAgeSeconds: 'cld:maxEventAgeSeconds',
   logRetentionDays: 'cld:logRetentionDays',
   logLevel: 'cld:logLevel',
+  sourceMaps: 'cld:sourceMaps',
   consoleAuth: 'cld:consoleAuth',
   mcpServers: 'cld:mcpServers',
   operatorSubjects: 'cld:operatorSubjects',
@@ -319,6 +323,7 @@ const JSON_FIELDS = new Set<keyof StackConfig>([
   'mcpServers',
   'operatorSubjects',
   'destroyData',
+  'sourceMaps',
 ]);
 
 /** True in the stage whose data is retained on stack deletion. */

@@ -37,6 +37,7 @@ export function cldPropsOf(scope: Construct, config: StackConfig): CldProps {
     maxEventAge: Duration.seconds(config.maxEventAgeSeconds),
     logRetention: config.logRetentionDays as RetentionDays,
     logLevel: config.logLevel,
+    sourceMaps: config.sourceMaps,
     ...(config.consoleAuth ? { consoleAuth: config.consoleAuth } : {}),
     mcpServers: config.mcpServers,
     operatorSubjects: config.operatorSubjects,

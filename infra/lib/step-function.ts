@@ -133,7 +133,7 @@ export const POLICY_BUNDLE_WARNING = 'cld:policyBundleWithoutWasm';
 /**
  * One Lambda function with the project's defaults (STYLE.md "Infra": one construct holds the
  * Lambda defaults; each function supplies its entry and its policy bundle):
- * `NodejsFunction` bundled locally with esbuild (ESM, minified, source maps; infra/lib/bundling.ts),
+ * `NodejsFunction` bundled locally with esbuild (ESM, minified, source maps shipped, enabled with `cld:sourceMaps`; infra/lib/bundling.ts),
  * ARM64, Node.js 22, X-Ray active tracing, its own log group with explicit retention, its own
  * role with only the statements its table entry declares (S3 key patterns, projections-table
  * actions and partitions, Bedrock, channel secrets), each grant set together with the variable
@@ -257,7 +257,8 @@ export class StepFunction extends Construct {
       CLD_POLICY_DIR: LAMBDA_POLICY_DIR,
       POWERTOOLS_SERVICE_NAME: 'cld',
       POWERTOOLS_LOG_LEVEL: config.logLevel,
-      NODE_OPTIONS: '--enable-source-maps',
+      // Opt-in (cld:sourceMaps): Node.js reads the source map at every cold start.
+      ...(config.sourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
     };
     if (Object.keys(config.limits).length > 0) environment.CLD_LIMITS = JSON.stringify(config.limits);
 
@@ -334,7 +335,7 @@ export class StepFunction extends Construct {
       projectRoot,
       depsLockFilePath: depsLockFileOf(projectRoot),
       bundling: withCatalog(
-        nodejsBundling(name, policy.wasm !== undefined, spec.console === true, spec.mcpServers === true),
+        nodejsBundling(name, policy.wasm !== undefined, spec.console === true, spec),
         props.catalogFile,
       ),
     });

@@ -1,4 +1,8 @@
 import * as z from 'zod';
+import { HTTP_ERROR_CODES } from './http-error-codes.js';
+
+export { HTTP_ERROR_CODES } from './http-error-codes.js';
+
 import type {
   ApprovalStatus as DomainApprovalStatus,
   ApprovalView as DomainApprovalView,
@@ -344,34 +348,6 @@ export const AcceptedSchema = z
 export const ApprovalDecidedSchema = z.strictObject({ approval: ApprovalViewSchema }).register(API_SCHEMAS, {
   id: 'ApprovalDecided',
 });
-
-/**
- * Every `code` an error response of the HTTP API carries (http-errors.ts maps the domain's codes
- * and Powertools' HTTP errors to these; the local gateway and API Gateway add `BAD_REQUEST`,
- * `NOT_FOUND`, `PAYLOAD_TOO_LARGE`, `UNAUTHORIZED`).
- */
-export const HTTP_ERROR_CODES = [
-  'VALIDATION',
-  'INVALID_URN',
-  'BAD_REQUEST',
-  'UNAUTHORIZED',
-  'FORBIDDEN',
-  'NOT_FOUND',
-  'METHOD_NOT_ALLOWED',
-  'PAYLOAD_TOO_LARGE',
-  'UNSUPPORTED_MEDIA_TYPE',
-  'IDEMPOTENCY_CONFLICT',
-  'APPROVAL_DECIDED',
-  'DECISION_CONFLICT',
-  'MESSAGE_ENDED',
-  'APPROVAL_EXPIRED',
-  'IN_PROGRESS',
-  'LIMIT_EXCEEDED',
-  'BUDGET_EXCEEDED',
-  'UNAVAILABLE',
-  'INTERNAL',
-  'ERROR',
-] as const;
 
 /** The JSON body of every error response. */
 export const ErrorBodySchema = z

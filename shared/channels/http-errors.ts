@@ -3,7 +3,8 @@ import { HttpError, RequestValidationError } from '@aws-lambda-powertools/event-
 import { IdempotencyAlreadyInProgressError } from '@aws-lambda-powertools/idempotency';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { CldError, type ErrorCode } from '../errors.js';
-import { type ErrorBody, HTTP_ERROR_CODES } from './api-schemas.js';
+import type { ErrorBody } from './api-schemas.js';
+import { HTTP_ERROR_CODES } from './http-error-codes.js';
 
 /**
  * The HTTP edge's error mapping (STYLE.md: only the HTTP edge maps errors to status codes):

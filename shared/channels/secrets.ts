@@ -1,6 +1,7 @@
 import type { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import type { SecretsManagerClientConfig } from '@aws-sdk/client-secrets-manager';
 import * as z from 'zod';
+import { loadSecretsProvider } from '../aws/asset-modules.js';
 import { ConfigError } from '../errors.js';
 import type { ChannelConfig } from './config.js';
 
@@ -12,27 +13,9 @@ import type { ChannelConfig } from './config.js';
  * deploy); locally they are plain environment variables.
  *
  * Powertools' `SecretsProvider` (and with it the Secrets Manager client) is loaded at the first
- * read of a secret by ARN, and left out of the bundle of the `http` function, which reads no
- * secret (infra/lib/functions.ts gives it no `secrets`). A dynamic `import()` alone would not do:
- * esbuild hoists a bundled module's imports of external packages (`@aws-sdk/*`) to the top of the
- * bundle, so the client would still load at every cold start. The guard compares
- * `process.env.CLD_BUNDLE_FUNCTION`, which esbuild's `define` replaces with the function's name
- * in its bundle (shared/runtime/function-uses.ts `bundleDefines`), with a literal, so esbuild folds it
- * there and drops the branch; outside a bundle it is unset and every function may read secrets.
+ * read of a secret by ARN, from a file of the function's asset beside `index.mjs`
+ * (shared/aws/asset-modules.ts), so no cold start loads the client before a secret is read.
  */
-
-/**
- * Loads Powertools' `SecretsProvider` now.
- * @throws ConfigError in the `http` function's bundle, which was built without it
- */
-async function loadSecretsProvider(): Promise<typeof SecretsProvider> {
-  // Written out (not a constant or a set) so that esbuild folds it in the http bundle.
-  if (process.env.CLD_BUNDLE_FUNCTION !== 'http') {
-    const { SecretsProvider } = await import('@aws-lambda-powertools/parameters/secrets');
-    return SecretsProvider;
-  }
-  throw new ConfigError('the http function reads no secret, so its bundle has no Secrets Manager client');
-}
 
 /** How long a secret read from Secrets Manager is cached, in seconds. */
 export const SECRET_MAX_AGE_SECONDS = 300;

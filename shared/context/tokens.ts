@@ -115,7 +115,13 @@ const MEMO_MIN_CHARS = 64;
  * Token counts of the longer texts counted recently, by SHA-1 of the text (per process: a Lambda
  * container keeps it across invocations). Bounded: 20,000 counts of about 100 bytes each.
  */
-const counted = new LruCache<string, number>(20_000);
+let counted: LruCache<string, number> | undefined;
+
+/** {@link counted}, made at its first use: its arrays are allocated up front, not at import. */
+function countedMemo(): LruCache<string, number> {
+  counted ??= new LruCache<string, number>(20_000);
+  return counted;
+}
 
 /** Texts up to this long are remembered by the text itself (no hashing); longer ones by SHA-1. */
 const MEMO_BY_TEXT_CHARS = 2_048;
@@ -130,13 +136,13 @@ const countedTexts = new GenerationalMemo<string, number>(4_000);
 /** Hits and misses of the token-count memo, both kinds (benchmarks, tests). */
 export const tokenCountStats: Readonly<{ hits: number; misses: number; evictions: number }> = {
   get hits() {
-    return counted.stats.hits + countedTexts.stats.hits;
+    return (counted?.stats.hits ?? 0) + countedTexts.stats.hits;
   },
   get misses() {
-    return counted.stats.misses + countedTexts.stats.misses;
+    return (counted?.stats.misses ?? 0) + countedTexts.stats.misses;
   },
   get evictions() {
-    return counted.stats.evictions + countedTexts.stats.evictions;
+    return (counted?.stats.evictions ?? 0) + countedTexts.stats.evictions;
   },
 };
 
@@ -179,10 +185,10 @@ export function countTokens(text: string): number {
     return tokens;
   }
   const key = createHash('sha1').update(text).digest('base64');
-  const known = counted.get(key);
+  const known = countedMemo().get(key);
   if (known !== undefined) return known;
   const tokens = countLinear(encoder, text);
-  counted.set(key, tokens);
+  countedMemo().set(key, tokens);
   return tokens;
 }
 

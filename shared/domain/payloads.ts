@@ -187,14 +187,31 @@ export const CREATE_PLAN = 'create_plan';
 export const SUBMIT_VERDICT = 'submit_verdict';
 
 /**
- * A Converse tool spec from a zod schema, as the model reads it: the JSON Schema of its input
- * without `$schema` and without `minLength: 1` (a text must not be empty: every model writes
+ * A Converse tool spec from a zod schema, as the model reads it (`inputSchema.json` computed at its
+ * first read, then kept): the JSON Schema of its input without `$schema` and without `minLength: 1` (a text must not be empty: every model writes
  * one, and the zod schema, which validates the reply, still says so after trimming; issue 25:
  * fewer tokens in every planner and judge request).
  */
 function toolSpec(name: string, description: string, schema: z.ZodType): ToolSpec {
-  const { $schema: _ignored, ...json } = z.toJSONSchema(schema, { io: 'input' }) as Record<string, JsonValue>;
-  return { name, description, inputSchema: { json: withoutMinLengthOne(json) as Record<string, JsonValue> } };
+  // Computed at the first read, not at import: converting the schema costs ≈ 10 ms of CPU at
+  // every cold start of the functions that import it, most of which never send it.
+  let json: Record<string, JsonValue> | undefined;
+  return {
+    name,
+    description,
+    inputSchema: {
+      get json(): Record<string, JsonValue> {
+        if (!json) {
+          const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input' }) as Record<
+            string,
+            JsonValue
+          >;
+          json = withoutMinLengthOne(rest) as Record<string, JsonValue>;
+        }
+        return json;
+      },
+    },
+  };
 }
 
 function withoutMinLengthOne(value: JsonValue): JsonValue {

@@ -263,8 +263,9 @@ export function questionWeights(question: string, hits: readonly ExtractHit[]): 
  * neighbouring modules apart ("S3" in "send S3 events to EventBridge") counts more than the words
  * every hit shares. A hit's sentences and code count by its rank, by its coverage of the
  * question (heading trail and text, relative to the best-covering hit), times its match with
- * the question squared ({@link MATCH_EXPONENT}); a code block matches by the terms it and its
- * introducing sentence hold (each once) plus those its code spells. The terms of a referent the
+ * the question squared ({@link MATCH_EXPONENT}); a code block matches by the terms it, its
+ * introducing sentence and its hit's heading trail hold (each once: the heading names what the
+ * code under it does) plus those its code spells. The terms of a referent the
  * part names (`(it: \`ecs.FargateService\`)`) count {@link REFERENT_WEIGHT}. What the question
  * rules out ({@link rejectedTerms}) is no question term, and a segment holding it counts
  * {@link REJECTED_WEIGHT} of its score. Two terms the part writes side by side ("S3 Bucket Key")
@@ -332,10 +333,11 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
         });
       } else {
         // Code counts by its identifiers (what a user types), not by its comments and strings:
-        // the question terms it and its introducing sentence hold together (each once), plus
+        // the question terms it, its introducing sentence and its heading trail hold together
+        // (each once: the heading names what the code under it does), plus
         // those the code itself spells (an intro that restates the question is no second match).
         const identifiers = codeIdentifiers(segment.text);
-        const matchedWithIntro = weigh(`${segment.intro ?? ''}\n${identifiers}`);
+        const matchedWithIntro = weigh(`${hit.title ?? ''}\n${segment.intro ?? ''}\n${identifiers}`);
         const score = weight * (matchedWithIntro + weigh(identifiers)) ** MATCH_EXPONENT;
         codes.push({ item: segment, urn: hit.urn, rank, score });
       }

@@ -7,11 +7,12 @@ import {
   IdempotencyRecordStatus,
   makeIdempotent,
 } from '@aws-lambda-powertools/idempotency';
-import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import type { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { BasePersistenceLayer, IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
 import * as z from 'zod';
+import { loadDynamoDBPersistenceLayer } from '../aws/asset-modules.js';
 import { ValidationError } from '../errors.js';
 import { parseUrn } from '../urn.js';
 import { JsonlJournal } from './journal.js';
@@ -29,12 +30,14 @@ export const IDEMPOTENCY_PK = 'idempotency';
 /**
  * The Powertools `DynamoDBPersistenceLayer` on the projections table's key schema: `pk` holds
  * the static value `idempotency`, `sk` the idempotency key, `expiration` (the table's TTL
- * attribute, Powertools' default name) the record's expiry in epoch seconds.
+ * attribute, Powertools' default name) the record's expiry in epoch seconds. Asynchronous because
+ * the layer's class loads at this first use (shared/aws/asset-modules.ts).
  */
-export function dynamoDBIdempotencyLayer(options: {
+export async function dynamoDBIdempotencyLayer(options: {
   client: DynamoDBClient;
   tableName: string;
-}): DynamoDBPersistenceLayer {
+}): Promise<DynamoDBPersistenceLayer> {
+  const DynamoDBPersistenceLayer = await loadDynamoDBPersistenceLayer();
   return new DynamoDBPersistenceLayer({
     tableName: options.tableName,
     awsSdkV3Client: options.client,

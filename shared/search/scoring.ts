@@ -1,4 +1,4 @@
-import type { SearchOptions } from 'minisearch';
+import type { Query, SearchOptions } from 'minisearch';
 import type SearchableMap from 'minisearch/SearchableMap';
 import { FIELD_LENGTH_NULL } from './shard-pack.js';
 
@@ -36,6 +36,19 @@ export interface QueryTerm {
   termBoost: number;
   /** The exact term (weight 1) if the dictionary holds it, then prefix, then fuzzy matches. */
   expansions: Expansion[];
+  /** The fields searched, with their boosts (the options in force where the term was found). */
+  fields: readonly string[];
+  boost: Readonly<Record<string, number>> | undefined;
+  bm25: { k: number; b: number; d: number };
+}
+
+/**
+ * A query as minisearch evaluates it: an `OR` of nodes, each a query term or another `OR` (a query
+ * string is the `OR` of its terms; a query object the `OR` of its `queries`). The nesting matters:
+ * minisearch adds up each node's scores before the node's parent does.
+ */
+export interface QueryNode {
+  queries: (QueryNode | QueryTerm)[];
 }
 
 /** The search options of a minisearch instance, defaults merged (its `_options.searchOptions`). */
@@ -55,70 +68,99 @@ export interface QueryOptions {
 }
 
 /**
- * The query terms of `query` and their expansions in the dictionary, as `executeQuery` and
- * `executeQuerySpec` find them (tokenize, process, then per term: exact, prefix and fuzzy matches;
- * a term both a prefix and a fuzzy match counts as a prefix match; exact matches are not repeated).
- * @throws Error when the options ask for a feature this ranking does not implement (`boostDocument`, `AND`)
+ * The query terms of `query` (a string, or minisearch's query object: `queries` with options that
+ * apply to them) and their expansions in the dictionary, as `executeQuery` and `executeQuerySpec`
+ * find them: options passed down the tree; per string, tokenize and process, then per term its
+ * exact, prefix and fuzzy matches (a term both a prefix and a fuzzy match counts as a prefix match;
+ * exact matches are not repeated).
+ * @throws Error when the query asks for a feature this ranking does not implement (`boostDocument`, `AND`, the wildcard)
  */
 export function planQuery(
   dictionary: SearchableMap<unknown>,
-  query: string,
+  query: Query,
   options: QueryOptions,
-): QueryTerm[] {
-  const { tokenize, processTerm, searchOptions } = options;
-  if (
-    searchOptions.boostDocument !== undefined ||
-    String(searchOptions.combineWith ?? 'or').toLowerCase() !== 'or'
-  )
-    throw new Error('the shard pack ranking implements OR queries without boostDocument only');
-  const terms = tokenize(query)
-    .flatMap((token) => processTerm(token))
+): QueryNode {
+  return planNode(dictionary, query, {}, options);
+}
+
+type PassedOptions = SearchOptions & { queries?: undefined };
+
+function planNode(
+  dictionary: SearchableMap<unknown>,
+  query: Query,
+  passed: PassedOptions,
+  engine: QueryOptions,
+): QueryNode {
+  if (typeof query !== 'string') {
+    if (typeof query !== 'object' || query === null || !Array.isArray(query.queries))
+      throw new Error('the shard pack ranking implements string and combined queries only');
+    const options: PassedOptions = { ...passed, ...query, queries: undefined };
+    assertSupported(options);
+    return { queries: query.queries.map((subquery) => planNode(dictionary, subquery, options, engine)) };
+  }
+  const options = {
+    tokenize: engine.tokenize,
+    processTerm: engine.processTerm,
+    ...engine.searchOptions,
+    ...passed,
+  } as MergedSearchOptions & Pick<QueryOptions, 'tokenize' | 'processTerm'>;
+  assertSupported(options);
+  const terms = options
+    .tokenize(query)
+    .flatMap((token) => options.processTerm(token))
     .filter((term): term is string => !!term);
-  const { fuzzy: fuzzyWeight, prefix: prefixWeight } = searchOptions.weights;
-  return terms.map((term, i) => {
-    const fuzzy =
-      typeof searchOptions.fuzzy === 'function'
-        ? searchOptions.fuzzy(term, i, terms)
-        : searchOptions.fuzzy || false;
-    const prefix =
-      typeof searchOptions.prefix === 'function'
-        ? searchOptions.prefix(term, i, terms)
-        : searchOptions.prefix === true;
-    const termBoost =
-      typeof searchOptions.boostTerm === 'function' ? searchOptions.boostTerm(term, i, terms) : 1;
-    const expansions: Expansion[] = [];
-    if (dictionary.has(term)) expansions.push({ term, weight: 1 });
-    const prefixed = new Set<string>();
-    const prefixMatches: Expansion[] = [];
-    if (prefix) {
-      for (const match of dictionary.atPrefix(term).keys()) {
-        const distance = match.length - term.length;
-        if (!distance) continue;
-        prefixed.add(match);
-        prefixMatches.push({
-          term: match,
-          weight: (prefixWeight * match.length) / (match.length + 0.3 * distance),
-        });
-      }
-    }
-    const fuzzyMatches: Expansion[] = [];
-    if (fuzzy) {
-      const ratio = fuzzy === true ? 0.2 : fuzzy;
-      const maxDistance =
-        ratio < 1 ? Math.min(searchOptions.maxFuzzy, Math.round(term.length * ratio)) : ratio;
-      if (maxDistance) {
-        for (const [match, [, distance]] of dictionary.fuzzyGet(term, maxDistance)) {
-          if (!distance || prefixed.has(match)) continue;
-          fuzzyMatches.push({
+  const { fuzzy: fuzzyWeight, prefix: prefixWeight } = options.weights;
+  const fields = options.fields ?? engine.fields;
+  return {
+    queries: terms.map((term, i): QueryTerm => {
+      const fuzzy =
+        typeof options.fuzzy === 'function' ? options.fuzzy(term, i, terms) : options.fuzzy || false;
+      const prefix =
+        typeof options.prefix === 'function' ? options.prefix(term, i, terms) : options.prefix === true;
+      const termBoost = typeof options.boostTerm === 'function' ? options.boostTerm(term, i, terms) : 1;
+      const expansions: Expansion[] = [];
+      if (dictionary.has(term)) expansions.push({ term, weight: 1 });
+      const prefixed = new Set<string>();
+      const prefixMatches: Expansion[] = [];
+      if (prefix) {
+        for (const match of dictionary.atPrefix(term).keys()) {
+          const distance = match.length - term.length;
+          if (!distance) continue;
+          prefixed.add(match);
+          prefixMatches.push({
             term: match,
-            weight: (fuzzyWeight * match.length) / (match.length + distance),
+            weight: (prefixWeight * match.length) / (match.length + 0.3 * distance),
           });
         }
       }
-    }
-    expansions.push(...prefixMatches, ...fuzzyMatches);
-    return { term, termBoost, expansions };
-  });
+      const fuzzyMatches: Expansion[] = [];
+      if (fuzzy) {
+        const ratio = fuzzy === true ? 0.2 : fuzzy;
+        const maxDistance = ratio < 1 ? Math.min(options.maxFuzzy, Math.round(term.length * ratio)) : ratio;
+        if (maxDistance) {
+          for (const [match, [, distance]] of dictionary.fuzzyGet(term, maxDistance)) {
+            if (!distance || prefixed.has(match)) continue;
+            fuzzyMatches.push({
+              term: match,
+              weight: (fuzzyWeight * match.length) / (match.length + distance),
+            });
+          }
+        }
+      }
+      expansions.push(...prefixMatches, ...fuzzyMatches);
+      return { term, termBoost, expansions, fields, boost: options.boost, bm25: options.bm25 };
+    }),
+  };
+}
+
+function assertSupported(options: SearchOptions): void {
+  if (options.boostDocument !== undefined || String(options.combineWith ?? 'or').toLowerCase() !== 'or')
+    throw new Error('the shard pack ranking implements OR queries without boostDocument only');
+}
+
+/** The query terms of a planned query, in order (every one a leaf of the tree). */
+export function queryTerms(plan: QueryNode): QueryTerm[] {
+  return plan.queries.flatMap((node) => ('queries' in node ? queryTerms(node) : [node]));
 }
 
 /** One field's posting list of a term: `size` pairs of (shortId, term frequency) from `words[start]` on. */
@@ -158,101 +200,132 @@ export interface Scored {
   count: number;
 }
 
+/** The results of one node of the query: its rows in first-match order and their sums (by row). */
+interface NodeResults {
+  order: Int32Array;
+  count: number;
+  sum: Float64Array;
+  member: Uint8Array;
+}
+
 /**
  * Scores a planned query ({@link planQuery}) as minisearch does, over `postingsOf(term)` (field id
  * → posting list; undefined for a term without postings).
  */
 export function scoreQuery(
-  plan: readonly QueryTerm[],
+  plan: QueryNode,
   postingsOf: (term: string) => ReadonlyMap<number, PostingWords> | undefined,
   data: RankingData,
-  { fields, searchOptions }: QueryOptions,
 ): Scored {
-  const boosts = [...new Set(searchOptions.fields ?? fields)].map((field) => ({
+  const rows = data.rows;
+  const leaves = queryTerms(plan);
+  const distinct = [...new Set(leaves.map((leaf) => leaf.term))];
+  const words = Math.max(1, Math.ceil(distinct.length / 32));
+  // The distinct query terms each row matched (minisearch's `terms`, whose count multiplies the score).
+  const matched = new Uint32Array(rows * words);
+  const results = (): NodeResults => ({
+    order: new Int32Array(rows),
+    count: 0,
+    sum: new Float64Array(rows),
+    member: new Uint8Array(rows),
+  });
+  const node = (query: QueryNode | QueryTerm): NodeResults => {
+    if (!('queries' in query)) {
+      const own = termResults(query, postingsOf, data, results());
+      const bit = distinct.indexOf(query.term);
+      const word = bit >>> 5;
+      const mask = 1 << (bit & 31);
+      for (let t = 0; t < own.count; t += 1) {
+        const at = (own.order[t] as number) * words + word;
+        matched[at] = (matched[at] as number) | mask;
+      }
+      return own;
+    }
+    // minisearch's `OR` combinator, folded left: the first node's results, to which each next
+    // node's add (a row already there) or append (a new one).
+    const [first, ...rest] = query.queries.map(node);
+    if (!first) return results();
+    for (const next of rest) {
+      for (let t = 0; t < next.count; t += 1) {
+        const row = next.order[t] as number;
+        if (first.member[row]) first.sum[row] = (first.sum[row] as number) + (next.sum[row] as number);
+        else {
+          first.member[row] = 1;
+          first.sum[row] = next.sum[row] as number;
+          first.order[first.count++] = row;
+        }
+      }
+    }
+    return first;
+  };
+  const all = node(plan);
+  const scores = new Float64Array(all.count);
+  for (let n = 0; n < all.count; n += 1) {
+    const row = all.order[n] as number;
+    let quality = 0;
+    for (let w = 0; w < words; w += 1) quality += bitCount(matched[row * words + w] as number);
+    scores[n] = (all.sum[row] as number) * (quality || 1);
+  }
+  return { rows: all.order.subarray(0, all.count), scores, count: all.count };
+}
+
+/** minisearch's `termResults` for every expansion of one query term, into `into`. */
+function termResults(
+  spec: QueryTerm,
+  postingsOf: (term: string) => ReadonlyMap<number, PostingWords> | undefined,
+  data: RankingData,
+  into: NodeResults,
+): NodeResults {
+  const boosts = [...new Set(spec.fields)].map((field) => ({
     fieldId: data.fieldIds[field] as number,
-    boost: (Object.hasOwn(searchOptions.boost ?? {}, field) ? searchOptions.boost?.[field] : undefined) || 1,
+    boost: (spec.boost && Object.hasOwn(spec.boost, field) ? spec.boost[field] : undefined) || 1,
   }));
-  const { k, b, d } = searchOptions.bm25;
+  const { k, b, d } = spec.bm25;
   // Written once per pair below, in the interpreter a cold search runs in: lookups inlined,
   // constants hoisted (`k + 1` and `1 - b` are the same numbers wherever they are computed).
   const k1 = k + 1;
   const oneMinusB = 1 - b;
   const { rowOfShortId, fieldLengths, fieldCount, documentCount } = data;
   const shortIds = rowOfShortId.length;
-  const rows = data.rows;
-  // Per query term: its sum per row, which rows it touched in first-touch order.
-  const termScore = new Float64Array(rows);
-  const termMark = new Int32Array(rows).fill(-1);
-  const touched = new Int32Array(rows);
-  // Across query terms: the combined sum, the rows in first-match order, the distinct query terms.
-  const total = new Float64Array(rows);
-  const seen = new Uint8Array(rows);
-  const order = new Int32Array(rows);
-  let count = 0;
-  const distinct = [...new Set(plan.map((spec) => spec.term))];
-  const words = Math.max(1, Math.ceil(distinct.length / 32));
-  const matched = new Uint32Array(rows * words);
-  for (let i = 0; i < plan.length; i += 1) {
-    const spec = plan[i] as QueryTerm;
-    let touchedCount = 0;
-    for (const { term, weight } of spec.expansions) {
-      const postings = postingsOf(term);
-      if (!postings) continue;
-      for (const { fieldId, boost } of boosts) {
-        const list = postings.get(fieldId);
-        if (!list) continue;
-        let matching = list.size;
-        let idf = Math.log(1 + (documentCount - matching + 0.5) / (matching + 0.5));
-        const average = data.averageFieldLength[fieldId] as number;
-        const factor = weight * spec.termBoost * boost * 1;
-        const pairs = list.words;
-        for (let at = list.start, end = list.start + 2 * list.size; at < end; at += 2) {
-          const shortId = pairs[at] as number;
-          const row = shortId < shortIds ? (rowOfShortId[shortId] as number) : -1;
-          if (row < 0) {
-            // minisearch drops a discarded chunk's posting and counts one chunk fewer from there on.
-            matching -= 1;
-            idf = Math.log(1 + (documentCount - matching + 0.5) / (matching + 0.5));
-            continue;
-          }
-          const termFreq = pairs[at + 1] as number;
-          let fieldLength =
-            fieldId < fieldCount ? (fieldLengths[row * fieldCount + fieldId] as number) : Number.NaN;
-          if (fieldLength < 0) fieldLength = fieldLength === FIELD_LENGTH_NULL ? 0 : Number.NaN;
-          const weighted =
-            factor *
-            (idf * (d + (termFreq * k1) / (termFreq + k * (oneMinusB + (b * fieldLength) / average))));
-          if (termMark[row] === i) termScore[row] = (termScore[row] as number) + weighted;
-          else {
-            termMark[row] = i;
-            termScore[row] = weighted;
-            touched[touchedCount++] = row;
-          }
+  const { order, sum, member } = into;
+  let count = into.count;
+  for (const { term, weight } of spec.expansions) {
+    const postings = postingsOf(term);
+    if (!postings) continue;
+    for (const { fieldId, boost } of boosts) {
+      const list = postings.get(fieldId);
+      if (!list) continue;
+      let matching = list.size;
+      let idf = Math.log(1 + (documentCount - matching + 0.5) / (matching + 0.5));
+      const average = data.averageFieldLength[fieldId] as number;
+      const factor = weight * spec.termBoost * boost * 1;
+      const pairs = list.words;
+      for (let at = list.start, end = list.start + 2 * list.size; at < end; at += 2) {
+        const shortId = pairs[at] as number;
+        const row = shortId < shortIds ? (rowOfShortId[shortId] as number) : -1;
+        if (row < 0) {
+          // minisearch drops a discarded chunk's posting and counts one chunk fewer from there on.
+          matching -= 1;
+          idf = Math.log(1 + (documentCount - matching + 0.5) / (matching + 0.5));
+          continue;
+        }
+        const termFreq = pairs[at + 1] as number;
+        let fieldLength =
+          fieldId < fieldCount ? (fieldLengths[row * fieldCount + fieldId] as number) : Number.NaN;
+        if (fieldLength < 0) fieldLength = fieldLength === FIELD_LENGTH_NULL ? 0 : Number.NaN;
+        const weighted =
+          factor * (idf * (d + (termFreq * k1) / (termFreq + k * (oneMinusB + (b * fieldLength) / average))));
+        if (member[row]) sum[row] = (sum[row] as number) + weighted;
+        else {
+          member[row] = 1;
+          sum[row] = weighted;
+          order[count++] = row;
         }
       }
     }
-    const bit = distinct.indexOf(spec.term);
-    const word = bit >>> 5;
-    const mask = 1 << (bit & 31);
-    for (let t = 0; t < touchedCount; t += 1) {
-      const row = touched[t] as number;
-      if (seen[row]) total[row] = (total[row] as number) + (termScore[row] as number);
-      else {
-        seen[row] = 1;
-        total[row] = termScore[row] as number;
-        order[count++] = row;
-      }
-      matched[row * words + word] = (matched[row * words + word] as number) | mask;
-    }
   }
-  const scores = new Float64Array(count);
-  for (let n = 0; n < count; n += 1) {
-    const row = order[n] as number;
-    let quality = 0;
-    for (let w = 0; w < words; w += 1) quality += bitCount(matched[row * words + w] as number);
-    scores[n] = (total[row] as number) * (quality || 1);
-  }
-  return { rows: order.subarray(0, count), scores, count };
+  into.count = count;
+  return into;
 }
 
 function bitCount(value: number): number {

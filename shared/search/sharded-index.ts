@@ -13,11 +13,12 @@ import {
   matchesFilter,
   rankWithPriors,
   type StoredFields,
+  searchQuery,
   TERMS_VERSION,
 } from './minisearch-index.js';
 import { NameOwners } from './owners.js';
 import type { ChunkSearch, SearchFilter, SearchHit } from './port.js';
-import { planQuery, type QueryOptions, type RankingData, scoreQuery } from './scoring.js';
+import { planQuery, type QueryOptions, queryTerms, type RankingData, scoreQuery } from './scoring.js';
 import {
   coreKey,
   DOC_WIDTH,
@@ -111,11 +112,12 @@ export class ShardedChunkIndex implements ChunkSearch {
     if (core instanceof MiniSearchIndex) return core.search(query, options);
     // The terms the query expands to (exact, prefix and fuzzy matches in the dictionary), then
     // the posting shards holding them.
-    const plan = planQuery(core.dictionary, query, core.options);
+    const plan = planQuery(core.dictionary, searchQuery(query), core.options);
     const shards = new Set<number>();
-    for (const { expansions } of plan) for (const { term } of expansions) shards.add(core.shardOf(term));
+    for (const { expansions } of queryTerms(plan))
+      for (const { term } of expansions) shards.add(core.shardOf(term));
     await Promise.all([...shards].map((s) => this.loadPostings(core, s)));
-    const scored = scoreQuery(plan, (term) => core.postingsOf(term), core.chunks, core.options);
+    const scored = scoreQuery(plan, (term) => core.postingsOf(term), core.chunks);
     // minisearch's search from here: the filter, then (rankWithPriors) the order by score.
     const { chunks } = core;
     let rows = scored.rows;

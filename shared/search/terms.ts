@@ -9,7 +9,8 @@ import { stemmer } from 'stemmer';
  *   "EventBridge enabled", "event bridge enabled" and `eventBridgeEnabled` share terms;
  * - {@link processTerm}: lower case, English stopwords dropped, then the Porter stemmer (the
  *   `stemmer` package), so "encryption"/"encrypt", "versioned"/"versioning" and
- *   "concurrency"/"concurrent" meet.
+ *   "concurrency"/"concurrent" meet; a few stems that name the same thing meet too
+ *   ("daily"/"day", "inbound"/"ingress": {@link SAME_TERM}).
  */
 
 /** Words, identifiers and dotted/hyphenated names: runs of letters, digits, `_`, `$`, joined by `-`. */
@@ -70,8 +71,27 @@ export function processTerm(token: string): string | null {
   if (term.length === 1 && !/\p{N}/u.test(term)) return null;
   // Identifiers with digits or separators (`s3`, `arm_64`, `aws-s3`) are kept as they are.
   if (!/^\p{L}+$/u.test(term)) return term;
-  return stemmer(term);
+  const stem = stemmer(term);
+  return SAME_TERM.get(stem) ?? stem;
 }
+
+/**
+ * Stems that name the same thing as another stem, mapped to it: adjectives of time units that the
+ * Porter stemmer leaves apart (`daily` → `daili`, `day` → `dai`: "back up every day" meets
+ * `BackupPlanRule.daily()`), and the console's words for AWS's API names of traffic direction
+ * ("inbound"/"outbound" rules of a security group are its `ingress`/`egress` rules:
+ * `addIngressRule`).
+ */
+const SAME_TERM: ReadonlyMap<string, string> = new Map([
+  ['daili', 'dai'],
+  ['hourli', 'hour'],
+  ['weekli', 'week'],
+  ['monthli', 'month'],
+  ['yearli', 'year'],
+  ['nightli', 'night'],
+  ['inbound', 'ingress'],
+  ['outbound', 'egress'],
+]);
 
 /** The distinct index terms of a text, in order of first occurrence (what a query is searched for). */
 export function termsOf(text: string): string[] {
@@ -81,4 +101,27 @@ export function termsOf(text: string): string[] {
     if (term) seen.add(term);
   }
   return [...seen];
+}
+
+/** Two words side by side: a run of letters or digits, blanks, another run (no punctuation between). */
+const WORD_PAIR = /(?<![\p{L}\p{N}_$.-])([\p{L}\p{N}]+)\s+(?=([\p{L}\p{N}]+)(?![\p{L}\p{N}_$.-]))/gu;
+
+/**
+ * The compounds a query's adjacent content words would make as one identifier ("security group" →
+ * `securitygroup`, "bucket key" → `bucketkey`, "event bus" → `eventbus` and its stem `eventbu`),
+ * lower case: API names join the words a user writes apart (`SecurityGroup`, `bucketKeyEnabled`,
+ * `EventBus`), and the index keeps each identifier whole ({@link tokenize}), so a compound finds
+ * the chunks that spell the API by prefix. Pairs with a stopword or a single letter are none.
+ */
+export function joinedTerms(query: string): string[] {
+  const joined = new Set<string>();
+  for (const match of query.matchAll(WORD_PAIR)) {
+    const [a, b] = [match[1] as string, match[2] as string];
+    if (!processTerm(a) || !processTerm(b) || a.length < 2 || b.length < 2) continue;
+    const compound = `${a}${b}`.toLowerCase();
+    joined.add(compound);
+    const stem = processTerm(compound);
+    if (stem) joined.add(stem);
+  }
+  return [...joined];
 }

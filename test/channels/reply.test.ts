@@ -66,7 +66,7 @@ async function records(prefix: string) {
 
 describe('createOnce on the projections table (DynamoDBPersistenceLayer, dynalite)', () => {
   it('runs the effect once per key and returns the stored result to later calls', async () => {
-    const once = createOnce(layer(), 'test.sequential');
+    const once = createOnce(await layer(), 'test.sequential');
     let runs = 0;
     const effect = async () => ({ ts: `ts-${++runs}` });
 
@@ -78,7 +78,7 @@ describe('createOnce on the projections table (DynamoDBPersistenceLayer, dynalit
   });
 
   it('lets one of several concurrent calls run the effect; the others are told it is in progress', async () => {
-    const once = createOnce(layer(), 'test.concurrent', 0);
+    const once = createOnce(await layer(), 'test.concurrent', 0);
     let runs = 0;
     let release = () => {};
     const gate = new Promise<void>((resolve) => {
@@ -114,7 +114,7 @@ describe('createOnce on the projections table (DynamoDBPersistenceLayer, dynalit
   });
 
   it('makes concurrent duplicates wait for the first result instead of failing', async () => {
-    const once = createOnce(layer(), 'test.waiting', 5_000);
+    const once = createOnce(await layer(), 'test.waiting', 5_000);
     let runs = 0;
     const effect = async () => {
       runs++;
@@ -129,7 +129,7 @@ describe('createOnce on the projections table (DynamoDBPersistenceLayer, dynalit
   });
 
   it('forgets a failed effect, so the retried event runs it again', async () => {
-    const once = createOnce(layer(), 'test.failure');
+    const once = createOnce(await layer(), 'test.failure');
     let runs = 0;
     const flaky = async () => {
       runs++;
@@ -144,7 +144,7 @@ describe('createOnce on the projections table (DynamoDBPersistenceLayer, dynalit
   });
 
   it('keeps one record per key in the idempotency partition, expiring after a day', async () => {
-    const once = createOnce(layer(), 'test.records');
+    const once = createOnce(await layer(), 'test.records');
     const before = Math.floor(Date.now() / 1000);
     await once('cld:r1', async () => 1);
     await once('cld:r2', async () => 2);
@@ -210,7 +210,7 @@ describe('the reply step on deps.idempotency (projections table)', () => {
 
   it('posts a final answer once when its event arrives four times at once and again later', async () => {
     const answer = await storeAnswered('1700000300.000001');
-    const deps = { resources, idempotency: layer() } as unknown as Deps;
+    const deps = { resources, idempotency: await layer() } as unknown as Deps;
     const channels = createChannels(
       parseChannelConfig({ CLD_SLACK_BOT_TOKEN: 'xoxb-ddb', CLD_SLACK_API_URL: `${slack.url}/api/` }),
     );

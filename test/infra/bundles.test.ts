@@ -5,15 +5,17 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  assetModulesOf,
   BUNDLE_FILE,
   PROJECT_ROOT,
   policyBundle,
   TOKENIZER_RANKS_FILE,
   tokenizerRanksJson,
 } from '../../infra/lib/bundling.js';
-import { FUNCTIONS } from '../../infra/lib/functions.js';
+import { FUNCTIONS, type FunctionSpec } from '../../infra/lib/functions.js';
 import rules from '../../policies/rules.json' with { type: 'json' };
 import { buildBundle, externalImports, forbiddenInputs, isProvidedAtRuntime } from '../../scripts/bundles.js';
+import { ASSET_MODULES } from '../../shared/aws/asset-modules.js';
 import { outputUrn, NAMES as RESOURCE_NAMES } from '../../shared/domain/common.js';
 import { startConversation } from '../../shared/domain/conversation.js';
 import { s3ObjectCreatedEvent } from '../../shared/events/envelope.js';
@@ -187,11 +189,15 @@ function reportBuild(name: keyof typeof FUNCTIONS): ReturnType<typeof buildBundl
 describe('synthesized function assets', () => {
   it.each(
     NAMES,
-  )('%s: index.mjs, its source map, the policy bundle under policies/ and the tokenizer ranks (and the MCP SDK for the tool function)', (name) => {
+  )('%s: index.mjs, its source map, the policy bundle under policies/, the tokenizer ranks and its asset modules (the MCP SDK for the tool function)', (name) => {
     const dir = assetOf(name);
     const expected = ['index.mjs', 'index.mjs.map', 'policies', 'tokenizer'];
-    // The function that runs MCP tools carries the SDK as a file of its own (infra/lib/bundling.ts).
-    if ('mcpServers' in FUNCTIONS[name]) expected.push(MCP_SDK_FILE);
+    // Powertools' AWS modules, and the MCP SDK where MCP tools run, as files of their own
+    // (shared/aws/asset-modules.ts, infra/lib/bundling.ts).
+    expected.push(
+      ...assetModulesOf(name, FUNCTIONS[name] as FunctionSpec).map((module) => ASSET_MODULES[module].file),
+    );
+    expect(expected.includes(MCP_SDK_FILE)).toBe('mcpServers' in FUNCTIONS[name]);
     // The function that serves the web console carries its built assets (infra/lib/bundling.ts).
     if ('console' in FUNCTIONS[name]) expected.push('console');
     expect(readdirSync(dir).sort()).toEqual(expected.sort());

@@ -484,7 +484,7 @@ describe('the reply function and Powertools idempotency on the projections table
 
   it('is granted every call the persistence layer makes (delivery, duplicate, concurrent duplicate, failure), in its partition', async () => {
     const once = deliveryGuard(
-      dynamoDBIdempotencyLayer({ client: dynamo.client, tableName: dynamo.tableName }),
+      await dynamoDBIdempotencyLayer({ client: dynamo.client, tableName: dynamo.tableName }),
     );
     await once('cld:common.Conversation.aa/common.Message.bb', async () => ({ ts: '1.1' }));
     await once('cld:common.Conversation.aa/common.Message.bb', async () => ({ ts: 'never' }));

@@ -292,7 +292,7 @@ describe('projections table', () => {
 });
 
 describe.each(NAMES)('function %s', (name) => {
-  it('is Node.js 22 on ARM64 with X-Ray, its own log group, source maps and the env contract', () => {
+  it('is Node.js 22 on ARM64 with X-Ray, its own log group and the env contract; source maps only when opted in', () => {
     const { fn, logs } = ids(name);
     const props = dev.json.Resources[fn]?.Properties as Record<string, unknown>;
     expect(props.Runtime).toBe('nodejs22.x');
@@ -310,8 +310,9 @@ describe.each(NAMES)('function %s', (name) => {
       CLD_POLICY_DIR: '/var/task/policies',
       POWERTOOLS_SERVICE_NAME: 'cld',
       POWERTOOLS_LOG_LEVEL: 'INFO',
-      NODE_OPTIONS: '--enable-source-maps',
     });
+    // Node.js would read the source map at every cold start (cld:sourceMaps opts in).
+    expect(env.NODE_OPTIONS).toBeUndefined();
     expect(env.CLD_MODEL_ID).toBe(FUNCTIONS[name].model ? MODEL_ID : undefined);
     expect(env.CLD_TABLE).toEqual(FUNCTIONS[name].table.length > 0 ? { Ref: tableId } : undefined);
     expect(env.CLD_LIMITS).toBeUndefined();
@@ -915,9 +916,24 @@ describe('prod stage with a custom config', () => {
         'cld:reservedConcurrency': '{"assistant":4,"tool":6,"slack":3}',
         'cld:retryAttempts': '1',
         'cld:maxEventAgeSeconds': '600',
+        'cld:sourceMaps': 'true',
       },
     });
   }, SYNTH_TIMEOUT_MS);
+
+  it('enables source maps on every function (cld:sourceMaps)', () => {
+    const functions = Object.values(prod.json.Resources).filter(
+      (resource) =>
+        resource.Type === 'AWS::Lambda::Function' &&
+        (resource.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables
+          ?.CLD_FUNCTION !== undefined,
+    );
+    expect(functions.length).toBe(NAMES.length);
+    for (const fn of functions)
+      expect(
+        (fn.Properties?.Environment as { Variables: Record<string, unknown> }).Variables.NODE_OPTIONS,
+      ).toBe('--enable-source-maps');
+  });
 
   function fnId(name: string): string {
     return logicalId(

@@ -183,4 +183,27 @@ describe('offline answers: which passage leads (issue 21)', () => {
     const answer = body(extractiveAnswer('How do I use an existing KMS key by its alias?', hits));
     expect(answer).toContain('The preferred method is `Alias.fromAliasName()`');
   });
+
+  it('matches a code block by its heading too: the code under "Encryption at rest" answers how to encrypt', () => {
+    const hits: ExtractHit[] = [
+      {
+        urn: 'cld:doc.Document.logs/doc.Chunk.groups',
+        title: 'Log Groups',
+        text: [
+          'Create a log group:',
+          '',
+          fence("new logs.LogGroup(this, 'LogGroup', { retention: 7 });"),
+        ].join('\n'),
+      },
+      {
+        urn: 'cld:doc.Document.logs/doc.Chunk.rest',
+        title: 'Log Groups > Encryption at rest',
+        text: ['Pass your own key:', '', fence("new logs.LogGroup(this, 'LogGroup', { kmsKey: key });")].join(
+          '\n',
+        ),
+      },
+    ];
+    const answer = extractiveAnswer('How do I encrypt a log group?', hits);
+    expect(firstCode(answer)).toContain('kmsKey: key');
+  });
 });

@@ -212,14 +212,14 @@ describe('the DynamoDB layer', () => {
   deliveryContract('Powertools DynamoDBPersistenceLayer (dynalite)', async () => {
     const tableName = await dynalite.createTable(`idempotency-${++tables}`);
     return {
-      layer: dynamoDBIdempotencyLayer({ client: dynalite.client, tableName }),
+      layer: await dynamoDBIdempotencyLayer({ client: dynalite.client, tableName }),
       cleanup: async () => undefined,
     };
   });
 
   it('stores the record on the projections key schema: pk "idempotency", sk the key, TTL in expiration', async () => {
     const tableName = await dynalite.createTable(`idempotency-${++tables}`);
-    const layer = dynamoDBIdempotencyLayer({ client: dynalite.client, tableName });
+    const layer = await dynamoDBIdempotencyLayer({ client: dynalite.client, tableName });
     const before = Math.floor(Date.now() / 1000);
 
     await idempotentDelivery(layer, REPLY, async () => ({ ts: '1.2' }));

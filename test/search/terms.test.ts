@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
-import { identifierParts, processTerm, termsOf, tokenize } from '../../shared/search/terms.js';
+import { identifierParts, joinedTerms, processTerm, termsOf, tokenize } from '../../shared/search/terms.js';
 
 describe('identifier parts', () => {
   it.each([
@@ -35,9 +35,21 @@ describe('term processing', () => {
     ['versioned', 'versioning'],
     ['concurrency', 'concurrent'],
     ['notifications', 'notification'],
+    ['daily', 'day'],
+    ['hourly', 'hours'],
+    ['weekly', 'week'],
+    ['monthly', 'month'],
+    ['yearly', 'years'],
+    ['inbound', 'Ingress'],
+    ['outbound', 'egress'],
   ])('gives %s and %s the same stem', (a, b) => {
     expect(processTerm(a)).toBe(processTerm(b));
     expect(processTerm(a)).not.toBeNull();
+  });
+
+  it('meets "every day" and "inbound" with the API names BackupPlanRule.daily and addIngressRule', () => {
+    expect(termsOf('BackupPlanRule.daily()')).toEqual(expect.arrayContaining(termsOf('day')));
+    expect(termsOf('addIngressRule')).toEqual(expect.arrayContaining(termsOf('inbound')));
   });
 
   it('drops stopwords and single letters but keeps digits and identifiers with digits', () => {
@@ -106,6 +118,38 @@ describe('the chunk index with stems and identifier parts', () => {
     expect(MiniSearchIndex.isCurrent(current)).toBe(true);
     expect(MiniSearchIndex.isCurrent({ ...current, cldTerms: undefined })).toBe(false);
     expect(MiniSearchIndex.isCurrent({ ...current, cldTerms: 1 })).toBe(false);
+  });
+});
+
+describe('compounds of adjacent query words', () => {
+  it('joins adjacent content words as an API name would, raw and stemmed, never with a stopword', () => {
+    expect(joinedTerms('How do I add a security group to an event bus?')).toEqual([
+      'securitygroup',
+      'eventbus',
+      'eventbu',
+    ]);
+    expect(joinedTerms('an S3 Bucket Key')).toEqual(['s3bucket', 'bucketkey', 'bucketkei']);
+    expect(joinedTerms('bucket. key, eventBridgeEnabled')).toEqual([]);
+  });
+
+  it('ranks the chunk spelling the API (SecurityGroup) above a denser one using the words apart', async () => {
+    const idx = new MiniSearchIndex();
+    const chunk = (name: string, text: string) => ({
+      urn: `cld:doc.Document.ec2/doc.Chunk.${name}`,
+      type: 'doc.Chunk',
+      text,
+      source: 'ec2.md',
+    });
+    idx.add([
+      chunk('apart', 'A security group is a group of security rules.'),
+      chunk(
+        'api',
+        "Connections are opened through the instance's security groups:\n\n```ts\nconst sg = new ec2.SecurityGroup(this, 'SG', { vpc, allowAllOutbound: false });\n```",
+      ),
+      chunk('other', 'A VPC holds subnets.'),
+    ]);
+    const hits = await idx.search('How do I create a security group?');
+    expect(hits[0]?.urn).toBe('cld:doc.Document.ec2/doc.Chunk.api');
   });
 });
 

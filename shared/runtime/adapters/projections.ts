@@ -54,7 +54,7 @@ export async function projectionsFor(
       const client = createDynamoDBClient({ ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}) });
       return {
         projections: new DynamoDBProjectionStore({ client, tableName: env.CLD_TABLE }),
-        idempotency: dynamoDBIdempotencyLayer({ client, tableName: env.CLD_TABLE }),
+        idempotency: await dynamoDBIdempotencyLayer({ client, tableName: env.CLD_TABLE }),
         openConversations: new DynamoDBOpenConversationStore({ client, tableName: env.CLD_TABLE }),
         userConversations: new DynamoDBUserConversationStore({ client, tableName: env.CLD_TABLE }),
       };

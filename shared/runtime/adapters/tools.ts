@@ -82,9 +82,10 @@ export async function mcpFor(env: Env): Promise<McpRuntime | undefined> {
   const servers = parseMcpServers(env, { stdio: !env.CLD_BUCKET });
   if (servers.length === 0) return undefined;
   if (process.env.CLD_BUNDLE_TOOLS !== 'false') {
-    const [{ McpSessions }, { sdkConnector, loadSecretsProvider }] = await Promise.all([
+    const [{ McpSessions }, { sdkConnector }, { loadSecretsProvider }] = await Promise.all([
       import('../../tools/mcp/sessions.js'),
       import('../../tools/mcp/client.js'),
+      import('../../aws/asset-modules.js'),
     ]);
     let provider: Promise<{ get(name: string, options: { maxAge: number }): Promise<unknown> }> | undefined;
     const readSecret = async (arn: string): Promise<string> => {

@@ -1,3 +1,4 @@
+import { ASSET_MODULES, assetModuleUrl } from '../../aws/asset-modules.js';
 import { ConfigError, ToolUnavailableError } from '../../errors.js';
 import { type HeaderValue, isHttpServer, type McpServerConfig } from './config.js';
 import { BlockedAddressError, guardedFetch, ResponseTooLargeError } from './guarded-fetch.js';
@@ -103,27 +104,17 @@ export async function resolveValues(
 
 /**
  * The file next to a function bundle's `index.mjs` that holds the SDK (shared/tools/mcp/sdk.ts
- * bundled on its own by infra/lib/bundling.ts), so the `tool` bundle stays small and a cold start
- * that calls no MCP tool never reads it.
+ * bundled on its own: shared/aws/asset-modules.ts), so the `tool` bundle stays small and a cold
+ * start that calls no MCP tool never reads it.
  */
-export const MCP_SDK_FILE = 'mcp-sdk.mjs';
+export const MCP_SDK_FILE = ASSET_MODULES.mcpSdk.file;
 
 /** The SDK module (sdk.ts): from the asset's {@link MCP_SDK_FILE} in a function bundle, else from node_modules. */
 async function loadSdk(): Promise<typeof import('./sdk.js')> {
   // esbuild folds the guard to false in a bundle and drops the branch, so `./sdk.js` (and the
   // SDK with it) is not bundled there.
   if (process.env.CLD_BUNDLE_FUNCTION === undefined) return import('./sdk.js');
-  const file = new URL(`./${MCP_SDK_FILE}`, import.meta.url).href;
-  return (await import(file)) as typeof import('./sdk.js');
-}
-
-/**
- * Powertools' `SecretsProvider` class, from the SDK's file ({@link MCP_SDK_FILE}, sdk.ts), so the
- * Secrets Manager client loads at the first MCP call that reads a header secret, not at the
- * `tool` function's cold start.
- */
-export async function loadSecretsProvider(): Promise<typeof import('./sdk.js')['SecretsProvider']> {
-  return (await loadSdk()).SecretsProvider;
+  return (await import(assetModuleUrl('mcpSdk'))) as typeof import('./sdk.js');
 }
 
 /** Client identity sent in `initialize`. */
