@@ -256,12 +256,25 @@ export class MiniSearchIndex implements ChunkSearch {
     const { filter = {}, limit = DEFAULT_SEARCH_LIMIT, accept } = options;
     assertSearchLimit(limit);
     if (query.trim() === '') return [];
-    const results = withOwnerPrior(
-      withDocumentPrior(
-        this.engine.search(searchQuery(query), { filter: (result) => matchesFilter(result, filter) }),
-      ),
+    const lexical = this.engine.search(searchQuery(query), {
+      filter: (result) => matchesFilter(result, filter),
+    });
+    const ranked = rankWithPriors(
+      {
+        count: lexical.length,
+        score: (i) => (lexical[i] as SearchResult).score,
+        source: (i) => {
+          const source = (lexical[i] as SearchResult).source;
+          return typeof source === 'string' ? source : undefined;
+        },
+        urn: (i) => String((lexical[i] as SearchResult).id),
+      },
       this.owners.prior(query),
     );
+    const results = ranked.order.map((i) => ({
+      ...(lexical[i] as SearchResult),
+      score: ranked.scores[i] as number,
+    }));
     const embedder = this.queryEmbedder;
     if (embedder && this.vectors.size > 0 && this.vectorModel === embedder.name) {
       return this.fused(query, results, embedder, filter, limit, accept);
@@ -466,26 +479,69 @@ export async function latestGeneration(storage: StorageInterface, stem: string):
   return latest;
 }
 
+/** What the filter reads of a search result (minisearch's `SearchResult` or the shard pack's). */
+export interface RankedResult {
+  /** The chunk's URN. */
+  id: unknown;
+  type?: unknown;
+}
+
+/** The results of a lexical search as {@link rankWithPriors} reads them, by index. */
+export interface PriorInput {
+  /** Number of results. */
+  count: number;
+  /** BM25 score of result `i`. */
+  score(i: number): number;
+  /** Document path (`source`) of result `i`; undefined when it has none. */
+  source(i: number): string | undefined;
+  /** URN of result `i` (its parent is the document of a result without `source`). */
+  urn(i: number): string;
+}
+
 /**
- * BM25 results re-scored with the document prior ({@link PRIOR_WEIGHT}): score + w · Σ scores of
- * the best {@link PRIOR_TOP} results of the same document (its `source`, else the URN's parent),
- * sorted again. Stable for equal scores.
+ * The BM25 results re-ranked with the two priors, as one sort of their indices:
+ *
+ * 1. the document prior ({@link PRIOR_WEIGHT}): score + w · Σ of the best {@link PRIOR_TOP}
+ *    scores of the same document (its `source`, else the URN's parent), summed best first;
+ * 2. the module prior: that score × (1 + {@link OWNER_WEIGHT} · the prior of the result's
+ *    folder), for a folder of `ownerPrior` with a positive weight ({@link NameOwners.prior}).
+ *
+ * The order is what sorting by BM25 score, then by score after step 1, then after step 2 gives
+ * with stable sorts (minisearch's, then one per prior): descending final score, ties broken by
+ * the score after step 1, then the BM25 score, then the input order — so `results` may come in
+ * minisearch's result order, sorted or not. Only indices and numbers are allocated: a first
+ * search ranks thousands of results of which it returns a handful.
+ * @param depth how many of the ranked indices to return (default all): the first `depth` of the
+ *   full order, found without sorting the rest
+ * @returns the indices of `results` in ranked order (the first `depth`) and each result's final
+ *   score (by index)
  */
-export function withDocumentPrior(results: readonly SearchResult[]): SearchResult[] {
-  const documentOf = (result: SearchResult) =>
-    typeof result.source === 'string' ? result.source : String(result.id).replace(/\/[^/]*$/, '');
-  // Each result's document once, and each document's prior once (a first search may rank
-  // thousands of results from a few hundred documents); the sums add up in the same order.
-  const documents = results.map(documentOf);
+export function rankWithPriors(
+  results: PriorInput,
+  ownerPrior: ReadonlyMap<string, number>,
+  depth: number = results.count,
+): { order: number[]; scores: Float64Array } {
+  const { count } = results;
+  const bm25 = new Float64Array(count);
+  const documents: string[] = new Array(count);
+  const sources: (string | undefined)[] = new Array(count);
+  // Each document's best PRIOR_TOP scores, best first (the first ones of minisearch's sorted results).
   const top = new Map<string, number[]>();
-  for (const [i, result] of results.entries()) {
-    const document = documents[i] as string;
-    let scores = top.get(document);
-    if (!scores) {
-      scores = [];
-      top.set(document, scores);
+  for (let i = 0; i < count; i += 1) {
+    const score = results.score(i);
+    bm25[i] = score;
+    const source = results.source(i);
+    sources[i] = source;
+    const document = source ?? results.urn(i).replace(/\/[^/]*$/, '');
+    documents[i] = document;
+    const best = top.get(document);
+    if (!best) top.set(document, [score]);
+    else if (best.length < PRIOR_TOP || score > (best[best.length - 1] as number)) {
+      let at = best.length;
+      while (at > 0 && score > (best[at - 1] as number)) at -= 1;
+      best.splice(at, 0, score);
+      if (best.length > PRIOR_TOP) best.pop();
     }
-    if (scores.length < PRIOR_TOP) scores.push(result.score);
   }
   const priors = new Map<string, number>();
   for (const [document, scores] of top)
@@ -493,35 +549,50 @@ export function withDocumentPrior(results: readonly SearchResult[]): SearchResul
       document,
       scores.reduce((sum, score) => sum + score, 0),
     );
-  return results
-    .map((result, order) => ({
-      result: {
-        ...result,
-        score: result.score + PRIOR_WEIGHT * (priors.get(documents[order] as string) ?? 0),
-      },
-      order,
-    }))
-    .sort((a, b) => b.result.score - a.result.score || a.order - b.order)
-    .map((entry) => entry.result);
-}
-
-/**
- * Results re-scored with the module prior: score × (1 + {@link OWNER_WEIGHT} · prior of the hit's
- * folder), sorted again; unchanged when the prior is empty. Stable for equal scores.
- */
-export function withOwnerPrior(results: SearchResult[], prior: ReadonlyMap<string, number>): SearchResult[] {
-  if (prior.size === 0) return results;
-  return results
-    .map((result, order) => {
-      const folder = typeof result.source === 'string' ? folderOf(result.source) : undefined;
-      const weight = folder === undefined ? 0 : (prior.get(folder) ?? 0);
-      return {
-        result: weight > 0 ? { ...result, score: result.score * (1 + OWNER_WEIGHT * weight) } : result,
-        order,
-      };
-    })
-    .sort((a, b) => b.result.score - a.result.score || a.order - b.order)
-    .map((entry) => entry.result);
+  const withDocument = new Float64Array(count);
+  const scores = new Float64Array(count);
+  const folderWeights = new Map<string, number>();
+  for (let i = 0; i < count; i += 1) {
+    const score = (bm25[i] as number) + PRIOR_WEIGHT * (priors.get(documents[i] as string) ?? 0);
+    withDocument[i] = score;
+    let weight = 0;
+    const source = ownerPrior.size === 0 ? undefined : sources[i];
+    if (source !== undefined) {
+      weight = folderWeights.get(source) ?? -1;
+      if (weight < 0) {
+        const folder = folderOf(source);
+        weight = folder === undefined ? 0 : (ownerPrior.get(folder) ?? 0);
+        folderWeights.set(source, weight);
+      }
+    }
+    scores[i] = weight > 0 ? score * (1 + OWNER_WEIGHT * weight) : score;
+  }
+  const compare = (a: number, b: number): number =>
+    (scores[b] as number) - (scores[a] as number) ||
+    (withDocument[b] as number) - (withDocument[a] as number) ||
+    (bm25[b] as number) - (bm25[a] as number) ||
+    a - b;
+  if (depth >= count) {
+    const order = Array.from({ length: count }, (_, i) => i);
+    order.sort(compare);
+    return { order, scores };
+  }
+  // The first `depth` only: one comparison per result with the last one kept, a binary insertion
+  // for the few that rank above it (`compare` is a total order, so these are the sort's first).
+  const order: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    if (order.length === depth && compare(i, order[depth - 1] as number) > 0) continue;
+    let low = 0;
+    let high = order.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (compare(order[middle] as number, i) < 0) low = middle + 1;
+      else high = middle;
+    }
+    order.splice(low, 0, i);
+    if (order.length > depth) order.pop();
+  }
+  return { order, scores };
 }
 
 function matchesStored(urn: string, stored: Record<string, unknown>, filter: SearchFilter): boolean {
@@ -538,7 +609,7 @@ function dot(a: readonly number[], b: Float32Array): number {
 }
 
 /** True when a result passes the type and path-boundary-aware prefix filters. */
-export function matchesFilter(result: SearchResult, filter: SearchFilter): boolean {
+export function matchesFilter(result: Pick<RankedResult, 'id' | 'type'>, filter: SearchFilter): boolean {
   if (filter.type !== undefined && result.type !== filter.type) return false;
   if (filter.prefix !== undefined && !isWithin(result.id as string, filter.prefix)) return false;
   return true;

@@ -23,8 +23,8 @@ export type ResolvedOwners = [terms: string[], owners: [folder: string, share: n
 interface Owned {
   /** Index terms of the name's parts (`PolicyStatement` → `polici`, `statement`). */
   terms: string[];
-  /** Folder → share of the name's qualified uses that resolve to it (0–1). */
-  owners: Map<string, number>;
+  /** Folder and share of the name's qualified uses that resolve to it (0–1), each folder once. */
+  owners: Iterable<readonly [string, number]>;
 }
 
 /**
@@ -92,13 +92,17 @@ export class NameOwners {
    * chunk text (shared/search/shard-pack.ts).
    */
   toResolved(): ResolvedOwners {
-    return this.names().map(({ terms, owners }) => [terms, [...owners]]);
+    return this.names().map(({ terms, owners }) => [
+      terms,
+      Array.from(owners, ([folder, share]) => [folder, share]),
+    ]);
   }
 
   /** Ownership from {@link toResolved}'s output; answers {@link prior} exactly as the original. Read-only: {@link add} starts over from the counts, which it does not have. */
   static fromResolved(resolved: ResolvedOwners): NameOwners {
     const owners = new NameOwners();
-    owners.resolved = resolved.map(([terms, shares]) => ({ terms: [...terms], owners: new Map(shares) }));
+    // As read (a cold search's core holds ≈ 1,000 names): no Map or copy per name.
+    owners.resolved = resolved.map(([terms, shares]) => ({ terms, owners: shares }));
     return owners;
   }
 

@@ -1,6 +1,5 @@
 import type { AsPlainObject } from 'minisearch';
 import SearchableMap from 'minisearch/SearchableMap';
-import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import type { StorageInterface } from '../storage/port.js';
 import type { ResolvedOwners } from './owners.js';
@@ -77,30 +76,30 @@ export const FIELD_LENGTH_NULL = -1;
 /** A core's `fieldLengths` entry past the end of a chunk's minisearch array (a field it lacks). */
 export const FIELD_LENGTH_ABSENT = -2;
 
-/** The core of a pack (see the module comment). */
-export const PackCoreSchema = z.object({
-  pack: z.literal(SHARD_PACK_VERSION),
+/** The core of a pack (see the module comment), as {@link parseCore} checks it. */
+export interface PackCore {
+  pack: typeof SHARD_PACK_VERSION;
   /** The term processing version of the generation (minisearch-index.ts `TERMS_VERSION`). */
-  cldTerms: z.number().int().optional(),
-  documentCount: z.number().int().nonnegative(),
-  nextId: z.number().int().nonnegative(),
-  fieldIds: z.record(z.string(), z.number().int()),
+  cldTerms?: number | undefined;
+  documentCount: number;
+  nextId: number;
+  fieldIds: Record<string, number>;
   /** Per field id; null for a field no chunk has (minisearch's NaN, as JSON writes it). */
-  averageFieldLength: z.array(z.number().nullable()),
-  dirtCount: z.number().int().nonnegative(),
+  averageFieldLength: (number | null)[];
+  dirtCount: number;
   /** URN prefixes (up to and including the last `/`; `''` for a URN without one). */
-  prefixes: z.array(z.string()),
+  prefixes: string[];
   /** Each chunk's URN after its prefix, in the serialisation's order, joined by `\n`. */
-  suffixes: z.string(),
+  suffixes: string;
   /** {@link DOC_WIDTH} integers per chunk, in the serialisation's order (see DOC_WIDTH). */
-  docs: z.array(z.number().int()),
+  docs: number[];
   /**
    * Per chunk (as `docs`), one integer per field id: minisearch's `fieldLength`, with
    * {@link FIELD_LENGTH_NULL} and {@link FIELD_LENGTH_ABSENT} for its null and missing entries.
    */
-  fieldLengths: z.array(z.number().int()),
-  types: z.array(z.string()),
-  sources: z.array(z.string()),
+  fieldLengths: number[];
+  types: string[];
+  sources: string[];
   /**
    * The term dictionary: minisearch's radix tree (`SearchableMap`) built by inserting every term in
    * the order of minisearch's serialisation, as `MiniSearch.loadJS` builds it, written node by node
@@ -109,30 +108,68 @@ export const PackCoreSchema = z.object({
    * of CPU and its garbage collections more), so the reader rebuilds the same tree without
    * inserting 17,000 terms one by one, and makes objects only of the nodes a query walks.
    */
-  tree: z.string(),
+  tree: string;
   /** First term (in code unit order) of each posting shard. */
-  bounds: z.array(z.string()),
-  owners: z.array(z.tuple([z.array(z.string()), z.array(z.tuple([z.string(), z.number()]))])),
-  textShards: z.number().int().nonnegative(),
-  vectors: z.string().optional(),
-});
-
-/** {@link PackCoreSchema}. */
-export type PackCore = z.infer<typeof PackCoreSchema>;
+  bounds: string[];
+  /** The resolved module prior ({@link ResolvedOwners}). */
+  owners: ResolvedOwners;
+  textShards: number;
+  /** Model of the stored vectors (`vectors.json`), when the generation has some. */
+  vectors?: string | undefined;
+}
 
 /**
- * Parses a stored core: {@link PackCoreSchema} for the small fields, and a hand-written walk over
- * the large arrays (chunks, field lengths, owned names), which zod checks in hundreds of
- * milliseconds: the time this format exists to save. Also checks that the arrays agree in length
- * and that every index points into its table.
+ * Parses a stored core, every field checked by hand (stored index data the reader must not trust
+ * blindly, as zod would check it; a zod schema here cost a cold search its schema's construction
+ * and first compiled parse, and zod's walk over the large arrays — chunks, field lengths, owned
+ * names — takes hundreds of milliseconds: the time this format exists to save). Also checks that
+ * the arrays agree in length and that every index points into its table.
  * @returns the core, or undefined when `raw` is not a core of this version
  */
 export function parseCore(raw: unknown): PackCore | undefined {
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  const { docs, fieldLengths, owners, ...small } = raw as Record<string, unknown>;
-  const head = PackCoreSchema.omit({ docs: true, fieldLengths: true, owners: true }).safeParse(small);
-  if (!head.success) return undefined;
-  const { prefixes, types, sources, textShards, fieldIds } = head.data;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  const {
+    pack,
+    cldTerms,
+    documentCount,
+    nextId,
+    fieldIds,
+    averageFieldLength,
+    dirtCount,
+    prefixes,
+    suffixes,
+    docs,
+    fieldLengths,
+    types,
+    sources,
+    tree,
+    bounds,
+    owners,
+    textShards,
+    vectors,
+  } = raw as Record<string, unknown>;
+  if (
+    pack !== SHARD_PACK_VERSION ||
+    !(cldTerms === undefined || Number.isInteger(cldTerms)) ||
+    !isCount(documentCount) ||
+    !isCount(nextId) ||
+    !isCount(dirtCount) ||
+    !isCount(textShards) ||
+    typeof fieldIds !== 'object' ||
+    fieldIds === null ||
+    Array.isArray(fieldIds) ||
+    !Object.values(fieldIds).every((id) => Number.isInteger(id)) ||
+    !Array.isArray(averageFieldLength) ||
+    !averageFieldLength.every((length) => length === null || typeof length === 'number') ||
+    !isStrings(prefixes) ||
+    !isStrings(types) ||
+    !isStrings(sources) ||
+    !isStrings(bounds) ||
+    typeof suffixes !== 'string' ||
+    typeof tree !== 'string' ||
+    !(vectors === undefined || typeof vectors === 'string')
+  )
+    return undefined;
   if (!Array.isArray(docs) || docs.length % DOC_WIDTH !== 0) return undefined;
   const chunks = docs.length / DOC_WIDTH;
   for (let at = 0; at < docs.length; at += DOC_WIDTH) {
@@ -153,11 +190,8 @@ export function parseCore(raw: unknown): PackCore | undefined {
   )
     return undefined;
   let lines = 1;
-  for (let at = head.data.suffixes.indexOf('\n'); at >= 0; at = head.data.suffixes.indexOf('\n', at + 1))
-    lines += 1;
+  for (let at = suffixes.indexOf('\n'); at >= 0; at = suffixes.indexOf('\n', at + 1)) lines += 1;
   if (chunks > 0 && lines !== chunks) return undefined;
-  const isStrings = (value: unknown) =>
-    Array.isArray(value) && value.every((item) => typeof item === 'string');
   if (
     !Array.isArray(owners) ||
     !owners.every(
@@ -176,12 +210,35 @@ export function parseCore(raw: unknown): PackCore | undefined {
     )
   )
     return undefined;
-  return {
-    ...head.data,
+  const core: PackCore = {
+    pack,
+    documentCount,
+    nextId,
+    fieldIds: fieldIds as Record<string, number>,
+    averageFieldLength: averageFieldLength as (number | null)[],
+    dirtCount,
+    prefixes,
+    suffixes,
     docs: docs as number[],
     fieldLengths: fieldLengths as number[],
-    owners: owners as PackCore['owners'],
+    types,
+    sources,
+    tree,
+    bounds,
+    owners: owners as ResolvedOwners,
+    textShards,
   };
+  if (cldTerms !== undefined) core.cldTerms = cldTerms as number;
+  if (vectors !== undefined) core.vectors = vectors;
+  return core;
+}
+
+function isCount(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= 0;
+}
+
+function isStrings(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string');
 }
 
 function isIndex(value: unknown, size: number): value is number {
@@ -189,49 +246,20 @@ function isIndex(value: unknown, size: number): value is number {
 }
 
 /**
- * One field's posting list of a term, read in place from a posting shard's words (shortId, term
- * frequency pairs in minisearch's serialisation order): the part of the `Map<shortId, frequency>`
- * minisearch holds in memory that its scoring reads (`size`, `keys()`, then `get` of the key just
- * iterated; `has`, iteration). Nothing is copied into a Map: a cold search's prefix and fuzzy
- * expansions ask for lists of thousands of chunks, whose Maps were most of its allocations.
- * Read-only. `get` of the chunk `keys()` last gave is one array read; any other is a scan.
+ * One field's posting list of a term, read in place from a posting shard's words: `size` pairs of
+ * shortId and term frequency from word `start` on, in minisearch's serialisation order (what the
+ * ranking, shared/search/scoring.ts, reads). Nothing is copied: a cold search's prefix and fuzzy
+ * expansions ask for lists of thousands of chunks. Read-only.
  */
 export class PostingList {
-  /** Word index of the pair `keys()` last gave. */
-  private cursor: number;
-
   constructor(
-    private readonly words: Uint32Array,
+    /** The shard's words (shared by its lists). */
+    readonly words: Uint32Array,
     /** Word index of the first pair. */
-    private readonly start: number,
+    readonly start: number,
     /** Number of chunks in the list. */
     readonly size: number,
-  ) {
-    this.cursor = start;
-  }
-
-  /** The shortIds, in stored order. */
-  *keys(): Generator<number, undefined, undefined> {
-    const words = this.words;
-    for (let at = this.start, end = this.start + 2 * this.size; at < end; at += 2) {
-      this.cursor = at;
-      yield words[at] as number;
-    }
-  }
-
-  /** The term frequency in chunk `shortId`; undefined when the list does not hold it. */
-  get(shortId: number): number | undefined {
-    const words = this.words;
-    if (words[this.cursor] === shortId && this.size > 0) return words[this.cursor + 1];
-    for (let at = this.start, end = this.start + 2 * this.size; at < end; at += 2)
-      if (words[at] === shortId) return words[at + 1];
-    return undefined;
-  }
-
-  /** Whether the list holds chunk `shortId`. */
-  has(shortId: number): boolean {
-    return this.get(shortId) !== undefined;
-  }
+  ) {}
 
   /** `[shortId, term frequency]` pairs, in stored order. */
   *entries(): Generator<[number, number], undefined, undefined> {
@@ -245,10 +273,7 @@ export class PostingList {
   }
 }
 
-/**
- * minisearch's in-memory posting list of one term: fieldId → shortId → term frequency (the inner
- * lists as {@link PostingList}s, read in place).
- */
+/** The posting lists of one term: fieldId → its {@link PostingList} (shortId → term frequency). */
 export type Postings = Map<number, PostingList>;
 
 /**
@@ -267,7 +292,8 @@ export type Postings = Map<number, PostingList>;
  */
 export class PostingShard {
   private constructor(
-    private readonly terms: Map<string, number>,
+    /** The shard's terms, sorted (in code unit order, as the writer sorts them). */
+    private readonly terms: readonly string[],
     /** The offsets (terms + 1), then the posting words. */
     private readonly words: Uint32Array,
     private readonly postingWords: number,
@@ -288,7 +314,12 @@ export class PostingShard {
     } catch {
       return undefined;
     }
-    if (!Array.isArray(list) || !list.every((term) => typeof term === 'string')) return undefined;
+    if (!Array.isArray(list)) return undefined;
+    // Strings in strictly ascending order: what the lookup's binary search needs.
+    for (let i = 0; i < list.length; i += 1) {
+      const term: unknown = list[i];
+      if (typeof term !== 'string' || (i > 0 && !((list[i - 1] as string) < term))) return undefined;
+    }
     const offsetsAt = align4(4 + termBytes);
     const postingsAt = offsetsAt + 4 * (list.length + 1);
     if (postingsAt > data.byteLength || (data.byteLength - postingsAt) % 4 !== 0) return undefined;
@@ -300,8 +331,6 @@ export class PostingShard {
       previous = offset;
     }
     if (previous !== postingWords) return undefined;
-    const terms = new Map<string, number>();
-    for (const [i, term] of (list as string[]).entries()) terms.set(term, i);
     const count = (data.byteLength - offsetsAt) / 4;
     let words: Uint32Array;
     if (!LITTLE_ENDIAN) {
@@ -313,12 +342,27 @@ export class PostingShard {
       // A Buffer from a pool may start anywhere: copy to an aligned one.
       words = new Uint32Array(Uint8Array.prototype.slice.call(data, offsetsAt).buffer);
     }
-    return new PostingShard(terms, words, postingWords);
+    return new PostingShard(list as string[], words, postingWords);
   }
 
   /** Whether the shard holds `term`. */
   has(term: string): boolean {
-    return this.terms.has(term);
+    return this.indexOf(term) >= 0;
+  }
+
+  /** Index of `term` in the sorted term list (binary search), -1 when absent. */
+  private indexOf(term: string): number {
+    const terms = this.terms;
+    let low = 0;
+    let high = terms.length - 1;
+    while (low <= high) {
+      const middle = (low + high) >> 1;
+      const at = terms[middle] as string;
+      if (at < term) low = middle + 1;
+      else if (at > term) high = middle - 1;
+      else return middle;
+    }
+    return -1;
   }
 
   /**
@@ -327,10 +371,10 @@ export class PostingShard {
    * @throws ValidationError when the term's words do not decode (a corrupt shard)
    */
   postings(term: string): Postings | undefined {
-    const index = this.terms.get(term);
-    if (index === undefined) return undefined;
+    const index = this.indexOf(term);
+    if (index < 0) return undefined;
     const words = this.words;
-    const base = this.terms.size + 1;
+    const base = this.terms.length + 1;
     let at = base + (words[index] as number);
     const end = base + (words[index + 1] as number);
     const word = (i: number) => words[i] as number;
@@ -351,7 +395,7 @@ export class PostingShard {
 
   /** Number of terms (for tests). */
   get size(): number {
-    return this.terms.size;
+    return this.terms.length;
   }
 
   /** Number of posting words (for tests). */
@@ -414,26 +458,23 @@ export function encodePostingShard(
   return out;
 }
 
+/** A text shard: shortId → heading trail and text. */
+export type TextShard = Record<string, { title?: string; text: string }>;
+
 /**
- * Parses a stored text shard ({@link TextShardSchema}, checked by hand: zod's walk over
- * thousands of records costs more than reading the shard).
+ * Parses a stored text shard ({@link TextShard}, checked by hand: a schema's walk over thousands
+ * of records costs more than reading the shard).
  * @returns the shard, or undefined when `raw` is not one
  */
-export function parseTextShard(raw: unknown): z.infer<typeof TextShardSchema> | undefined {
+export function parseTextShard(raw: unknown): TextShard | undefined {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
   for (const entry of Object.values(raw)) {
     if (typeof entry !== 'object' || entry === null) return undefined;
     const { title, text } = entry as { title?: unknown; text?: unknown };
     if (typeof text !== 'string' || (title !== undefined && typeof title !== 'string')) return undefined;
   }
-  return raw as z.infer<typeof TextShardSchema>;
+  return raw as TextShard;
 }
-
-/** A text shard: shortId → heading trail and text. */
-export const TextShardSchema = z.record(
-  z.string(),
-  z.object({ title: z.string().optional(), text: z.string() }),
-);
 
 /** Stored fields of a chunk as minisearch-index.ts stores them. */
 interface Stored {
@@ -618,9 +659,19 @@ export function treeFromString(encoded: string): RadixNode {
   return new LazyRadixNode(encoded, 0, encoded.length);
 }
 
-/** A radix tree node whose entries are decoded from its span of the encoded tree at the first read (see {@link treeFromString}). */
+/**
+ * A radix tree node whose entries are decoded from its span of the encoded tree at the first read
+ * (see {@link treeFromString}). Until minisearch asks for a child (`get` — a lookup, a fuzzy
+ * match or a prefix walk descending into it — or an iteration over values), its entry holds the
+ * index of the child's span instead of the child: a fuzzy lookup reads the edges of every node it
+ * walks but descends into few of them, so most children are never made.
+ */
 class LazyRadixNode extends Map<string, RadixNode | true> {
   private encoded: string | undefined;
+  /** Start and end of each child's span, by the index its entry holds until the child is made. */
+  private spans: number[] | undefined;
+  /** The encoded tree, kept while children remain to be made. */
+  private source: string | undefined;
 
   constructor(
     encoded: string,
@@ -646,6 +697,7 @@ class LazyRadixNode extends Map<string, RadixNode | true> {
         throw new ValidationError('the term dictionary of the chunk index does not parse');
       return value;
     };
+    const spans: number[] = [];
     while (at < this.end) {
       const edgeLength = length();
       const edge = encoded.slice(at, at + edgeLength);
@@ -655,14 +707,41 @@ class LazyRadixNode extends Map<string, RadixNode | true> {
         continue;
       }
       const childLength = length();
-      super.set(edge, new LazyRadixNode(encoded, at, at + childLength));
+      super.set(edge, (spans.length >> 1) as unknown as RadixNode);
+      spans.push(at, at + childLength);
       at += childLength;
     }
+    if (spans.length > 0) {
+      this.spans = spans;
+      this.source = encoded;
+    }
+  }
+
+  /** The child of an entry, made from its span at the first ask. */
+  private child(key: string, value: RadixNode | true | number | undefined): RadixNode | true | undefined {
+    if (typeof value !== 'number') return value;
+    const spans = this.spans as number[];
+    const node = new LazyRadixNode(
+      this.source as string,
+      spans[2 * value] as number,
+      spans[2 * value + 1] as number,
+    );
+    super.set(key, node);
+    return node;
+  }
+
+  /** Makes every child (before an iteration that hands out values). */
+  private materialize(): void {
+    this.fill();
+    if (this.spans === undefined) return;
+    for (const [key, value] of super.entries()) this.child(key, value);
+    this.spans = undefined;
+    this.source = undefined;
   }
 
   override get(key: string): RadixNode | true | undefined {
     this.fill();
-    return super.get(key);
+    return this.child(key, super.get(key));
   }
 
   override has(key: string): boolean {
@@ -681,17 +760,17 @@ class LazyRadixNode extends Map<string, RadixNode | true> {
   }
 
   override values(): MapIterator<RadixNode | true> {
-    this.fill();
+    this.materialize();
     return super.values();
   }
 
   override entries(): MapIterator<[string, RadixNode | true]> {
-    this.fill();
+    this.materialize();
     return super.entries();
   }
 
   override [Symbol.iterator](): MapIterator<[string, RadixNode | true]> {
-    this.fill();
+    this.materialize();
     return super[Symbol.iterator]();
   }
 
@@ -699,22 +778,24 @@ class LazyRadixNode extends Map<string, RadixNode | true> {
     callback: (value: RadixNode | true, key: string, map: Map<string, RadixNode | true>) => void,
     thisArg?: unknown,
   ): void {
-    this.fill();
+    this.materialize();
     super.forEach(callback, thisArg);
   }
 
   override set(key: string, value: RadixNode | true): this {
-    this.fill();
+    this.materialize();
     return super.set(key, value);
   }
 
   override delete(key: string): boolean {
-    this.fill();
+    this.materialize();
     return super.delete(key);
   }
 
   override clear(): void {
     this.encoded = undefined;
+    this.spans = undefined;
+    this.source = undefined;
     super.clear();
   }
 }

@@ -1,4 +1,4 @@
-import MiniSearch, { type SearchResult } from 'minisearch';
+import MiniSearch from 'minisearch';
 import SearchableMap from 'minisearch/SearchableMap';
 import { NotFoundError, ValidationError } from '../errors.js';
 import type { Embedder } from '../llm/port.js';
@@ -11,19 +11,17 @@ import {
   latestGeneration,
   MiniSearchIndex,
   matchesFilter,
+  rankWithPriors,
   type StoredFields,
   searchQuery,
   TERMS_VERSION,
-  withDocumentPrior,
-  withOwnerPrior,
 } from './minisearch-index.js';
 import { NameOwners } from './owners.js';
 import type { ChunkSearch, SearchFilter, SearchHit } from './port.js';
+import { planQuery, type QueryOptions, queryTerms, type RankingData, scoreQuery } from './scoring.js';
 import {
   coreKey,
   DOC_WIDTH,
-  FIELD_LENGTH_ABSENT,
-  FIELD_LENGTH_NULL,
   type PackCore,
   PostingShard,
   type Postings,
@@ -36,9 +34,16 @@ import {
 
 /** The loaded core: what every query needs. */
 interface Core {
-  engine: MiniSearch<StoredFields>;
+  /** The term dictionary (minisearch's radix tree, its nodes decoded as lookups walk them). */
+  dictionary: SearchableMap<true>;
+  /** Index of the posting shard holding a term. */
+  shardOf(term: string): number;
+  /** Makes a posting shard's lists available. */
+  supply(index: number, shard: PostingShard): void;
+  /** A term's posting lists, from the shards supplied so far (undefined for a term they lack). */
+  postingsOf(term: string): Postings | undefined;
+  options: QueryOptions;
   owners: NameOwners;
-  terms: LazyTerms;
   chunks: ChunkTable;
   generation: number;
 }
@@ -49,9 +54,11 @@ interface Core {
  * the core (statistics, term dictionary, chunk types and sources), then only the posting shards
  * holding the terms its query expands to (exact, prefix and fuzzy matches, found in the
  * dictionary) and the text shards of the hits it returns; later searches read what earlier ones
- * have not. Ranking is minisearch's own code over the same data, so the hits are those of
- * {@link MiniSearchIndex.open} on the whole generation, score for score
- * (test/search/sharded-index.test.ts).
+ * have not. The query's expansions come from minisearch's own dictionary lookups, its BM25+
+ * scores from minisearch's formula summed in minisearch's order over flat arrays
+ * (shared/search/scoring.ts), and the priors from the same {@link rankWithPriors} as the whole
+ * index, so the hits are those of {@link MiniSearchIndex.open} on the whole generation, score for
+ * score (test/search/sharded-index.test.ts); no object is made per matching chunk, only per hit.
  *
  * Read-only. Falls back to {@link MiniSearchIndex.open} (the whole generation) when the newest
  * generation has no pack (written before packs existed) or when hybrid search needs the stored
@@ -103,43 +110,60 @@ export class ShardedChunkIndex implements ChunkSearch {
     const core = await this.core;
     if (core === undefined) return [];
     if (core instanceof MiniSearchIndex) return core.search(query, options);
-    const search = () =>
-      core.engine.search(searchQuery(query), {
-        filter: (result) => matchesFilter(result, filter),
-      }) as SearchResult[];
-    // First pass over the dictionary alone: which terms the query expands to.
-    core.terms.recording = new Set();
-    search();
-    const needed = core.terms.recording;
-    core.terms.recording = undefined;
-    await Promise.all(
-      [...new Set([...needed].map((term) => core.terms.shardOf(term)))].map((s) =>
-        this.loadPostings(core, s),
-      ),
-    );
-    const results = withOwnerPrior(withDocumentPrior(search()), core.owners.prior(query));
-    core.terms.endQuery();
-    const chosen: SearchResult[] = [];
-    for (const result of results) {
-      if (chosen.length >= limit) break;
-      if (accept && !accept(result.id as string)) continue;
-      chosen.push(result);
+    // The terms the query expands to (exact, prefix and fuzzy matches in the dictionary), then
+    // the posting shards holding them.
+    const plan = planQuery(core.dictionary, searchQuery(query), core.options);
+    const shards = new Set<number>();
+    for (const { expansions } of queryTerms(plan))
+      for (const { term } of expansions) shards.add(core.shardOf(term));
+    await Promise.all([...shards].map((s) => this.loadPostings(core, s)));
+    const scored = scoreQuery(plan, (term) => core.postingsOf(term), core.chunks);
+    // minisearch's search from here: the filter, then (rankWithPriors) the order by score.
+    const { chunks } = core;
+    let rows = scored.rows;
+    let scores = scored.scores;
+    if (filter.type !== undefined || filter.prefix !== undefined) {
+      const kept: number[] = [];
+      for (let n = 0; n < scored.count; n += 1) {
+        const row = scored.rows[n] as number;
+        if (matchesFilter({ id: chunks.urn(row), type: chunks.type(row) }, filter)) kept.push(n);
+      }
+      rows = Int32Array.from(kept, (n) => scored.rows[n] as number);
+      scores = Float64Array.from(kept, (n) => scored.scores[n] as number);
     }
-    const shards = new Set(chosen.map((result) => core.chunks.textShardOf(result.id as string)));
+    const input = {
+      count: rows.length,
+      score: (n: number) => scores[n] as number,
+      source: (n: number) => chunks.source(rows[n] as number),
+      urn: (n: number) => chunks.urn(rows[n] as number),
+    };
+    const prior = core.owners.prior(query);
+    // The ranking's head, enough for `limit` hits unless `accept` refuses many; then all of it.
+    let depth = Math.min(rows.length, 2 * limit + 8);
+    let chosen: { row: number; urn: string; score: number }[];
+    for (;;) {
+      const ranked = rankWithPriors(input, prior, depth);
+      chosen = [];
+      for (const n of ranked.order) {
+        if (chosen.length >= limit) break;
+        const row = rows[n] as number;
+        const urn = chunks.urn(row);
+        if (accept && !accept(urn)) continue;
+        chosen.push({ row, urn, score: ranked.scores[n] as number });
+      }
+      if (chosen.length >= limit || depth >= rows.length) break;
+      depth = rows.length;
+    }
+    const textShards = new Set(chosen.map((result) => chunks.textShard(result.row)));
     const loaded = new Map(
-      await Promise.all([...shards].map(async (s) => [s, await this.loadTexts(s)] as const)),
+      await Promise.all([...textShards].map(async (s) => [s, await this.loadTexts(s)] as const)),
     );
-    return chosen.map((result) => {
-      const shortId = core.chunks.shortIdOf(result.id as string);
-      const stored = loaded.get(core.chunks.textShardOf(result.id as string))?.[String(shortId)];
-      const hit: SearchHit = {
-        urn: result.id as string,
-        type: result.type as string,
-        text: stored?.text ?? '',
-        score: result.score,
-      };
+    return chosen.map(({ row, urn, score }) => {
+      const stored = loaded.get(chunks.textShard(row))?.[String(chunks.shortId(row))];
+      const hit: SearchHit = { urn, type: chunks.type(row), text: stored?.text ?? '', score };
       if (stored?.title !== undefined) hit.title = stored.title;
-      if (typeof result.source === 'string') hit.source = result.source;
+      const source = chunks.source(row);
+      if (source !== undefined) hit.source = source;
       return hit;
     });
   }
@@ -185,7 +209,7 @@ export class ShardedChunkIndex implements ChunkSearch {
       pending = this.readBytes(postingsKey(this.key, core.generation, shard)).then((data) => {
         const parsed = PostingShard.parse(data);
         if (!parsed) throw new ValidationError(`posting shard ${shard} of the chunk index does not parse`);
-        core.terms.supply(shard, parsed);
+        core.supply(shard, parsed);
       });
       this.postings.set(shard, pending);
     }
@@ -208,118 +232,35 @@ export class ShardedChunkIndex implements ChunkSearch {
 }
 
 /**
- * The part of minisearch's `SearchableMap` that its search reads (`get`, `atPrefix`, `fuzzyGet`,
- * `has`), over the term dictionary with posting lists supplied shard by shard. The dictionary is a
- * real `SearchableMap` over the same radix tree `MiniSearch.loadJS` builds (shard-pack.ts writes
- * it node by node), so expansions come out in the same order and scores add up in the same order. While {@link recording} is set, every term asked for is recorded and answered as
- * absent (a dry run that finds the shards a query needs).
+ * The chunks of a pack's core, answered from its flat arrays (the {@link RankingData} the
+ * ranking reads): a chunk's URN becomes a string when a query matches it.
  */
-class LazyTerms {
-  recording: Set<string> | undefined;
-  private readonly loaded = new Map<string, Postings>();
-  private readonly shards = new Map<number, PostingShard>();
-  /** Expansions of the current query (the dry run and the search ask the same ones). */
-  private readonly expansions = new Map<string, readonly (readonly [string, number])[]>();
-
-  constructor(
-    private readonly dictionary: SearchableMap<true>,
-    private readonly bounds: readonly string[],
-  ) {}
-
-  /** Index of the posting shard holding `term` (the last bound ≤ term). */
-  shardOf(term: string): number {
-    let low = 0;
-    let high = this.bounds.length - 1;
-    while (low < high) {
-      const middle = (low + high + 1) >> 1;
-      if ((this.bounds[middle] as string) <= term) low = middle;
-      else high = middle - 1;
-    }
-    return low;
-  }
-
-  /** Makes the posting lists of a shard available (decoded to minisearch's Maps when first asked for). */
-  supply(index: number, shard: PostingShard): void {
-    this.shards.set(index, shard);
-  }
-
-  private postingsOf(term: string): Postings | undefined {
-    if (this.recording) {
-      this.recording.add(term);
-      return undefined;
-    }
-    let postings = this.loaded.get(term);
-    if (postings) return postings;
-    postings = this.shards.get(this.shardOf(term))?.postings(term);
-    if (!postings) return undefined;
-    this.loaded.set(term, postings);
-    return postings;
-  }
-
-  has(term: string): boolean {
-    return this.dictionary.has(term);
-  }
-
-  get(term: string): Postings | undefined {
-    return this.dictionary.has(term) ? this.postingsOf(term) : undefined;
-  }
-
-  /** Forgets the expansions of the last query (they are kept for its two passes only). */
-  endQuery(): void {
-    this.expansions.clear();
-  }
-
-  atPrefix(prefix: string): [string, Postings | undefined][] {
-    const key = `p\u0000${prefix}`;
-    let terms = this.expansions.get(key);
-    if (!terms) {
-      terms = [...this.dictionary.atPrefix(prefix).keys()].map((term) => [term, 0] as const);
-      this.expansions.set(key, terms);
-    }
-    return terms.map(([term]) => [term, this.postingsOf(term)]);
-  }
-
-  fuzzyGet(term: string, maxDistance: number): Map<string, [Postings | undefined, number]> {
-    const key = `f\u0000${maxDistance}\u0000${term}`;
-    let terms = this.expansions.get(key);
-    if (!terms) {
-      terms = [...this.dictionary.fuzzyGet(term, maxDistance)].map(
-        ([match, [, distance]]) => [match, distance] as const,
-      );
-      this.expansions.set(key, terms);
-    }
-    const matches = new Map<string, [Postings | undefined, number]>();
-    for (const [match, distance] of terms) matches.set(match, [this.postingsOf(match), distance]);
-    return matches;
-  }
-}
-
-/**
- * The chunks of a pack's core as minisearch's search reads them (`get` and `has` of its
- * `_documentIds`, `_storedFields` and `_fieldLength` Maps), answered from the core's flat arrays:
- * a chunk's URN, stored fields and field lengths become objects only when a query matches it.
- */
-class ChunkTable {
+class ChunkTable implements RankingData {
+  readonly rows: number;
+  readonly documentCount: number;
+  readonly fieldIds: Readonly<Record<string, number>>;
+  readonly averageFieldLength: readonly (number | null)[];
   /** Row of each shortId in the core's arrays (-1: no such chunk). */
-  private readonly rows: Int32Array;
+  readonly rowOfShortId: Int32Array;
+  readonly fieldLengths: readonly number[];
+  readonly fieldCount: number;
   /** Start of each row's URN suffix in `suffixes`. */
   private readonly starts: Int32Array;
   private readonly urns: (string | undefined)[];
-  private readonly stored: (Partial<StoredFields> | undefined)[];
-  private readonly lengths: ((number | null)[] | undefined)[];
-  /** Row of each URN made so far (every URN a search returns was made by {@link urnAt}). */
-  private readonly byUrn = new Map<string, number>();
-  private complete = false;
-  private readonly fields: number;
 
   constructor(private readonly core: PackCore) {
     const chunks = core.docs.length / DOC_WIDTH;
-    this.fields = Object.keys(core.fieldIds).length;
+    this.rows = chunks;
+    this.documentCount = core.documentCount;
+    this.fieldIds = core.fieldIds;
+    this.averageFieldLength = core.averageFieldLength;
+    this.fieldLengths = core.fieldLengths;
+    this.fieldCount = Object.keys(core.fieldIds).length;
     let size = core.nextId;
     for (let row = 0; row < chunks; row += 1)
       size = Math.max(size, (core.docs[row * DOC_WIDTH] as number) + 1);
-    this.rows = new Int32Array(size).fill(-1);
-    for (let row = 0; row < chunks; row += 1) this.rows[core.docs[row * DOC_WIDTH] as number] = row;
+    this.rowOfShortId = new Int32Array(size).fill(-1);
+    for (let row = 0; row < chunks; row += 1) this.rowOfShortId[core.docs[row * DOC_WIDTH] as number] = row;
     this.starts = new Int32Array(chunks + 1);
     let at = 0;
     for (let row = 0; row < chunks; row += 1) {
@@ -329,123 +270,71 @@ class ChunkTable {
     }
     this.starts[chunks] = core.suffixes.length + 1;
     this.urns = new Array(chunks);
-    this.stored = new Array(chunks);
-    this.lengths = new Array(chunks);
   }
 
-  private row(shortId: number): number {
-    return shortId >= 0 && shortId < this.rows.length ? (this.rows[shortId] as number) : -1;
-  }
-
-  private urnAt(row: number): string {
+  urn(row: number): string {
     let urn = this.urns[row];
     if (urn === undefined) {
       const { docs, prefixes, suffixes } = this.core;
       const suffix = suffixes.slice(this.starts[row], (this.starts[row + 1] as number) - 1);
       urn = `${prefixes[docs[row * DOC_WIDTH + 1] as number]}${suffix}`;
       this.urns[row] = urn;
-      this.byUrn.set(urn, row);
     }
     return urn;
   }
 
-  /** `_documentIds`: shortId → URN. */
-  readonly documentIds = {
-    has: (shortId: number) => this.row(shortId) >= 0,
-    get: (shortId: number) => {
-      const row = this.row(shortId);
-      return row < 0 ? undefined : this.urnAt(row);
-    },
-  };
-
-  /** `_storedFields`: shortId → URN, type, source (the text lives in the text shards). */
-  readonly storedFields = {
-    get: (shortId: number) => {
-      const row = this.row(shortId);
-      if (row < 0) return undefined;
-      let stored = this.stored[row];
-      if (!stored) {
-        const { docs, types, sources } = this.core;
-        stored = { urn: this.urnAt(row), type: types[docs[row * DOC_WIDTH + 2] as number] ?? '' };
-        const path = sources[docs[row * DOC_WIDTH + 3] as number];
-        if (path !== undefined) stored.source = path;
-        this.stored[row] = stored;
-      }
-      return stored;
-    },
-  };
-
-  /** `_fieldLength`: shortId → length of each field (null and missing entries as minisearch had them). */
-  readonly fieldLength = {
-    get: (shortId: number) => {
-      const row = this.row(shortId);
-      if (row < 0) return undefined;
-      let lengths = this.lengths[row];
-      if (!lengths) {
-        lengths = [];
-        for (let field = 0; field < this.fields; field += 1) {
-          const length = this.core.fieldLengths[row * this.fields + field] as number;
-          if (length === FIELD_LENGTH_ABSENT) break;
-          lengths.push(length === FIELD_LENGTH_NULL ? null : length);
-        }
-        this.lengths[row] = lengths;
-      }
-      return lengths;
-    },
-  };
-
-  /** `_idToShortId`: URN → shortId (every URN is made at the first miss; search does not use it). */
-  readonly idToShortId = {
-    has: (urn: string) => this.rowOf(urn) >= 0,
-    get: (urn: string) => {
-      const row = this.rowOf(urn);
-      return row < 0 ? undefined : (this.core.docs[row * DOC_WIDTH] as number);
-    },
-  };
-
-  private rowOf(urn: string): number {
-    const row = this.byUrn.get(urn);
-    if (row !== undefined) return row;
-    if (this.complete) return -1;
-    for (let at = 0; at < this.urns.length; at += 1) this.urnAt(at);
-    this.complete = true;
-    return this.byUrn.get(urn) ?? -1;
+  shortId(row: number): number {
+    return this.core.docs[row * DOC_WIDTH] as number;
   }
 
-  /** shortId of a URN a search returned (-1: none). */
-  shortIdOf(urn: string): number {
-    return this.idToShortId.get(urn) ?? -1;
+  type(row: number): string {
+    return this.core.types[this.core.docs[row * DOC_WIDTH + 2] as number] ?? '';
   }
 
-  /** Text shard of a URN a search returned (-1: none). */
-  textShardOf(urn: string): number {
-    const row = this.rowOf(urn);
-    return row < 0 ? -1 : (this.core.docs[row * DOC_WIDTH + 4] as number);
+  /** The chunk's document path; undefined for a chunk without one. */
+  source(row: number): string | undefined {
+    return this.core.sources[this.core.docs[row * DOC_WIDTH + 3] as number];
+  }
+
+  textShard(row: number): number {
+    return this.core.docs[row * DOC_WIDTH + 4] as number;
   }
 }
 
 /**
- * A minisearch instance over a pack's core: the statistics set as `MiniSearch.loadJS` sets them,
- * {@link ChunkTable} as its chunk Maps and {@link LazyTerms} as its term index. minisearch 7 keeps
- * these in plain (underscore) properties; the equivalence test (test/search/sharded-index.test.ts)
- * fails if an upgrade changes them.
+ * The search options of the index's minisearch instance, defaults merged, as its own search reads
+ * them (minisearch 7 keeps them in `_options`; the equivalence test fails if an upgrade changes that).
  */
+function engineQueryOptions(): QueryOptions {
+  const engine = new MiniSearch<StoredFields>(ENGINE_OPTIONS) as unknown as { _options: QueryOptions };
+  const { fields, tokenize, processTerm, searchOptions } = engine._options;
+  return { fields, tokenize, processTerm, searchOptions };
+}
+
+/** A pack's core ready to rank queries: the dictionary, the chunks, the posting shards read so far. */
 function coreOf(core: PackCore, generation: number): Core {
-  const engine = new MiniSearch<StoredFields>(ENGINE_OPTIONS);
-  const tree = treeFromString(core.tree);
-  const terms = new LazyTerms(new SearchableMap<true>(tree as Map<string, never>), core.bounds);
-  const chunks = new ChunkTable(core);
-  Object.assign(engine, {
-    _documentCount: core.documentCount,
-    _nextId: core.nextId,
-    _idToShortId: chunks.idToShortId,
-    _fieldIds: core.fieldIds,
-    _avgFieldLength: core.averageFieldLength,
-    _dirtCount: core.dirtCount,
-    _documentIds: chunks.documentIds,
-    _fieldLength: chunks.fieldLength,
-    _storedFields: chunks.storedFields,
-    _index: terms,
-  });
-  return { engine, owners: NameOwners.fromResolved(core.owners), terms, chunks, generation };
+  const dictionary = new SearchableMap<true>(treeFromString(core.tree) as Map<string, never>);
+  const shards = new Map<number, PostingShard>();
+  const shardOf = (term: string): number => {
+    // The last bound ≤ term.
+    const bounds = core.bounds;
+    let low = 0;
+    let high = bounds.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if ((bounds[middle] as string) <= term) low = middle;
+      else high = middle - 1;
+    }
+    return low;
+  };
+  return {
+    dictionary,
+    shardOf,
+    supply: (index, shard) => shards.set(index, shard),
+    postingsOf: (term) => shards.get(shardOf(term))?.postings(term),
+    options: engineQueryOptions(),
+    owners: NameOwners.fromResolved(core.owners),
+    chunks: new ChunkTable(core),
+    generation,
+  };
 }

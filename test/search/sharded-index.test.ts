@@ -124,6 +124,21 @@ describe('ShardedChunkIndex', () => {
     }
   });
 
+  it('ranks past the head it first looks at when the policy gate refuses most of it', async () => {
+    const sharded = await ShardedChunkIndex.open(storage);
+    const query = QUERIES[0] as string;
+    // Accept only the last few chunks of the whole ranking: far below the head (2 × limit + 8).
+    const all = await whole.search(query, { limit: 1000 });
+    expect(all.length).toBeGreaterThan(60);
+    const tail = new Set(all.slice(-5).map((hit) => hit.urn));
+    const accept = (urn: string) => tail.has(urn);
+
+    const hits = await sharded.search(query, { limit: 3, accept });
+
+    expect(hits.map((hit) => hit.urn)).toEqual(all.slice(-5, -2).map((hit) => hit.urn));
+    expect(summary(hits)).toEqual(summary(await whole.search(query, { limit: 3, accept })));
+  });
+
   it('reads the core and only the posting shards its query needs at a cold search', async () => {
     const sharded = await ShardedChunkIndex.open(storage);
     const postingShards = (await storage.findByPrefix(`${packPrefix('indexes/chunks', 1)}postings.`)).length;
@@ -210,6 +225,26 @@ describe('ShardedChunkIndex', () => {
 
     expect(summary(hits)).toEqual(summary(await whole.search(QUERIES[0] as string)));
     // The core only: no posting or text shard of the refused pack is read.
+    expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
+  });
+
+  it.each([
+    ['a negative document count', { documentCount: -1 }],
+    ['a field id that is not an integer', { fieldIds: { title: 0.5, text: 1, source: 2 } }],
+    ['a dictionary that is not a string', { tree: [] }],
+    ['a shard bound that is not a string', { bounds: [1] }],
+    ['an average field length that is not a number', { averageFieldLength: ['1'] }],
+    ['a vectors model that is not a string', { vectors: 1 }],
+  ])('refuses a core with %s, and reads the whole generation', async (_, change) => {
+    const bad = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-core-')));
+    await bad.put('indexes/chunks.1.json', JSON.stringify(whole));
+    const current = JSON.parse((await storage.get(coreKey('indexes/chunks', 1))).toString('utf8'));
+    await bad.put(coreKey('indexes/chunks', 1), JSON.stringify({ ...current, ...change }));
+    const sharded = await ShardedChunkIndex.open(bad);
+
+    const hits = await sharded.search(QUERIES[0] as string);
+
+    expect(summary(hits)).toEqual(summary(await whole.search(QUERIES[0] as string)));
     expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
   });
 
@@ -309,7 +344,7 @@ describe('PostingShard', () => {
         [2, new Map([[3, 2]])],
       ]),
     );
-    expect([...(shard?.postings('alpha')?.get(0)?.keys() ?? [])]).toEqual([3, 12]);
+    expect([...(shard?.postings('alpha')?.get(0) ?? [])].map(([shortId]) => shortId)).toEqual([3, 12]);
     expect(plain(shard?.postings('beta'))).toEqual(new Map([[1, new Map([[7, 9]])]]));
     expect(plain(shard?.postings('gamma'))).toEqual(new Map());
     expect(shard?.postings('delta')).toBeUndefined();
@@ -327,23 +362,26 @@ describe('PostingShard', () => {
     expect(PostingShard.parse(Buffer.from('{"alpha":{}}'))).toBeUndefined();
     expect(PostingShard.parse(encoded.subarray(0, encoded.length - 4))).toBeUndefined();
     expect(PostingShard.parse(Buffer.alloc(2))).toBeUndefined();
+    // Terms out of order: the lookup's binary search would miss them.
+    expect(
+      PostingShard.parse(
+        encodePostingShard([
+          ['beta', { '1': { '7': 9 } }],
+          ['alpha', { '0': { '3': 1 } }],
+        ]),
+      ),
+    ).toBeUndefined();
   });
 
-  it('answers size, keys, get and has of a list as minisearch reads them, in or out of iteration order', () => {
+  it('reads a list in place: its size and pairs from its start in the shared words', () => {
     const list = PostingShard.parse(encodePostingShard(entries))?.postings('alpha')?.get(0);
 
     expect(list?.size).toBe(2);
-    const seen: [number, number | undefined][] = [];
-    for (const shortId of list?.keys() ?? []) seen.push([shortId, list?.get(shortId)]);
-    expect(seen).toEqual([
+    expect([list?.words[list.start], list?.words[(list?.start ?? 0) + 1]]).toEqual([3, 1]);
+    expect([...(list ?? [])]).toEqual([
       [3, 1],
       [12, 4],
     ]);
-    // After the iteration the cursor is on 12: 3 is found by the scan, 5 is absent.
-    expect(list?.get(3)).toBe(1);
-    expect(list?.has(12)).toBe(true);
-    expect(list?.get(5)).toBeUndefined();
-    expect(list?.has(5)).toBe(false);
     // An empty list holds nothing, whatever words follow it in the shard.
     const empty = PostingShard.parse(
       encodePostingShard([
@@ -351,7 +389,8 @@ describe('PostingShard', () => {
         ['b', { '0': { '0': 7 } }],
       ]),
     );
-    expect(empty?.postings('a')?.get(0)?.get(0)).toBeUndefined();
+    expect(empty?.postings('a')?.get(0)?.size).toBe(0);
+    expect([...(empty?.postings('a')?.get(0) ?? [])]).toEqual([]);
   });
 
   it('refuses to encode a frequency that is not an unsigned 32-bit integer', () => {
