@@ -43,6 +43,9 @@ export const PASSAGE_CHARS = 700;
  */
 export const PASSAGE_HITS = 4;
 
+/** Least room (characters) worth filling with the opening lines of the block after a passage's only block. */
+export const MIN_CUT_CHARS = 200;
+
 /** Longest single block (a code block) kept whole in a passage; a longer one is cut at a line. */
 export const BLOCK_CHARS = 900;
 
@@ -331,13 +334,13 @@ export function blocksOf(text: string): Block[] {
 }
 
 /** A block longer than {@link BLOCK_CHARS}, cut at a line, the fence closed again. */
-function capBlock(block: Block): string {
-  if (block.text.length <= BLOCK_CHARS) return block.text;
+function capBlock(block: Block, limit = BLOCK_CHARS): string {
+  if (block.text.length <= limit) return block.text;
   const lines = block.text.split('\n');
   const kept: string[] = [];
   let length = 0;
   for (const line of lines) {
-    if (length + line.length + 1 > BLOCK_CHARS - 8) break;
+    if (length + line.length + 1 > limit - 8) break;
     kept.push(line);
     length += line.length + 1;
   }
@@ -350,7 +353,9 @@ function capBlock(block: Block): string {
  * The passage of `text` around the hit: the block (paragraph or code block) holding the most of
  * `terms` (the first block when none holds any), then its neighbours — the next block first, so
  * a sentence keeps the code it introduces — while the passage stays within {@link PASSAGE_CHARS}
- * (the best block alone may be longer, up to {@link BLOCK_CHARS}); past the limit, the code block
+ * (the best block alone may be longer, up to {@link BLOCK_CHARS}); when no neighbour fits beside
+ * the best block, the block after it is cut at a line to the room left (at least
+ * {@link MIN_CUT_CHARS}: the opening items of a list of API calls); past the limit, the code block
  * right after it when the passage's last paragraph introduces it (ends with `:`), and, when the
  * passage has no code, the chunk's nearest code block after it (else before it). Blocks left out
  * are marked by a `…` line. A text within the limit is returned whole (headings dropped).
@@ -388,6 +393,14 @@ export function passageOf(text: string, terms: ReadonlySet<string>): string {
   // it (else before it): the example is what answers a "how do I".
   const kept = new Set<number>();
   for (let i = first; i <= last; i += 1) kept.add(i);
+  // A best block that no neighbour fits beside keeps the opening lines of the block after it,
+  // cut to the room left (the list of API calls after "Images can be obtained from …").
+  const cut = new Map<number, number>();
+  const room = PASSAGE_CHARS - length - 2;
+  if (first === last && blocks[last + 1] && room >= MIN_CUT_CHARS) {
+    kept.add(last + 1);
+    cut.set(last + 1, room);
+  }
   const introduces = /:\s*$/.test(blocks[last]?.text ?? '');
   if (blocks[last + 1]?.code && introduces) kept.add(last + 1);
   if (![...kept].some((i) => blocks[i]?.code)) {
@@ -400,7 +413,7 @@ export function passageOf(text: string, terms: ReadonlySet<string>): string {
   let previous = -1;
   for (const i of [...kept].sort((a, b) => a - b)) {
     if (i > previous + 1) parts.push('…');
-    parts.push(capBlock(blocks[i] as Block));
+    parts.push(capBlock(blocks[i] as Block, cut.get(i)));
     previous = i;
   }
   if (previous < blocks.length - 1) parts.push('…');

@@ -69,6 +69,42 @@ describe('passageOf', () => {
   });
 });
 
+describe('passageOf: the block after a lone best block', () => {
+  it('keeps the opening lines of a list too long to fit beside the paragraph that introduces it', () => {
+    const list = [
+      '- `ecs.ContainerImage.fromRegistry(imageName)`: use a public image.',
+      '- `ecs.ContainerImage.fromRegistry(imageName, { credentials: mySecret })`: use a private image that requires credentials.',
+      '- `ecs.ContainerImage.fromEcrRepository(repo, tagOrDigest)`: use the given ECR repository as the image',
+      '  to start. If no tag or digest is provided, "latest" is assumed.',
+      "- `ecs.ContainerImage.fromAsset('./image')`: build and upload an",
+      '  image directly from a `Dockerfile` in your source directory.',
+      '- `ecs.ContainerImage.fromDockerImageAsset(asset)`: uses an existing',
+      '  `aws-cdk-lib/aws-ecr-assets.DockerImageAsset` as a container image.',
+      '- `ecs.ContainerImage.fromTarball(file)`: use an existing tarball.',
+      '- `new ecs.TagParameterContainerImage(repository)`: use the given ECR repository as the image',
+      '  but a CloudFormation parameter as the tag.',
+      '- `ecs.ContainerImage.fromCustomImage(image)`: use an image of your own making, described by',
+      '  its repository, its tag and the credentials needed to pull it from a private registry.',
+    ].join('\n');
+    const text = [
+      '### Images',
+      'Images supply the software that runs inside the container. Images can be obtained from either DockerHub or from ECR repositories, built directly from a local Dockerfile, or use an existing tarball.',
+      list,
+      filler('first'),
+    ].join('\n\n');
+    expect(list.length).toBeGreaterThan(PASSAGE_CHARS);
+    const passage = passageOf(
+      text,
+      new Set(termsOf('run an image from an ECR repository in a task definition')),
+    );
+    expect(passage).toContain('Images supply the software');
+    expect(passage).toContain('ContainerImage.fromEcrRepository(repo, tagOrDigest)');
+    expect(passage).not.toContain('fromCustomImage');
+    expect(passage).not.toContain('first section');
+    expect(passage.length).toBeLessThanOrEqual(PASSAGE_CHARS + 10);
+  });
+});
+
 describe('renderToolResult', () => {
   it('renders hits as plain text with citation ids, the heading trail once and no score', () => {
     const ids = new CitationIds();
