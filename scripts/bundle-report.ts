@@ -259,7 +259,7 @@ async function coldSearch(
       join(dataDir, 'indexes', 'chunks.1.json'),
     );
     await (await MiniSearchIndex.open(new FilesystemStorage(dataDir))).save();
-    const entry = await buildSearchProbe();
+    const entry = await buildSearchProbe(tool.dir);
     const timings: ImportTiming[] = [];
     for (let i = 0; i < runs; i += 1) {
       const query = PROBE_QUERIES[i % PROBE_QUERIES.length] as string;

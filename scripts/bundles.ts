@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { cpSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -15,6 +15,7 @@ import {
   writeTokenizerRanks,
 } from '../infra/lib/bundling.js';
 import { FUNCTION_TABLE, type FunctionSpec } from '../infra/lib/functions.js';
+import { buildSdkModule, SDK_MODULE_FILE } from '../infra/lib/sdk-module.js';
 import { API_ROUTES } from '../shared/channels/routes.js';
 import { s3ObjectCreatedEvent } from '../shared/events/envelope.js';
 import { withMeta } from '../shared/resources/meta.js';
@@ -24,10 +25,10 @@ import { keyOf } from '../shared/urn.js';
  * Building and measuring function bundles outside CDK, with the stack's esbuild options
  * (infra/lib/bundling.ts): used by `npm run bundle:report` and the bundle tests.
  *
- * Bundles are written under `node_modules/.cache/` of the project so that the modules left
- * external (`@aws-sdk/*`, `@smithy/*`, which the Lambda runtime provides) resolve from the
- * project's `node_modules` when a plain `node` process imports them, as they resolve from the
- * runtime in Lambda.
+ * Bundles are written under `node_modules/.cache/` of the project. The modules left external
+ * (`@aws-sdk/*`, `@smithy/*`) resolve to the asset's own stub packages and `aws-sdk.cjs`
+ * (infra/lib/sdk-module.ts), as in Lambda; anything else external resolves from the project's
+ * `node_modules`, as it would from the runtime's.
  */
 
 /** Default directory of report bundles. */
@@ -48,6 +49,8 @@ export interface BuiltBundle {
   policyBytes: number;
   /** Size of the tokenizer ranks file (`tokenizer/cl100k_base.json`) in bytes. */
   tokenizerBytes: number;
+  /** Size of the asset's AWS SDK module (`aws-sdk.cjs`, infra/lib/sdk-module.ts) in bytes; 0 without one. */
+  sdkBytes: number;
   metafile: Metafile;
 }
 
@@ -67,6 +70,8 @@ export async function buildBundle(
   const result = await build({ ...esbuildOptions(name, spec.entry, dir), metafile: true });
   // The asset's modules of their own, as the stack's afterBundling hook writes them (not in `bytes`).
   for (const module of assetModulesOf(name, spec)) await build(assetModuleBuildOptions(module, dir));
+  // Last, as the hook does: it reads the JavaScript files above (infra/lib/sdk-module.ts).
+  const sdk = buildSdkModule(dir);
   copyPolicyBundle(name, dir);
   const ranks = writeTokenizerRanks(dir);
   const file = join(dir, BUNDLE_FILE);
@@ -78,19 +83,24 @@ export async function buildBundle(
     mapBytes: statSync(`${file}.map`).size,
     policyBytes: directoryBytes(join(dir, 'policies')),
     tokenizerBytes: statSync(ranks).size,
+    sdkBytes: sdk.bytes,
     metafile: result.metafile,
   };
 }
 
 /**
  * Builds scripts/search-probe.ts (a {@link SearchProbe}'s entry) with the tool function's
- * esbuild options into `<outRoot>/search-probe/index.mjs`.
+ * esbuild options into `<outRoot>/search-probe/index.mjs`, with the AWS SDK module of the tool
+ * bundle at `toolDir` beside it (`aws-sdk.cjs` and its stub packages), so the probe loads the S3
+ * client as the tool function does.
  * @returns the built file
  */
-export async function buildSearchProbe(outRoot: string = BUNDLE_CACHE_DIR): Promise<string> {
+export async function buildSearchProbe(toolDir: string, outRoot: string = BUNDLE_CACHE_DIR): Promise<string> {
   const dir = join(outRoot, 'search-probe');
   rmSync(dir, { recursive: true, force: true });
   await build(esbuildOptions('tool', 'scripts/search-probe.ts', dir));
+  cpSync(join(toolDir, SDK_MODULE_FILE), join(dir, SDK_MODULE_FILE));
+  cpSync(join(toolDir, 'node_modules'), join(dir, 'node_modules'), { recursive: true });
   return join(dir, BUNDLE_FILE);
 }
 

@@ -35,9 +35,11 @@ export const ESM_REQUIRE_BANNER =
   "import { createRequire as __cldCreateRequire } from 'node:module'; const require = __cldCreateRequire(import.meta.url);";
 
 /**
- * Modules left out of every bundle because the Lambda Node.js runtime provides them: AWS SDK
- * for JavaScript v3 and its Smithy packages (the same list aws-lambda-nodejs uses with the
- * `@aws-cdk/aws-lambda-nodejs:sdkV3ExcludeSmithyPackages` flag).
+ * Modules left out of `index.mjs`: AWS SDK for JavaScript v3 and its Smithy packages (the same
+ * list aws-lambda-nodejs uses with the `@aws-cdk/aws-lambda-nodejs:sdkV3ExcludeSmithyPackages`
+ * flag). The code `require`s them at first use (shared/aws/sdk.ts); the asset's own tree-shaken
+ * `aws-sdk.cjs` answers those `require`s through stub packages under its `node_modules/`
+ * (infra/lib/sdk-module.ts, {@link sdkModuleCommands}), ahead of the Lambda runtime's copy.
  */
 export const EXTERNAL_MODULES = ['@aws-sdk/*', '@smithy/*'] as const;
 
@@ -227,6 +229,8 @@ export function nodejsBundling(
       ...tokenizerCommands(inputDir, outputDir),
       ...(withConsole ? consoleCommands(inputDir, outputDir) : []),
       ...assetModuleCommands(assetModulesOf(name, spec), inputDir, outputDir),
+      // Last: it reads the JavaScript files written above (infra/lib/sdk-module.ts).
+      ...sdkModuleCommands(inputDir, outputDir),
     ],
   };
   return {
@@ -304,6 +308,18 @@ export function assetModuleCommands(
   const script = `for (const o of JSON.parse(process.argv[1])) require('esbuild').buildSync(o)`;
   return [
     `cd ${shellQuote(inputDir)} && ${shellQuote(process.execPath)} -e ${shellQuote(script)} ${shellQuote(options)}`,
+  ];
+}
+
+/**
+ * Shell commands (afterBundling hook, after every other JavaScript file of the asset is written)
+ * that build the asset's AWS SDK module, `aws-sdk.cjs` with its stub packages under
+ * `node_modules/` (infra/lib/sdk-module.ts), with the Node.js running the synth and the
+ * project's tsx, from the input directory.
+ */
+export function sdkModuleCommands(inputDir: string, outputDir: string): string[] {
+  return [
+    `cd ${shellQuote(inputDir)} && ${shellQuote(process.execPath)} --import tsx scripts/build-sdk-module.ts ${shellQuote(outputDir)}`,
   ];
 }
 

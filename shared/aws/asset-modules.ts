@@ -4,7 +4,8 @@
  * runs esbuild's command line for `index.mjs`, so the stack's afterBundling hook builds these,
  * infra/lib/bundling.ts `assetModuleCommands`).
  *
- * Why: the Lambda runtime provides the AWS SDK, so the bundles leave `@aws-sdk/*` external, and
+ * Why: the bundles leave `@aws-sdk/*` external (the asset's `aws-sdk.cjs` serves it through stub
+ * packages: infra/lib/sdk-module.ts, which scans these files too, for the exports they use), and
  * esbuild hoists every static `import` of an external package by a bundled module to the top of
  * `index.mjs` — a dynamic `import()` of the bundled module does not defer it. Our own adapters
  * load their clients with `require` at first use (shared/aws/sdk.ts); third-party modules that

@@ -6,8 +6,9 @@ import type * as NodeHttpHandlerModule from '@smithy/node-http-handler';
  * loads its client package with CommonJS `require` at its first use (building a client, sending a
  * command), never with a static `import`.
  *
- * - **Only where used.** The bundles leave `@aws-sdk/*` to the Lambda runtime (external), and
- *   esbuild hoists an external static `import` to the top of `index.mjs`, so every cold start
+ * - **Only where used.** The bundles leave `@aws-sdk/*` external (the asset's tree-shaken
+ *   `aws-sdk.cjs` serves it: infra/lib/sdk-module.ts), and esbuild hoists an external static
+ *   `import` to the top of `index.mjs`, so every cold start
  *   loaded every client the bundle mentions before the handler ran, whether the invocation used
  *   it or not (the probe invocations on local adapters, a `graph`-only tool call).
  * - **`require`, not `import`.** The SDK's packages are CommonJS (`main: dist-cjs`); Node's ESM
@@ -21,8 +22,9 @@ import type * as NodeHttpHandlerModule from '@smithy/node-http-handler';
  * the run-time dependency in the metafile (kind `require-call`, external: what `bundle:report`
  * and test/infra/bundles.test.ts read), and uses {@link requireSdk} in ES module scope without it
  * (tsx: the CLI, scripts; the CLI bundle dist/cld.mjs, which has no banner: {@link HAS_REQUIRE}).
- * Resolution is CommonJS's, which in Lambda includes `NODE_PATH` (`/var/runtime/node_modules`,
- * where the runtime's SDK lives).
+ * Resolution is CommonJS's: in a function asset the stub packages under `/var/task/node_modules/`
+ * answer first, with the asset's `aws-sdk.cjs` (infra/lib/sdk-module.ts); `NODE_PATH`
+ * (`/var/runtime/node_modules`, the runtime's SDK) only serves a package the asset lacks.
  */
 export const requireSdk: NodeJS.Require = createRequire(import.meta.url);
 

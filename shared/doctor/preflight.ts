@@ -16,7 +16,7 @@
  * 5. `concurrency` — Lambda `GetAccountSettings`: the account's concurrent-executions quota
  *    against what the stack needs ({@link RECOMMENDED_CONCURRENCY}; new accounts start at 10).
  * 6. `smoke` (after deploy, with an API URL and a token) — a question through the HTTP API,
- *    polled until it ends: proves the deployed bundles run on the Lambda runtime's SDK.
+ *    polled until it ends: proves the deployed bundles run with the AWS SDK their assets carry (infra/lib/sdk-module.ts).
  */
 
 import {

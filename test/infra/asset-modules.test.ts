@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -7,9 +8,12 @@ import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assetModulesOf, esbuildOptions, PROJECT_ROOT } from '../../infra/lib/bundling.js';
 import { FUNCTIONS, type FunctionName, type FunctionSpec } from '../../infra/lib/functions.js';
+import { SDK_MODULE_FILE } from '../../infra/lib/sdk-module.js';
 import { buildBundle, staticExternalImports } from '../../scripts/bundles.js';
 import { ASSET_MODULES } from '../../shared/aws/asset-modules.js';
 import { type DynaliteHandle, startDynalite } from '../helpers/dynalite.js';
+import { S3RVER_CREDENTIALS, S3RVER_REGION, startS3rver } from '../helpers/s3rver.js';
+import { CONVERSATION, output } from '../projections/contract.js';
 
 /**
  * The modules a function's asset carries beside `index.mjs` (shared/aws/asset-modules.ts): no
@@ -145,6 +149,50 @@ describe('asset modules loaded from a built asset', () => {
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  it("runs S3 and DynamoDB calls through the asset's aws-sdk.cjs: the SDK packages resolve to its stubs, not node_modules", async () => {
+    const fromBundle = createRequire(join(dir, 'index.mjs'));
+    for (const name of ['@aws-sdk/client-s3', '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb']) {
+      expect(fromBundle.resolve(name)).toBe(join(dir, 'node_modules', ...name.split('/'), 'index.cjs'));
+    }
+    const sdk = fromBundle(join(dir, SDK_MODULE_FILE)) as {
+      packages: Record<string, Record<string, unknown>>;
+    };
+    expect(fromBundle('@aws-sdk/client-s3')).toBe(sdk.packages['@aws-sdk/client-s3']);
+    // Tree-shaken: the aggregated client (every S3 command) is not in the file.
+    expect(Object.keys(sdk.packages['@aws-sdk/client-s3'] ?? {})).not.toContain('S3');
+
+    const s3 = await startS3rver();
+    try {
+      const client = probe.createS3Client({
+        endpoint: s3.endpoint,
+        region: S3RVER_REGION,
+        forcePathStyle: true,
+        credentials: S3RVER_CREDENTIALS,
+      });
+      expect(client).toBeInstanceOf(sdk.packages['@aws-sdk/client-s3']?.S3Client as new () => unknown);
+      const storage = new probe.S3Storage({ client, bucket: s3.bucket, pageSize: 1 });
+      await storage.put('cld/a.json', '{"a":1}');
+      await storage.put('cld/b.json', '{"b":2}');
+      expect((await storage.get('cld/a.json')).toString('utf8')).toBe('{"a":1}');
+      expect(await storage.findByPrefix('cld/')).toEqual(['cld/a.json', 'cld/b.json']);
+      await storage.delete('cld/a.json');
+      await expect(storage.get('cld/a.json')).rejects.toMatchObject({ name: 'NotFoundError' });
+    } finally {
+      await s3.stop();
+    }
+
+    const tableName = await dynalite.createTable('asset-projections');
+    const store = new probe.DynamoDBProjectionStore({
+      client: probe.createDynamoDBClient(dynalite.clientConfig),
+      tableName,
+    });
+    const key = { conversation: CONVERSATION, name: 'done#asset' };
+    await store.applyOnce(key, output(1), { done: 1 });
+    await store.applyOnce(key, output(1), { done: 1 });
+    expect((await store.get(key))?.values).toEqual({ done: 1 });
+    expect(await store.list(CONVERSATION)).toHaveLength(1);
   });
 
   it('loads the classes from the files beside the bundle, not from node_modules: without the file the loader fails', async () => {

@@ -13,6 +13,7 @@ import {
   tokenizerRanksJson,
 } from '../../infra/lib/bundling.js';
 import { FUNCTIONS, type FunctionSpec } from '../../infra/lib/functions.js';
+import { SDK_MODULE_FILE } from '../../infra/lib/sdk-module.js';
 import rules from '../../policies/rules.json' with { type: 'json' };
 import { buildBundle, externalImports, forbiddenInputs, isProvidedAtRuntime } from '../../scripts/bundles.js';
 import { ASSET_MODULES } from '../../shared/aws/asset-modules.js';
@@ -198,6 +199,12 @@ describe('synthesized function assets', () => {
       ...assetModulesOf(name, FUNCTIONS[name] as FunctionSpec).map((module) => ASSET_MODULES[module].file),
     );
     expect(expected.includes(MCP_SDK_FILE)).toBe('mcpServers' in FUNCTIONS[name]);
+    // The AWS SDK the function loads, tree-shaken into one file, and the stub packages under
+    // node_modules/ that hand it out (infra/lib/sdk-module.ts); every function loads the S3 client.
+    expected.push(SDK_MODULE_FILE, 'node_modules');
+    expect(readFileSync(join(dir, 'node_modules', '@aws-sdk', 'client-s3', 'index.cjs'), 'utf8')).toContain(
+      `require('../../../${SDK_MODULE_FILE}').packages["@aws-sdk/client-s3"]`,
+    );
     // The function that serves the web console carries its built assets (infra/lib/bundling.ts).
     if ('console' in FUNCTIONS[name]) expected.push('console');
     expect(readdirSync(dir).sort()).toEqual(expected.sort());

@@ -1,0 +1,198 @@
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { type BuildOptions, buildSync } from 'esbuild';
+import { NODE_TARGET, PROJECT_ROOT } from './bundling.js';
+
+/**
+ * The AWS SDK a function's asset carries (issue 25 item 5, cold starts): one CommonJS file,
+ * `aws-sdk.cjs`, beside `index.mjs`, bundled by esbuild from the SDK's ES module builds with
+ * tree shaking and minified, holding only the clients, commands and helpers the function's code
+ * names; and, for each SDK package the function loads, a two-line package under the asset's
+ * `node_modules/` that hands out that package's part of the file.
+ *
+ * Why: the Lambda Node.js runtime provides the SDK (`/var/runtime/node_modules`, on `NODE_PATH`),
+ * but as its CommonJS builds, each client package a single file with every command of the
+ * service, and a second copy of the shared Smithy core per major package. On this machine,
+ * `require` of `@aws-sdk/client-s3` and `new S3Client()` takes ≈ 140 ms wall from node_modules
+ * and ≈ 108 ms from the tree-shaken file; S3 + DynamoDB (with the document client) + EventBridge
+ * ≈ 280 ms against ≈ 180 ms (docs/numbers.md). AWS recommends bundling the SDK for the same
+ * reason ("Bundle the AWS SDK", AWS Lambda Developer Guide, Node.js best practices); it also
+ * pins the SDK version the tests ran against.
+ *
+ * How: the function's code and its other asset modules keep their run-time
+ * `require('@aws-sdk/client-s3')` (shared/aws/sdk.ts; Powertools'); Node.js resolves it from
+ * `/var/task/node_modules/` before `NODE_PATH`, where the stub package answers with
+ * `require('../../../aws-sdk.cjs').packages['@aws-sdk/client-s3']`. One file serves every
+ * package, so the Smithy core loads once per process; a package the stubs do not cover falls
+ * through to the runtime's copy.
+ *
+ * Which exports: the names of the package's exports that occur as identifiers in the asset's
+ * JavaScript files (property names survive minification: `s3Sdk().GetObjectCommand`, Powertools'
+ * `import_client_dynamodb.GetItemCommand`). A name our code reaches by a computed key would be
+ * missed; none does (test/infra/sdk-module.test.ts runs S3, DynamoDB and the idempotency layer
+ * through a built asset).
+ */
+
+/** File name of the SDK module in a function's asset. */
+export const SDK_MODULE_FILE = 'aws-sdk.cjs';
+
+/**
+ * String literals naming an SDK package (`@aws-sdk/*`, `@smithy/*`): the run-time `require`s, which
+ * esbuild rewrites to its `__require` shim in an ES module bundle (minified: `uo("@aws-sdk/client-s3")`).
+ */
+const SDK_SPECIFIER = /(["'])(@aws-sdk\/[a-z0-9-]+|@smithy\/[a-z0-9-]+)\1/g;
+
+/** ES module imports of SDK packages (`from"@aws-sdk/x"`, `import("@aws-sdk/x")`) that the stubs cannot serve. */
+const SDK_IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*)["'](@aws-sdk\/[a-z0-9-]+|@smithy\/[a-z0-9-]+)["']/g;
+
+/**
+ * Property names of JavaScript source: member accesses (`.GetObjectCommand`) and keys of object
+ * patterns and literals (`{DynamoDBClient:e}=f()`, `{S3Client}`); over-approximates the exports used.
+ */
+const PROPERTY = /\.\s*([A-Za-z_$][\w$]*)|[{,]\s*([A-Za-z_$][\w$]*)\s*(?=[:,}])/g;
+
+/** What {@link buildSdkModule} wrote. */
+export interface SdkModule {
+  /** Absolute path of `aws-sdk.cjs`; undefined when the asset loads no SDK package. */
+  file: string | undefined;
+  /** Exports carried per package, sorted (package → export names). */
+  packages: Record<string, string[]>;
+  /** Size of `aws-sdk.cjs` in bytes (0 without one). */
+  bytes: number;
+}
+
+/** The asset's JavaScript files at its top level (`index.mjs` and the asset modules). */
+function assetScripts(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((name) => /\.(mjs|cjs|js)$/.test(name) && name !== SDK_MODULE_FILE)
+    .map((name) => join(dir, name))
+    .filter((file) => statSync(file).isFile());
+}
+
+/**
+ * The SDK packages the code loads at run time with `require`, and the identifiers it contains.
+ * @param sources the asset's JavaScript sources
+ * @throws Error when a source loads an SDK package with an ES `import` (static or dynamic), which
+ *   the CommonJS stubs do not serve and which would load the runtime's copy of the SDK
+ */
+export function sdkUses(sources: readonly string[]): { packages: string[]; identifiers: Set<string> } {
+  const packages = new Set<string>();
+  const identifiers = new Set<string>();
+  for (const source of sources) {
+    for (const match of source.matchAll(SDK_SPECIFIER)) packages.add(match[2] as string);
+    const imported = [...source.matchAll(SDK_IMPORT)].map((match) => match[1]);
+    if (imported.length > 0)
+      throw new Error(
+        `an asset file imports ${[...new Set(imported)].join(', ')} as an ES module; load the SDK with require (shared/aws/sdk.ts)`,
+      );
+    for (const match of source.matchAll(PROPERTY)) identifiers.add((match[1] ?? match[2]) as string);
+  }
+  return { packages: [...packages].sort(), identifiers };
+}
+
+/**
+ * The exports of each package that the code names: `Object.keys` of the package as installed in
+ * `projectRoot`, kept where the name occurs among `identifiers` — never `default`, and never a
+ * service's aggregated client (`S3` beside `S3Client`), whose class imports every command of the
+ * service; our adapters and Powertools send commands through the bare client.
+ * @throws Error when a package is not installed in `projectRoot`, or the code names none of its exports
+ */
+export function sdkExportsUsed(
+  packages: readonly string[],
+  identifiers: ReadonlySet<string>,
+  projectRoot: string = PROJECT_ROOT,
+): Record<string, string[]> {
+  const load = createRequire(join(projectRoot, 'package.json'));
+  const used: Record<string, string[]> = {};
+  for (const name of packages) {
+    const all = new Set(Object.keys(load(name) as object));
+    const exports = [...all].filter(
+      (key) => key !== 'default' && key !== '__esModule' && !all.has(`${key}Client`) && identifiers.has(key),
+    );
+    if (exports.length === 0) throw new Error(`the asset requires ${name} but names none of its exports`);
+    used[name] = exports.sort();
+  }
+  return used;
+}
+
+/**
+ * The ES module source esbuild bundles into `aws-sdk.cjs`: named imports of each package's used
+ * exports (so esbuild shakes the rest off), re-exported as `packages[<package>]`.
+ */
+export function sdkModuleSource(used: Readonly<Record<string, readonly string[]>>): string {
+  const lines: string[] = [];
+  const entries: string[] = [];
+  Object.entries(used).forEach(([name, exports], index) => {
+    const local = (key: string) => `p${index}_${key}`;
+    lines.push(
+      `import { ${exports.map((key) => `${key} as ${local(key)}`).join(', ')} } from ${JSON.stringify(name)};`,
+    );
+    entries.push(
+      `  ${JSON.stringify(name)}: { ${exports.map((key) => `${key}: ${local(key)}`).join(', ')} },`,
+    );
+  });
+  return `${lines.join('\n')}\nexport const packages = {\n${entries.join('\n')}\n};\n`;
+}
+
+/**
+ * esbuild options of `aws-sdk.cjs` from {@link sdkModuleSource}: CommonJS (the stubs `require`
+ * it), the packages' ES module entry points (tree shaking), minified, for the Lambda runtime's
+ * Node.js; nothing external but Node.js built-ins.
+ */
+export function sdkModuleBuildOptions(
+  source: string,
+  outfile: string,
+  projectRoot: string = PROJECT_ROOT,
+): BuildOptions {
+  return {
+    absWorkingDir: projectRoot,
+    stdin: { contents: source, resolveDir: projectRoot, loader: 'js', sourcefile: 'aws-sdk-entry.mjs' },
+    bundle: true,
+    outfile,
+    format: 'cjs',
+    platform: 'node',
+    target: NODE_TARGET,
+    minify: true,
+    keepNames: true,
+    mainFields: ['module', 'main'],
+    sourcemap: false,
+    logLevel: 'warning',
+  };
+}
+
+/** The stub package of `name` under the asset's `node_modules/`: its part of `aws-sdk.cjs`. */
+function writeStub(dir: string, name: string): void {
+  const target = join(dir, 'node_modules', ...name.split('/'));
+  mkdirSync(target, { recursive: true });
+  const manifest = {
+    name,
+    private: true,
+    description: `cld: the exports of ${name} this function uses, from ../../../${SDK_MODULE_FILE} (infra/lib/sdk-module.ts)`,
+    main: 'index.cjs',
+  };
+  writeFileSync(join(target, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  writeFileSync(
+    join(target, 'index.cjs'),
+    `'use strict';\nmodule.exports = require('../../../${SDK_MODULE_FILE}').packages[${JSON.stringify(name)}];\n`,
+  );
+}
+
+/**
+ * Builds the asset's SDK module: reads the asset's JavaScript files in `dir` (run it after
+ * `index.mjs` and the asset modules are written), bundles the SDK exports they use into
+ * `dir/aws-sdk.cjs` and writes a stub package per SDK package under `dir/node_modules/`.
+ * Writes nothing when the asset loads no SDK package.
+ * @param dir the asset directory (the stack's afterBundling output directory)
+ * @param projectRoot where the SDK packages are installed
+ * @throws Error from {@link sdkUses} and {@link sdkExportsUsed}; esbuild's build failure
+ */
+export function buildSdkModule(dir: string, projectRoot: string = PROJECT_ROOT): SdkModule {
+  const { packages, identifiers } = sdkUses(assetScripts(dir).map((file) => readFileSync(file, 'utf8')));
+  if (packages.length === 0) return { file: undefined, packages: {}, bytes: 0 };
+  const used = sdkExportsUsed(packages, identifiers, projectRoot);
+  const file = join(dir, SDK_MODULE_FILE);
+  buildSync(sdkModuleBuildOptions(sdkModuleSource(used), file, projectRoot));
+  for (const name of packages) writeStub(dir, name);
+  return { file, packages: used, bytes: statSync(file).size };
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { sdkExportsUsed, sdkModuleSource, sdkUses } from '../../infra/lib/sdk-module.js';
+
+/**
+ * What a function asset's AWS SDK module carries (infra/lib/sdk-module.ts): the SDK packages its
+ * JavaScript loads at run time, and of each only the exports its code names, never a service's
+ * aggregated client. test/infra/asset-modules.test.ts runs S3 and DynamoDB calls through a built one.
+ */
+describe('the SDK module of an asset', () => {
+  it('finds the packages the minified code requires (through esbuild’s __require shim) and the property names it uses', () => {
+    const minified =
+      'function Un(){return K0??=Z0?uo("@aws-sdk/client-s3"):V0("@aws-sdk/client-s3")}' +
+      'var c=new(Un().GetObjectCommand)({});const{NodeHttpHandler:h}=r("@smithy/node-http-handler");' +
+      'const note="Amazon S3 and S3Client in prose";';
+    const { packages, identifiers } = sdkUses([minified]);
+
+    expect(packages).toEqual(['@aws-sdk/client-s3', '@smithy/node-http-handler']);
+    expect(identifiers.has('GetObjectCommand')).toBe(true);
+    expect(identifiers.has('NodeHttpHandler')).toBe(true);
+    // Words of a string are not property names.
+    expect(identifiers.has('S3Client')).toBe(false);
+  });
+
+  it('refuses an ES import of an SDK package, which the CommonJS stubs cannot serve', () => {
+    expect(() => sdkUses(['import{S3Client as a}from"@aws-sdk/client-s3";'])).toThrow(/client-s3.*require/);
+    expect(() => sdkUses(['await import("@aws-sdk/client-dynamodb")'])).toThrow(/client-dynamodb/);
+  });
+
+  it('keeps the exports the code names, without the aggregated client or names the package lacks', () => {
+    const used = sdkExportsUsed(
+      ['@aws-sdk/client-s3'],
+      new Set(['S3Client', 'S3', 'GetObjectCommand', 'paginateListObjectsV2', 'NotAnExport', 'default']),
+    );
+
+    expect(used).toEqual({ '@aws-sdk/client-s3': ['GetObjectCommand', 'S3Client', 'paginateListObjectsV2'] });
+  });
+
+  it('fails for a package the code requires but whose exports it never names', () => {
+    expect(() => sdkExportsUsed(['@aws-sdk/client-s3'], new Set(['send']))).toThrow(
+      /requires @aws-sdk\/client-s3 but names none of its exports/,
+    );
+  });
+
+  it('writes named imports, so esbuild shakes the rest of each package off, and hands them out per package', () => {
+    const source = sdkModuleSource({
+      '@aws-sdk/client-s3': ['GetObjectCommand', 'S3Client'],
+      '@aws-sdk/client-dynamodb': ['GetItemCommand'],
+    });
+
+    expect(source).toContain(
+      'import { GetObjectCommand as p0_GetObjectCommand, S3Client as p0_S3Client } from "@aws-sdk/client-s3";',
+    );
+    expect(source).toContain('"@aws-sdk/client-dynamodb": { GetItemCommand: p1_GetItemCommand },');
+    expect(source).not.toMatch(/import \* as/);
+  });
+});
