@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { buildConsole, MAX_CONSOLE_JS_GZIP_BYTES } from '../console/build.js';
+import { PROJECT_ROOT } from '../infra/lib/bundling.js';
 import { FUNCTIONS, type FunctionSpec } from '../infra/lib/functions.js';
 import { latestGeneration, MiniSearchIndex } from '../shared/search/minisearch-index.js';
 import { FilesystemStorage } from '../shared/storage/filesystem.js';
@@ -30,6 +31,8 @@ import {
   median,
   probeEnvironment,
   probeEvent,
+  sdkLoadOnce,
+  sdkPackagesOf,
   staticExternalImports,
 } from './bundles.js';
 
@@ -120,6 +123,17 @@ interface Row {
   importCpuMs: number;
   /** Median CPU time of the first call. */
   firstCallCpuMs: number | undefined;
+  /** Size of the asset's `aws-sdk.cjs` (infra/lib/sdk-module.ts). */
+  sdkModuleKb: number;
+  /** The SDK packages the asset's stubs serve. */
+  sdkPackages: string[];
+  /** Median `require` of those packages from the asset (its `aws-sdk.cjs`), in a fresh process. */
+  sdkLoadMs: number | undefined;
+  /** Median `require` of the same packages from node_modules (the SDK's CommonJS build, as the runtime's copy), interleaved. */
+  sdkRuntimeLoadMs: number | undefined;
+  /** CPU time of the two above. */
+  sdkLoadCpuMs: number | undefined;
+  sdkRuntimeLoadCpuMs: number | undefined;
   withinSize: boolean;
   withinImport: boolean;
   top: { source: string; kb: number }[];
@@ -176,6 +190,9 @@ async function report(
   if (event !== undefined) writeFileSync(eventFile, JSON.stringify(event));
   const probes: ImportTiming[] = [];
   const split: ImportTiming[] = [];
+  const sdkPackages = sdkPackagesOf(bundle);
+  const sdkLoads: { ms: number; cpuMs: number }[] = [];
+  const runtimeLoads: { ms: number; cpuMs: number }[] = [];
   for (let i = 0; i < runs; i += 1) {
     const dataDir = mkdtempSync(join(bundle.dir, 'probe-data-'));
     try {
@@ -190,7 +207,13 @@ async function report(
       rmSync(dataDir, { recursive: true, force: true });
     }
     split.push(await importOnce(bundle.file, externals));
+    if (sdkPackages.length > 0) {
+      sdkLoads.push(await sdkLoadOnce(bundle.file, sdkPackages));
+      runtimeLoads.push(await sdkLoadOnce(join(PROJECT_ROOT, 'package.json'), sdkPackages));
+    }
   }
+  const loadMedian = (loads: { ms: number; cpuMs: number }[], pick: 'ms' | 'cpuMs') =>
+    loads.length === 0 ? undefined : round(median(loads.map((load) => load[pick])));
   rmSync(eventFile, { force: true });
   const importRunsMs = probes.map((probe) => probe.bundleMs);
   const importMs = round(median(importRunsMs));
@@ -214,6 +237,12 @@ async function report(
     firstCallMs: event === undefined ? undefined : medianOf(probes.map((probe) => probe.firstCallMs)),
     warmCallMs: event === undefined ? undefined : medianOf(probes.map((probe) => probe.warmCallMs)),
     outcome: probes[0]?.outcome,
+    sdkModuleKb: kb(bundle.sdkBytes),
+    sdkPackages,
+    sdkLoadMs: loadMedian(sdkLoads, 'ms'),
+    sdkRuntimeLoadMs: loadMedian(runtimeLoads, 'ms'),
+    sdkLoadCpuMs: loadMedian(sdkLoads, 'cpuMs'),
+    sdkRuntimeLoadCpuMs: loadMedian(runtimeLoads, 'cpuMs'),
     withinSize: bundle.bytes <= SIZE_GOAL_KB * 1024,
     withinImport: importMs <= IMPORT_GOAL_MS,
     top: contributors(bundle.metafile)
@@ -347,6 +376,19 @@ async function main(): Promise<void> {
       const time = `${row.importMs.toFixed(1)}${row.withinImport ? '' : ' ✗'}`;
       out(
         `| ${row.function} | ${size} | ${row.policyKb.toFixed(1)} | ${time} | ${row.importCpuMs.toFixed(1)} | ${row.sdkMs.toFixed(1)} | ${row.ownMs.toFixed(1)} | ${ms(row.firstCallMs)} | ${ms(row.firstCallCpuMs)} | ${ms(row.warmCallMs)} |`,
+      );
+    }
+    out(
+      '\nAWS SDK at the first invocation: `require` of the packages the asset serves, from its `aws-sdk.cjs` against the same packages from node_modules (the CommonJS build the Lambda runtime carries), interleaved fresh processes, p50:\n',
+    );
+    out(
+      '| function | aws-sdk.cjs KB | packages | asset ms | asset CPU ms | node_modules ms | node_modules CPU ms |',
+    );
+    out('|---|---:|---|---:|---:|---:|---:|');
+    for (const row of rows) {
+      const names = row.sdkPackages.map((name) => name.replace(/^@aws-sdk\//, '')).join(', ');
+      out(
+        `| ${row.function} | ${row.sdkModuleKb.toFixed(1)} | ${names} | ${ms(row.sdkLoadMs)} | ${ms(row.sdkLoadCpuMs)} | ${ms(row.sdkRuntimeLoadMs)} | ${ms(row.sdkRuntimeLoadCpuMs)} |`,
       );
     }
     if (cold) {

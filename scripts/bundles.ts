@@ -437,3 +437,68 @@ export function median(values: readonly number[]): number {
     ? (sorted[middle] as number)
     : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
+
+/** Code a child `node` runs: `require` of the packages in argv[2] (JSON) from argv[1], timed. */
+const SDK_LOAD_PROBE = `
+const req = require('node:module').createRequire(process.argv[1]);
+const cpu = () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000; };
+const started = performance.now();
+const cpuStarted = cpu();
+for (const name of JSON.parse(process.argv[2])) req(name);
+process.stdout.write('\\nSDKLOAD ' + JSON.stringify({ ms: performance.now() - started, cpuMs: cpu() - cpuStarted }) + '\\n');
+`;
+
+/** The SDK packages a built asset's stubs serve (infra/lib/sdk-module.ts), sorted. */
+export function sdkPackagesOf(bundle: Pick<BuiltBundle, 'dir'>): string[] {
+  const root = join(bundle.dir, 'node_modules');
+  const names: string[] = [];
+  for (const scope of ['@aws-sdk', '@smithy']) {
+    const dir = join(root, scope);
+    if (statSync(dir, { throwIfNoEntry: false })?.isDirectory())
+      for (const name of readdirSync(dir)) names.push(`${scope}/${name}`);
+  }
+  return names.sort();
+}
+
+/**
+ * Loads `packages` with `require` once in a new plain `node` process, as a function's first
+ * invocation does: resolved `from` a bundle's `index.mjs` (the asset's `aws-sdk.cjs`) or from the
+ * project's package.json (the SDK's CommonJS build in node_modules, which is what the Lambda
+ * runtime's copy is). Wall and CPU time, in ms.
+ * @throws Error with the child's stderr when a package does not load
+ */
+export function sdkLoadOnce(
+  from: string,
+  packages: readonly string[],
+): Promise<{ ms: number; cpuMs: number }> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.NODE_OPTIONS;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', SDK_LOAD_PROBE, from, JSON.stringify(packages)], {
+      env,
+      cwd: dirname(from),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const line = stdout.split('\n').find((l) => l.startsWith('SDKLOAD '));
+      if (code !== 0 || line === undefined) {
+        reject(
+          new Error(
+            `loading ${packages.join(', ')} from ${from} failed (exit ${code}): ${stderr.trim().slice(0, 2000)}`,
+          ),
+        );
+        return;
+      }
+      resolve(JSON.parse(line.slice('SDKLOAD '.length)) as { ms: number; cpuMs: number });
+    });
+  });
+}
