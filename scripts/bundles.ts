@@ -309,34 +309,7 @@ export function importOnce(
     invocation ? invocation.eventFile : '',
     ...(search ? [JSON.stringify({ ...search, entry: pathToFileURL(search.entry).href })] : []),
   ];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      env,
-      cwd: dirname(file),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) {
-        reject(new Error(`importing ${file} failed (exit ${code}): ${stderr.trim().slice(0, 2000)}`));
-        return;
-      }
-      const line = stdout.split('\n').findLast((l) => l.startsWith('PROBE '));
-      try {
-        resolve(JSON.parse((line ?? '').slice('PROBE '.length)) as ImportTiming);
-      } catch (error) {
-        reject(new Error(`unexpected probe output: ${stdout.slice(-200)}`, { cause: error }));
-      }
-    });
-  });
+  return probeChild(args, env, dirname(file), `importing ${file}`, 'PROBE ') as Promise<ImportTiming>;
 }
 
 /**
@@ -473,12 +446,29 @@ export function sdkLoadOnce(
 ): Promise<{ ms: number; cpuMs: number }> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.NODE_OPTIONS;
+  return probeChild(
+    ['-e', SDK_LOAD_PROBE, from, JSON.stringify(packages)],
+    env,
+    dirname(from),
+    `loading ${packages.join(', ')} from ${from}`,
+    'SDKLOAD ',
+  ) as Promise<{ ms: number; cpuMs: number }>;
+}
+
+/**
+ * Runs `node <args>` in `cwd` with `env` and resolves with the JSON of its last stdout line that
+ * starts with `marker`.
+ * @throws Error naming `what`, with the child's stderr, on a non-zero exit or without that line
+ */
+function probeChild(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  what: string,
+  marker: string,
+): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', SDK_LOAD_PROBE, from, JSON.stringify(packages)], {
-      env,
-      cwd: dirname(from),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(process.execPath, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -489,16 +479,16 @@ export function sdkLoadOnce(
     });
     child.on('error', reject);
     child.on('close', (code) => {
-      const line = stdout.split('\n').find((l) => l.startsWith('SDKLOAD '));
-      if (code !== 0 || line === undefined) {
-        reject(
-          new Error(
-            `loading ${packages.join(', ')} from ${from} failed (exit ${code}): ${stderr.trim().slice(0, 2000)}`,
-          ),
-        );
+      if (code !== 0) {
+        reject(new Error(`${what} failed (exit ${code}): ${stderr.trim().slice(0, 2000)}`));
         return;
       }
-      resolve(JSON.parse(line.slice('SDKLOAD '.length)) as { ms: number; cpuMs: number });
+      const line = stdout.split('\n').findLast((l) => l.startsWith(marker));
+      try {
+        resolve(JSON.parse((line ?? '').slice(marker.length)));
+      } catch (error) {
+        reject(new Error(`unexpected output of ${what}: ${stdout.slice(-200)}`, { cause: error }));
+      }
     });
   });
 }
