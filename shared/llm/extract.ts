@@ -328,6 +328,7 @@ export function questionWeights(question: string, hits: readonly ExtractHit[]): 
  * the code block of another chunk or document that scores at least half as well. A sentence that
  * holds none of the question's key terms (those rarer in the hits than the median term) is left
  * out; so is a sentence ending in `:` (it introduces a code block, and is said only before it).
+ * A sentence is said once: one the prose said is not said again before the block it introduces.
  * Then the sources used, each as its document and heading (`aws-ssm README › Lookups`) and
  * URN. Returns the no-match sentence when nothing shares a term with the question.
  */
@@ -446,6 +447,8 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   const rest = prose.filter((c) => !said.has(c.item.text)).map((c) => c.item.text);
   const lead = codeLeads || !topSentence ? [] : [topSentence.item.text];
   if (lead.length || rest.length) parts.push([...lead, ...rest].join(' '));
+  // A sentence the prose said, which introduces a block said after it, is not said again.
+  for (const text of rest) said.add(text);
   for (const code of blocks) if (!(codeLeads && code === best)) sayCode(code);
   const used = [...new Set([...chosen.map((c) => c.urn), ...blocks.map((c) => c.urn)])];
   const byUrn = new Map(hits.map((hit) => [hit.urn, hit]));

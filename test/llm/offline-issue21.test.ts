@@ -482,6 +482,28 @@ describe('answers that lead with the fact (item 4)', () => {
     );
   });
 
+  it('says a sentence once, though it also introduces a later code block', () => {
+    const overview = {
+      urn: 'cld:doc.Document.ecr/doc.Chunk.0',
+      text: 'Amazon ECR can scan container images for vulnerabilities when they are pushed to a repository.',
+    };
+    const intro =
+      'To scan container images when they are pushed, enable `imageScanOnPush` on the repository.';
+    const scanning = {
+      urn: 'cld:doc.Document.ecr/doc.Chunk.1',
+      text: [intro, '', '```ts', "new ecr.Repository(this, 'Repo', { imageScanOnPush: true });", '```'].join(
+        '\n',
+      ),
+    };
+    const answer = extractiveAnswer(
+      'How do I scan container images for vulnerabilities when they are pushed to ECR?',
+      [overview, scanning],
+    );
+    expect(answer.split('\n\n')[0]).toBe(`${overview.text} ${intro}`);
+    expect(answer.split(intro)).toHaveLength(2);
+    expect(answer).toContain(`${intro}\n\n\`\`\`ts\nnew ecr.Repository`);
+  });
+
   it('cites the document and heading, not only the URN', () => {
     const hit = {
       urn: 'cld:doc.Document.ssm/doc.Chunk.3',
