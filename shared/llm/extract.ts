@@ -150,6 +150,8 @@ interface Scored<T> {
   urn: string;
   rank: number;
   score: number;
+  /** How many of the question's names ({@link questionNames}) a code block lacks. */
+  unnamed?: number;
 }
 
 /**
@@ -196,6 +198,51 @@ const REFERENT_WEIGHT = 0.5;
 
 /** A segment holding a term the question rules out counts this share of its score. */
 const REJECTED_WEIGHT = 0.25;
+
+/**
+ * A code block counts this share of its score for each name of the question ({@link
+ * questionNames}) it lacks that another code block holds: like a segment holding a rejected
+ * term, it is about something else (`S3` asked, the EventBridge Scheduler's code shown).
+ */
+const UNNAMED_WEIGHT = 0.25;
+
+/**
+ * A word the question writes as a name: capitalised (`EventBridge`, `SQS`) or of letters and digits
+ * (`s3`, `ec2`); a number alone is none, though it continues one (`Route 53`).
+ */
+const NAME_WORD = /^(?:\p{Lu}|(?=.*\p{L})(?=.*\p{N}))/u;
+
+/**
+ * The names a question gives: each run of words it writes as names ({@link NAME_WORD}; its first
+ * word, what it puts in parentheses and what it rules out, {@link withoutRejected}, left out) —
+ * the services, products and APIs it is about (`S3`, `EventBridge`, `SSM Parameter Store`, `Route
+ * 53`) — as the index terms of the run's words (shared/search/terms.ts) and, for a run of several
+ * words, of their compound (`route53`). "How do I send S3 object events to EventBridge?" → `s3`;
+ * `eventbridg`, `event`, `bridg`.
+ */
+export function questionNames(question: string): string[][] {
+  const tokens =
+    withoutRejected(question.replace(/\([^()]*\)/g, ' , ')).match(/[\p{L}\p{N}_$]+|[^\s\p{L}\p{N}_$]+/gu) ??
+    [];
+  const runs: string[][] = [];
+  let run: string[] = [];
+  tokens.forEach((token, i) => {
+    if (i > 0 && (NAME_WORD.test(token) || (run.length > 0 && /^\p{N}+$/u.test(token)))) run.push(token);
+    else if (run.length > 0) {
+      runs.push(run);
+      run = [];
+    }
+  });
+  if (run.length > 0) runs.push(run);
+  return runs
+    .map((words) => [
+      ...new Set([
+        ...words.flatMap((word) => termsOf(word)),
+        ...(words.length > 1 ? termsOf(words.join('')) : []),
+      ]),
+    ])
+    .filter((terms) => terms.length > 0);
+}
 
 /**
  * Two terms the question writes side by side ("an S3 Bucket Key") that a segment also holds side
@@ -270,13 +317,18 @@ export function questionWeights(question: string, hits: readonly ExtractHit[]): 
  * rules out ({@link rejectedTerms}) is no question term, and a segment holding it counts
  * {@link REJECTED_WEIGHT} of its score. Two terms the part writes side by side ("S3 Bucket Key")
  * that a segment holds side by side too (`bucketKeyEnabled`; {@link adjacentPairs}) add
- * {@link ADJACENT_WEIGHT} of their mean weight times ln(hits / hits holding the pair).
+ * {@link ADJACENT_WEIGHT} of their mean weight times ln(hits / hits holding the pair). A code
+ * block counts {@link UNNAMED_WEIGHT} for each name the part gives ({@link questionNames}: `S3`,
+ * `EventBridge`) that its heading trail, introducing sentence and identifiers lack, beyond those
+ * the block lacking fewest lacks: asked about S3 events, the Scheduler's EventBridge code is about
+ * something else.
  *
  * The answer leads with the fact: it opens with the best-scoring sentence or code block (a code
  * block with the sentence that introduces it), then up to two more sentences in reading order and
  * the code block of another chunk or document that scores at least half as well. A sentence that
  * holds none of the question's key terms (those rarer in the hits than the median term) is left
  * out; so is a sentence ending in `:` (it introduces a code block, and is said only before it).
+ * A sentence is said once: one the prose said is not said again before the block it introduces.
  * Then the sources used, each as its document and heading (`aws-ssm README › Lookups`) and
  * URN. Returns the no-match sentence when nothing shares a term with the question.
  */
@@ -306,6 +358,12 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     let sum = [...terms].reduce((total, term) => total + (weights.get(term) ?? 0), 0);
     if (pairWeights.size > 0) for (const pair of adjacentPairs(text)) sum += pairWeights.get(pair) ?? 0;
     return [...terms].some((term) => rejected.has(term)) ? sum * REJECTED_WEIGHT : sum;
+  };
+  // The names the part gives (not its referent's: the earlier part was about that).
+  const names = questionNames(referent ? question.slice(0, referent.index) : question);
+  const lacks = (text: string) => {
+    const held = new Set(termsOf(text));
+    return names.filter((name) => !name.some((term) => held.has(term))).length;
   };
   const rankOf = (rank: number) => hits[rank]?.rank ?? rank;
   const coverage = hitTerms.map(
@@ -337,15 +395,18 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
         // (each once: the heading names what the code under it does), plus
         // those the code itself spells (an intro that restates the question is no second match).
         const identifiers = codeIdentifiers(segment.text);
-        const matchedWithIntro = weigh(`${hit.title ?? ''}\n${segment.intro ?? ''}\n${identifiers}`);
-        const score = weight * (matchedWithIntro + weigh(identifiers)) ** MATCH_EXPONENT;
-        codes.push({ item: segment, urn: hit.urn, rank, score });
+        const scope = `${hit.title ?? ''}\n${segment.intro ?? ''}\n${identifiers}`;
+        const score = weight * (weigh(scope) + weigh(identifiers)) ** MATCH_EXPONENT;
+        codes.push({ item: segment, urn: hit.urn, rank, score, unnamed: lacks(scope) });
       }
     }
   });
   // A sentence ending in ":" introduces what follows it: said only before its own code, so it
   // takes no place among the sentences the answer says.
   const chosen = pickSentences(sentences.filter((c) => !c.item.text.endsWith(':')));
+  // A block lacking a name the question gives, which another block holds, is about something else.
+  const fewest = Math.min(...codes.map((c) => c.unnamed ?? 0));
+  for (const c of codes) c.score *= UNNAMED_WEIGHT ** ((c.unnamed ?? 0) - fewest);
   const ranked = [...codes].sort(
     (a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order,
   );
@@ -386,6 +447,8 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   const rest = prose.filter((c) => !said.has(c.item.text)).map((c) => c.item.text);
   const lead = codeLeads || !topSentence ? [] : [topSentence.item.text];
   if (lead.length || rest.length) parts.push([...lead, ...rest].join(' '));
+  // A sentence the prose said, which introduces a block said after it, is not said again.
+  for (const text of rest) said.add(text);
   for (const code of blocks) if (!(codeLeads && code === best)) sayCode(code);
   const used = [...new Set([...chosen.map((c) => c.urn), ...blocks.map((c) => c.urn)])];
   const byUrn = new Map(hits.map((hit) => [hit.urn, hit]));

@@ -10,7 +10,13 @@ import {
   SUBMIT_VERDICT_SPEC,
   type TaskPayload,
 } from '../../shared/domain/payloads.js';
-import { excerpt, extractiveAnswer, rejectedTerms, sourceLabel } from '../../shared/llm/extract.js';
+import {
+  excerpt,
+  extractiveAnswer,
+  questionNames,
+  rejectedTerms,
+  sourceLabel,
+} from '../../shared/llm/extract.js';
 import {
   apiOf,
   contentTerms,
@@ -411,6 +417,91 @@ describe('answers that lead with the fact (item 4)', () => {
       '  alarmRule: rule0,',
       '});',
     ]);
+  });
+
+  it('reads the names a question gives: capitalised or digit-bearing runs, outside parentheses and rejections', () => {
+    expect(questionNames('How do I send S3 object events to EventBridge?')).toEqual([
+      ['s3'],
+      ['eventbridg', 'event', 'bridg'],
+    ]);
+    expect(questionNames('How do I create a string parameter in SSM Parameter Store?')).toEqual([
+      ['ssm', 'paramet', 'store', 'ssmparameterstor'],
+    ]);
+    expect(
+      questionNames('How do I point a Route 53 alias record at it? (it: `cloudfront.Distribution`)'),
+    ).toEqual([['rout', '53', 'route53']]);
+    expect(questionNames('How do I keep 30 days of logs rather than with SNS?')).toEqual([]);
+  });
+
+  it("leads with the code block that holds the question's names over a higher-ranked one of another service", () => {
+    // The shape of the S3 README's "EventBridge notifications" ranked third under the EventBridge
+    // Scheduler's "Send events to an EventBridge event bus", whose code spells most question terms.
+    const scheduler = {
+      urn: 'cld:doc.Document.scheduler/doc.Chunk.1',
+      title:
+        'Amazon EventBridge Scheduler Targets Construct Library › Send events to an EventBridge event bus',
+      text: [
+        'Use the `EventBridgePutEvents` target to send events to an EventBridge event bus.',
+        '',
+        'The code snippet below sends events to an event bus every hour:',
+        '',
+        '```ts',
+        "const eventBus = new events.EventBus(this, 'EventBus');",
+        'const entry: targets.EventBridgePutEventsEntry = {',
+        '  eventBus,',
+        "  detail: ScheduleTargetInput.fromObject({ Name: 'Fluffy' }),",
+        '};',
+        "new Schedule(this, 'Schedule', { target: new targets.EventBridgePutEvents(entry) });",
+        '```',
+      ].join('\n'),
+    };
+    const rule = {
+      urn: 'cld:doc.Document.events/doc.Chunk.2',
+      title: 'Amazon EventBridge Construct Library › Rule',
+      text: 'A rule matches events and sends them to targets. Rules route events from an event bus to targets.',
+    };
+    const s3 = {
+      urn: 'cld:doc.Document.s3/doc.Chunk.3',
+      title: 'Amazon S3 Construct Library › Bucket Notifications › EventBridge notifications',
+      text: [
+        'Amazon S3 can send events to Amazon EventBridge whenever certain events happen in your bucket.',
+        '',
+        'The following example will enable EventBridge notifications:',
+        '',
+        '```ts',
+        "const bucket = new s3.Bucket(this, 'MyEventBridgeBucket', {",
+        '  eventBridgeEnabled: true,',
+        '});',
+        '```',
+      ].join('\n'),
+    };
+    const answer = extractiveAnswer('How do I send S3 object events to EventBridge?', [scheduler, rule, s3]);
+    const firstCode = answer.indexOf('```');
+    expect(answer.slice(firstCode, answer.indexOf('```', firstCode + 3))).toContain(
+      'eventBridgeEnabled: true',
+    );
+  });
+
+  it('says a sentence once, though it also introduces a later code block', () => {
+    const overview = {
+      urn: 'cld:doc.Document.ecr/doc.Chunk.0',
+      text: 'Amazon ECR can scan container images for vulnerabilities when they are pushed to a repository.',
+    };
+    const intro =
+      'To scan container images when they are pushed, enable `imageScanOnPush` on the repository.';
+    const scanning = {
+      urn: 'cld:doc.Document.ecr/doc.Chunk.1',
+      text: [intro, '', '```ts', "new ecr.Repository(this, 'Repo', { imageScanOnPush: true });", '```'].join(
+        '\n',
+      ),
+    };
+    const answer = extractiveAnswer(
+      'How do I scan container images for vulnerabilities when they are pushed to ECR?',
+      [overview, scanning],
+    );
+    expect(answer.split('\n\n')[0]).toBe(`${overview.text} ${intro}`);
+    expect(answer.split(intro)).toHaveLength(2);
+    expect(answer).toContain(`${intro}\n\n\`\`\`ts\nnew ecr.Repository`);
   });
 
   it('cites the document and heading, not only the URN', () => {
