@@ -268,8 +268,10 @@ function corpusDir(given: string | undefined): string | undefined {
 
 /**
  * Cold processes that import the tool bundle and then run its first search over `corpus`'s chunk
- * index: the newest generation is copied to a scratch data directory and saved once more there,
- * which writes its shard pack (as ingest does now), so the probe reads what a function would.
+ * index: the bundle is scripts/search-probe.ts (the tool handler's module graph plus
+ * `firstSearch`, built with the tool's options and its SDK module), imported once; the newest
+ * generation is copied to a scratch data directory and saved once more there, which writes its
+ * shard pack (as ingest does now), so the probe reads what a function would.
  */
 async function coldSearch(
   tool: BuiltBundle,
@@ -292,7 +294,9 @@ async function coldSearch(
     const timings: ImportTiming[] = [];
     for (let i = 0; i < runs; i += 1) {
       const query = PROBE_QUERIES[i % PROBE_QUERIES.length] as string;
-      timings.push(await importOnce(tool.file, [], undefined, { entry, dataDir, query, mode }));
+      // One module graph, as in the function: the import is the tool handler's (with the probe's
+      // `firstSearch` beside it), and the search runs on the code that import compiled.
+      timings.push(await importOnce(entry, [], undefined, { entry, dataDir, query, mode }));
     }
     const of = (pick: (timing: ImportTiming) => number) => round(median(timings.map(pick)));
     return {

@@ -89,8 +89,9 @@ export async function buildBundle(
 }
 
 /**
- * Builds scripts/search-probe.ts (a {@link SearchProbe}'s entry) with the tool function's
- * esbuild options into `<outRoot>/search-probe/index.mjs`, with the AWS SDK module of the tool
+ * Builds scripts/search-probe.ts (a {@link SearchProbe}'s entry: the tool function's handler and
+ * `firstSearch`) with the tool function's esbuild options into
+ * `<outRoot>/search-probe/index.mjs`, with the AWS SDK module of the tool
  * bundle at `toolDir` beside it (`aws-sdk.cjs` and its stub packages), so the probe loads the S3
  * client as the tool function does.
  * @returns the built file

@@ -4,6 +4,14 @@ import { FilesystemStorage } from '../shared/storage/filesystem.js';
 import { createS3Client } from '../shared/storage/s3.js';
 
 /**
+ * The tool function's handler, so that the probe bundle is the `tool` bundle's module graph plus
+ * {@link firstSearch}: the report imports it once and runs the first search on the code that
+ * import already compiled, as the function's first invocation does (a probe of its own would
+ * load a second copy of the search code, ≈ 15–20 ms Lambda never pays).
+ */
+export { handler } from '../functions/tool/handler.js';
+
+/**
  * Entry of the search probe `npm run bundle:report` bundles with the function bundles' options
  * (scripts/bundles.ts `SearchProbe`): the tool step's cold open of the chunk index, as
  * shared/runtime/adapters/tools.ts `loadTools` does it in a function (the shard pack on the data
