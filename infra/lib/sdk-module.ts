@@ -52,6 +52,29 @@ const SDK_IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*)["'](@aws-sdk\/[a-z0-9-]+|@smi
  */
 const PROPERTY = /\.\s*([A-Za-z_$][\w$]*)|[{,]\s*([A-Za-z_$][\w$]*)\s*(?=[:,}])/g;
 
+/**
+ * Packages of the SDK's default credential chain that a Lambda function never reaches, left out
+ * of `aws-sdk.cjs` (≈ 110 KB of its ≈ 470): Lambda puts the execution role's credentials in the
+ * environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), which the chain
+ * reads first (`fromEnv`, bundled); SSO, shared ini files, `credential_process`, web identity,
+ * the login and token providers, the container and instance metadata endpoints and the STS/SSO
+ * clients they need come after it. Should one ever be reached, its `require` resolves to the
+ * runtime's copy on `NODE_PATH` ({@link sdkModuleBuildOptions} keeps the chain's `import()`s as
+ * `require`s for that).
+ */
+export const UNREACHED_CREDENTIAL_PACKAGES = [
+  '@aws-sdk/credential-provider-http',
+  '@aws-sdk/credential-provider-ini',
+  '@aws-sdk/credential-provider-login',
+  '@aws-sdk/credential-provider-process',
+  '@aws-sdk/credential-provider-sso',
+  '@aws-sdk/credential-provider-web-identity',
+  '@aws-sdk/nested-clients',
+  '@aws-sdk/nested-clients/*',
+  '@aws-sdk/token-providers',
+  '@smithy/credential-provider-imds',
+] as const;
+
 /** What {@link buildSdkModule} wrote. */
 export interface SdkModule {
   /** Absolute path of `aws-sdk.cjs`; undefined when the asset loads no SDK package. */
@@ -138,7 +161,9 @@ export function sdkModuleSource(used: Readonly<Record<string, readonly string[]>
 /**
  * esbuild options of `aws-sdk.cjs` from {@link sdkModuleSource}: CommonJS (the stubs `require`
  * it), the packages' ES module entry points (tree shaking), minified, for the Lambda runtime's
- * Node.js; nothing external but Node.js built-ins.
+ * Node.js; external only Node.js built-ins and {@link UNREACHED_CREDENTIAL_PACKAGES}, whose
+ * dynamic `import()`s become `require`s (`dynamic-import` unsupported), so that they would
+ * resolve through `NODE_PATH` as CommonJS does (ES module resolution does not read it).
  */
 export function sdkModuleBuildOptions(
   source: string,
@@ -156,6 +181,8 @@ export function sdkModuleBuildOptions(
     minify: true,
     keepNames: true,
     mainFields: ['module', 'main'],
+    external: [...UNREACHED_CREDENTIAL_PACKAGES],
+    supported: { 'dynamic-import': false },
     sourcemap: false,
     logLevel: 'warning',
   };

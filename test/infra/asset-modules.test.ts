@@ -164,12 +164,16 @@ describe('asset modules loaded from a built asset', () => {
     expect(Object.keys(sdk.packages['@aws-sdk/client-s3'] ?? {})).not.toContain('S3');
 
     const s3 = await startS3rver();
+    // No credentials given: the SDK's default chain, bundled, reads them from the environment as
+    // in Lambda, without the providers aws-sdk.cjs leaves out (UNREACHED_CREDENTIAL_PACKAGES).
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+    process.env.AWS_ACCESS_KEY_ID = S3RVER_CREDENTIALS.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = S3RVER_CREDENTIALS.secretAccessKey;
     try {
       const client = probe.createS3Client({
         endpoint: s3.endpoint,
         region: S3RVER_REGION,
         forcePathStyle: true,
-        credentials: S3RVER_CREDENTIALS,
       });
       expect(client).toBeInstanceOf(sdk.packages['@aws-sdk/client-s3']?.S3Client as new () => unknown);
       const storage = new probe.S3Storage({ client, bucket: s3.bucket, pageSize: 1 });
@@ -180,6 +184,13 @@ describe('asset modules loaded from a built asset', () => {
       await storage.delete('cld/a.json');
       await expect(storage.get('cld/a.json')).rejects.toMatchObject({ name: 'NotFoundError' });
     } finally {
+      for (const [name, value] of [
+        ['AWS_ACCESS_KEY_ID', saved.id],
+        ['AWS_SECRET_ACCESS_KEY', saved.secret],
+      ] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
       await s3.stop();
     }
 

@@ -1,5 +1,12 @@
+import { buildSync } from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import { sdkExportsUsed, sdkModuleSource, sdkUses } from '../../infra/lib/sdk-module.js';
+import {
+  sdkExportsUsed,
+  sdkModuleBuildOptions,
+  sdkModuleSource,
+  sdkUses,
+  UNREACHED_CREDENTIAL_PACKAGES,
+} from '../../infra/lib/sdk-module.js';
 
 /**
  * What a function asset's AWS SDK module carries (infra/lib/sdk-module.ts): the SDK packages its
@@ -52,5 +59,23 @@ describe('the SDK module of an asset', () => {
     );
     expect(source).toContain('"@aws-sdk/client-dynamodb": { GetItemCommand: p1_GetItemCommand },');
     expect(source).not.toMatch(/import \* as/);
+  });
+});
+
+describe('the credential providers a function never reaches', () => {
+  it('are left out of aws-sdk.cjs, and the chain loads them with require (NODE_PATH), not import()', () => {
+    const options = sdkModuleBuildOptions(
+      sdkModuleSource({ '@aws-sdk/client-s3': ['S3Client'] }),
+      '/dev/null',
+    );
+    const { outputFiles } = buildSync({ ...options, write: false });
+    const code = outputFiles?.[0]?.text ?? '';
+
+    for (const name of ['@aws-sdk/credential-provider-sso', '@aws-sdk/credential-provider-ini'])
+      expect(code).toContain(`require("${name}")`);
+    expect(code).not.toMatch(/\bimport\("@aws-sdk\//);
+    // The environment provider, which Lambda's credentials come from, is bundled.
+    expect(code).toContain('AWS_SECRET_ACCESS_KEY');
+    expect(UNREACHED_CREDENTIAL_PACKAGES).not.toContain('@aws-sdk/credential-provider-env');
   });
 });
