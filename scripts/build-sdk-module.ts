@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { buildSdkModule } from '../infra/lib/sdk-module.js';
 
 /**
@@ -5,10 +6,15 @@ import { buildSdkModule } from '../infra/lib/sdk-module.js';
  * (`aws-sdk.cjs` and its stub packages under `node_modules/`, infra/lib/sdk-module.ts) from the
  * JavaScript files already in `assetDir`, and prints what it carries. The stack's afterBundling
  * hook runs it last (infra/lib/bundling.ts `sdkModuleCommands`).
- * @throws Error (exit 1) without `assetDir`, or when the build fails
+ * Exit 2 without `assetDir` or when it is not a directory; exit 1 when the build fails.
  */
 const dir = process.argv[2];
-if (dir === undefined || dir === '') throw new Error('usage: tsx scripts/build-sdk-module.ts <assetDir>');
+if (dir === undefined || dir === '' || !statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+  process.stderr.write(
+    `build-sdk-module: ${dir ? `${dir} is not a directory` : 'no asset directory given'}; usage: tsx scripts/build-sdk-module.ts <assetDir>\n`,
+  );
+  process.exit(2);
+}
 const built = buildSdkModule(dir);
 const packages = Object.entries(built.packages).map(([name, exports]) => `${name} (${exports.length})`);
 process.stdout.write(

@@ -13,12 +13,12 @@ import { NODE_TARGET, PROJECT_ROOT } from './bundling.js';
  *
  * Why: the Lambda Node.js runtime provides the SDK (`/var/runtime/node_modules`, on `NODE_PATH`),
  * but as its CommonJS builds, each client package a single file with every command of the
- * service, and a second copy of the shared Smithy core per major package. On this machine,
- * `require` of `@aws-sdk/client-s3` and `new S3Client()` takes ≈ 140 ms wall from node_modules
- * and ≈ 108 ms from the tree-shaken file; S3 + DynamoDB (with the document client) + EventBridge
- * ≈ 280 ms against ≈ 180 ms (docs/numbers.md). AWS recommends bundling the SDK for the same
- * reason ("Bundle the AWS SDK", AWS Lambda Developer Guide, Node.js best practices); it also
- * pins the SDK version the tests ran against.
+ * service, spread over many files that Node.js resolves and reads one by one. `bundle:report`
+ * times both per function (docs/numbers.md, "The AWS SDK in the asset"): the saving grows with
+ * the clients a first invocation loads. The SDK team recommends bundling for cold starts (AWS
+ * Developer Tools Blog, "Reduce Lambda cold start times: migrate to AWS SDK for JavaScript v3";
+ * aws/aws-cdk#25492: the runtime-provided SDK "has higher cold start than a bundled function");
+ * it also pins the SDK version the tests ran against.
  *
  * How: the function's code and its other asset modules keep their run-time
  * `require('@aws-sdk/client-s3')` (shared/aws/sdk.ts; Powertools'); Node.js resolves it from
@@ -29,9 +29,11 @@ import { NODE_TARGET, PROJECT_ROOT } from './bundling.js';
  *
  * Which exports: the names of the package's exports that occur as identifiers in the asset's
  * JavaScript files (property names survive minification: `s3Sdk().GetObjectCommand`, Powertools'
- * `import_client_dynamodb.GetItemCommand`). A name our code reaches by a computed key would be
- * missed; none does (test/infra/sdk-module.test.ts runs S3, DynamoDB and the idempotency layer
- * through a built asset).
+ * `import_client_dynamodb.GetItemCommand`). A name reached by a computed key (`sdk['S3Client']`)
+ * or a defaulted pattern (`{S3Client = d}`) would be missed; the minified files have neither
+ * (test/infra/asset-modules.test.ts runs S3, DynamoDB and the idempotency layer through a built
+ * asset). A subpath specifier (`@smithy/core/protocols`), which the stubs would not serve, fails
+ * the build ({@link sdkUses}).
  */
 
 /** File name of the SDK module in a function's asset. */
@@ -41,10 +43,13 @@ export const SDK_MODULE_FILE = 'aws-sdk.cjs';
  * String literals naming an SDK package (`@aws-sdk/*`, `@smithy/*`): the run-time `require`s, which
  * esbuild rewrites to its `__require` shim in an ES module bundle (minified: `uo("@aws-sdk/client-s3")`).
  */
-const SDK_SPECIFIER = /(["'])(@aws-sdk\/[a-z0-9-]+|@smithy\/[a-z0-9-]+)\1/g;
+const SDK_SPECIFIER = /(["'])(@aws-sdk\/[a-z0-9-]+|@smithy\/[a-z0-9-]+)(\/[\w./-]*)?\1/g;
 
-/** ES module imports of SDK packages (`from"@aws-sdk/x"`, `import("@aws-sdk/x")`) that the stubs cannot serve. */
-const SDK_IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*)["'](@aws-sdk\/[a-z0-9-]+|@smithy\/[a-z0-9-]+)["']/g;
+/**
+ * ES module imports of SDK packages (`from"@aws-sdk/x"`, `import"@aws-sdk/x"`, `import("@aws-sdk/x")`),
+ * which the CommonJS stubs cannot serve: named imports of a stub fail to link.
+ */
+const SDK_IMPORT = /(?:\bfrom\s*|\bimport\s*\(?\s*)["'](@aws-sdk\/[a-z0-9-]+|@smithy\/[a-z0-9-]+)["']/g;
 
 /**
  * Property names of JavaScript source: member accesses (`.GetObjectCommand`) and keys of object
@@ -94,16 +99,23 @@ function assetScripts(dir: string): string[] {
 }
 
 /**
- * The SDK packages the code loads at run time with `require`, and the identifiers it contains.
+ * The SDK packages the code loads at run time with `require`, and the property names it contains.
  * @param sources the asset's JavaScript sources
  * @throws Error when a source loads an SDK package with an ES `import` (static or dynamic), which
- *   the CommonJS stubs do not serve and which would load the runtime's copy of the SDK
+ *   the CommonJS stubs cannot serve (named imports fail to link), or names an SDK subpath
+ *   (`@smithy/core/protocols`), which no stub serves
  */
 export function sdkUses(sources: readonly string[]): { packages: string[]; identifiers: Set<string> } {
   const packages = new Set<string>();
   const identifiers = new Set<string>();
   for (const source of sources) {
-    for (const match of source.matchAll(SDK_SPECIFIER)) packages.add(match[2] as string);
+    for (const match of source.matchAll(SDK_SPECIFIER)) {
+      if (match[3] !== undefined)
+        throw new Error(
+          `an asset file requires ${match[2]}${match[3]}, a subpath the SDK module's stubs do not serve; require the package itself`,
+        );
+      packages.add(match[2] as string);
+    }
     const imported = [...source.matchAll(SDK_IMPORT)].map((match) => match[1]);
     if (imported.length > 0)
       throw new Error(
@@ -117,8 +129,10 @@ export function sdkUses(sources: readonly string[]): { packages: string[]; ident
 /**
  * The exports of each package that the code names: `Object.keys` of the package as installed in
  * `projectRoot`, kept where the name occurs among `identifiers` — never `default`, and never a
- * service's aggregated client (`S3` beside `S3Client`), whose class imports every command of the
- * service; our adapters and Powertools send commands through the bare client.
+ * service's aggregated client (`S3` beside `S3Client`; also lib-dynamodb's `DynamoDBDocument`
+ * beside `DynamoDBDocumentClient`), whose class imports every command of the service; our
+ * adapters and Powertools send commands through the bare client, and code that used an
+ * aggregated client would find it undefined in a function only.
  * @throws Error when a package is not installed in `projectRoot`, or the code names none of its exports
  */
 export function sdkExportsUsed(

@@ -79,3 +79,10 @@ describe('the credential providers a function never reaches', () => {
     expect(UNREACHED_CREDENTIAL_PACKAGES).not.toContain('@aws-sdk/credential-provider-env');
   });
 });
+
+describe('specifiers the stubs cannot serve', () => {
+  it('refuses an SDK subpath and a bare ES import, naming them', () => {
+    expect(() => sdkUses(['uo("@smithy/core/protocols")'])).toThrow(/@smithy\/core\/protocols, a subpath/);
+    expect(() => sdkUses(['import"@aws-sdk/client-s3";'])).toThrow(/client-s3 as an ES module/);
+  });
+});
