@@ -11,6 +11,7 @@ import {
   copyPolicyBundle,
   EXTERNAL_MODULES,
   esbuildOptions,
+  NODE_TARGET,
   PROJECT_ROOT,
   writeTokenizerRanks,
 } from '../infra/lib/bundling.js';
@@ -71,7 +72,7 @@ export async function buildBundle(
   // The asset's modules of their own, as the stack's afterBundling hook writes them (not in `bytes`).
   for (const module of assetModulesOf(name, spec)) await build(assetModuleBuildOptions(module, dir));
   // Last, as the hook does: it reads the JavaScript files above (infra/lib/sdk-module.ts).
-  const sdk = buildSdkModule(dir);
+  const sdk = buildSdkModule(dir, { projectRoot: PROJECT_ROOT, target: NODE_TARGET });
   copyPolicyBundle(name, dir);
   const ranks = writeTokenizerRanks(dir);
   const file = join(dir, BUNDLE_FILE);

@@ -319,7 +319,7 @@ export function assetModuleCommands(
  */
 export function sdkModuleCommands(inputDir: string, outputDir: string): string[] {
   return [
-    `cd ${shellQuote(inputDir)} && ${shellQuote(process.execPath)} --import tsx scripts/build-sdk-module.ts ${shellQuote(outputDir)}`,
+    `cd ${shellQuote(inputDir)} && ${shellQuote(process.execPath)} --import tsx scripts/build-sdk-module.ts ${shellQuote(outputDir)} ${NODE_TARGET}`,
   ];
 }
 

@@ -2,7 +2,6 @@ import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'n
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { type BuildOptions, buildSync } from 'esbuild';
-import { NODE_TARGET, PROJECT_ROOT } from './bundling.js';
 
 /**
  * The AWS SDK a function's asset carries (issue 25 item 5, cold starts): one CommonJS file,
@@ -35,6 +34,20 @@ import { NODE_TARGET, PROJECT_ROOT } from './bundling.js';
  * asset). A subpath specifier (`@smithy/core/protocols`), which the stubs would not serve, fails
  * the build ({@link sdkUses}).
  */
+
+/*
+ * This module imports nothing of the project: the package ships it (package.json `files`) with
+ * scripts/build-sdk-module.ts, which the stack's afterBundling hook runs from the package root of
+ * a CDK app of one's own, where `infra/` is not installed.
+ */
+
+/** Where and for what an SDK module is built. */
+export interface SdkModuleTarget {
+  /** The project (or installed package) root: where the SDK packages resolve from. */
+  projectRoot: string;
+  /** esbuild's `target`, the Lambda runtime's Node.js (infra/lib/bundling.ts `NODE_TARGET`). */
+  target: string;
+}
 
 /** File name of the SDK module in a function's asset. */
 export const SDK_MODULE_FILE = 'aws-sdk.cjs';
@@ -138,7 +151,7 @@ export function sdkUses(sources: readonly string[]): { packages: string[]; ident
 export function sdkExportsUsed(
   packages: readonly string[],
   identifiers: ReadonlySet<string>,
-  projectRoot: string = PROJECT_ROOT,
+  projectRoot: string,
 ): Record<string, string[]> {
   const load = createRequire(join(projectRoot, 'package.json'));
   const used: Record<string, string[]> = {};
@@ -182,7 +195,7 @@ export function sdkModuleSource(used: Readonly<Record<string, readonly string[]>
 export function sdkModuleBuildOptions(
   source: string,
   outfile: string,
-  projectRoot: string = PROJECT_ROOT,
+  { projectRoot, target }: SdkModuleTarget,
 ): BuildOptions {
   return {
     absWorkingDir: projectRoot,
@@ -191,7 +204,7 @@ export function sdkModuleBuildOptions(
     outfile,
     format: 'cjs',
     platform: 'node',
-    target: NODE_TARGET,
+    target,
     minify: true,
     keepNames: true,
     mainFields: ['module', 'main'],
@@ -225,15 +238,15 @@ function writeStub(dir: string, name: string): void {
  * `dir/aws-sdk.cjs` and writes a stub package per SDK package under `dir/node_modules/`.
  * Writes nothing when the asset loads no SDK package.
  * @param dir the asset directory (the stack's afterBundling output directory)
- * @param projectRoot where the SDK packages are installed
+ * @param where the project root the SDK packages resolve from, and esbuild's target
  * @throws Error from {@link sdkUses} and {@link sdkExportsUsed}; esbuild's build failure
  */
-export function buildSdkModule(dir: string, projectRoot: string = PROJECT_ROOT): SdkModule {
+export function buildSdkModule(dir: string, where: SdkModuleTarget): SdkModule {
   const { packages, identifiers } = sdkUses(assetScripts(dir).map((file) => readFileSync(file, 'utf8')));
   if (packages.length === 0) return { file: undefined, packages: {}, bytes: 0 };
-  const used = sdkExportsUsed(packages, identifiers, projectRoot);
+  const used = sdkExportsUsed(packages, identifiers, where.projectRoot);
   const file = join(dir, SDK_MODULE_FILE);
-  buildSync(sdkModuleBuildOptions(sdkModuleSource(used), file, projectRoot));
+  buildSync(sdkModuleBuildOptions(sdkModuleSource(used), file, where));
   for (const name of packages) writeStub(dir, name);
   return { file, packages: used, bytes: statSync(file).size };
 }

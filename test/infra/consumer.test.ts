@@ -13,7 +13,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../infra/lib/bundling.js';
+import { consoleCommands, PROJECT_ROOT, sdkModuleCommands } from '../../infra/lib/bundling.js';
 import { FUNCTION_TABLE } from '../../infra/lib/functions.js';
 import { catalogObjects, DEFAULT_CATALOG_FILES } from '../../shared/catalog/catalog.js';
 import type { TemplateJson } from './helpers.js';
@@ -306,6 +306,30 @@ describe('a CDK app of its own with two Cld from npm pack', () => {
       consumer,
     );
     expect(required.trim()).toBe('function');
+  }, 180_000);
+
+  it("runs the asset hooks' scripts from the package as installed: the AWS SDK module and the console", () => {
+    // What the afterBundling hook runs at a real synth (bundling is skipped above): the commands
+    // of infra/lib/bundling.ts with the installed package as the input directory, so every file
+    // they need must be in the package (package.json `files`).
+    const asset = join(work, 'asset');
+    mkdirSync(asset);
+    writeFileSync(
+      join(asset, 'index.mjs'),
+      'const c=()=>require("@aws-sdk/client-s3");export const handler=async()=>new(c().S3Client)({region:"eu-west-1"});\n',
+    );
+    const installed = join(consumer, 'node_modules', 'cld');
+    for (const command of [...sdkModuleCommands(installed, asset), ...consoleCommands(installed, asset)])
+      run('bash', ['-c', command], consumer);
+
+    const stub = join(asset, 'node_modules', '@aws-sdk', 'client-s3', 'index.cjs');
+    const served = run(
+      process.execPath,
+      ['-e', `console.log(typeof require(${JSON.stringify(stub)}).S3Client)`],
+      asset,
+    );
+    expect(served.trim()).toBe('function');
+    expect(readdirSync(join(asset, 'console'))).toContain('index.html');
   }, 180_000);
 
   it('type-checks a TypeScript consumer against the declarations the package ships', () => {

@@ -1,5 +1,6 @@
 import { buildSync } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { NODE_TARGET, PROJECT_ROOT } from '../../infra/lib/bundling.js';
 import {
   sdkExportsUsed,
   sdkModuleBuildOptions,
@@ -37,13 +38,14 @@ describe('the SDK module of an asset', () => {
     const used = sdkExportsUsed(
       ['@aws-sdk/client-s3'],
       new Set(['S3Client', 'S3', 'GetObjectCommand', 'paginateListObjectsV2', 'NotAnExport', 'default']),
+      PROJECT_ROOT,
     );
 
     expect(used).toEqual({ '@aws-sdk/client-s3': ['GetObjectCommand', 'S3Client', 'paginateListObjectsV2'] });
   });
 
   it('fails for a package the code requires but whose exports it never names', () => {
-    expect(() => sdkExportsUsed(['@aws-sdk/client-s3'], new Set(['send']))).toThrow(
+    expect(() => sdkExportsUsed(['@aws-sdk/client-s3'], new Set(['send']), PROJECT_ROOT)).toThrow(
       /requires @aws-sdk\/client-s3 but names none of its exports/,
     );
   });
@@ -67,6 +69,7 @@ describe('the credential providers a function never reaches', () => {
     const options = sdkModuleBuildOptions(
       sdkModuleSource({ '@aws-sdk/client-s3': ['S3Client'] }),
       '/dev/null',
+      { projectRoot: PROJECT_ROOT, target: NODE_TARGET },
     );
     const { outputFiles } = buildSync({ ...options, write: false });
     const code = outputFiles?.[0]?.text ?? '';
