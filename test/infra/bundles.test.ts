@@ -41,8 +41,8 @@ import { type BundledSynth, bundledSynth } from './helpers.js';
  * Teams sign them, and the reply function delivering to a local Slack Web API receiver.
  *
  * The cloud assembly is the run's shared bundling synth ({@link bundledSynth}, under
- * node_modules/.cache/ so the modules the Lambda runtime provides (`@aws-sdk/*`, `@smithy/*`, left
- * out of the bundles) resolve from the project's node_modules); it is only read here.
+ * node_modules/.cache/, so that a module left out of the bundles and of the asset's `aws-sdk.cjs`
+ * resolves from the project's node_modules, as from the Lambda runtime's); it is only read here.
  */
 
 const NAMES = Object.keys(FUNCTIONS) as (keyof typeof FUNCTIONS)[];

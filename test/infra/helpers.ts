@@ -99,8 +99,9 @@ export interface BundledSynth {
  * built bundles (test/infra/bundles.test.ts, test/infra/template.test.ts): the synth is the
  * costliest step of either file (about 1 min on a quiet 2-core machine, over 4 at load 17), and
  * both synthesized the same app from the same tree. The assembly lies under `node_modules/.cache/`
- * (test/global-setup.ts), so the modules the Lambda runtime provides (`@aws-sdk/*`, left out of
- * the bundles) resolve from the project's node_modules. Read-only for its users.
+ * (test/global-setup.ts), so that a module left out of the bundles and of each asset's
+ * `aws-sdk.cjs` resolves from the project's node_modules, as from the Lambda runtime's.
+ * Read-only for its users.
  */
 export async function bundledSynth(): Promise<BundledSynth> {
   const dir = await sharedBuild('cdk-bundled', (into) => {
