@@ -32,7 +32,6 @@ import {
   probeEnvironment,
   probeEvent,
   sdkLoadOnce,
-  sdkPackagesOf,
   staticExternalImports,
 } from './bundles.js';
 
@@ -190,7 +189,7 @@ async function report(
   if (event !== undefined) writeFileSync(eventFile, JSON.stringify(event));
   const probes: ImportTiming[] = [];
   const split: ImportTiming[] = [];
-  const sdkPackages = sdkPackagesOf(bundle);
+  const { sdkPackages } = bundle;
   const sdkLoads: { ms: number; cpuMs: number }[] = [];
   const runtimeLoads: { ms: number; cpuMs: number }[] = [];
   for (let i = 0; i < runs; i += 1) {

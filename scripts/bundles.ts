@@ -52,6 +52,8 @@ export interface BuiltBundle {
   tokenizerBytes: number;
   /** Size of the asset's AWS SDK module (`aws-sdk.cjs`, infra/lib/sdk-module.ts) in bytes; 0 without one. */
   sdkBytes: number;
+  /** The SDK packages the asset's stubs serve (infra/lib/sdk-module.ts), sorted; empty without one. */
+  sdkPackages: string[];
   metafile: Metafile;
 }
 
@@ -85,6 +87,7 @@ export async function buildBundle(
     policyBytes: directoryBytes(join(dir, 'policies')),
     tokenizerBytes: statSync(ranks).size,
     sdkBytes: sdk.bytes,
+    sdkPackages: Object.keys(sdk.packages).sort(),
     metafile: result.metafile,
   };
 }
@@ -422,18 +425,6 @@ const cpuStarted = cpu();
 for (const name of JSON.parse(process.argv[2])) req(name);
 process.stdout.write('\\nSDKLOAD ' + JSON.stringify({ ms: performance.now() - started, cpuMs: cpu() - cpuStarted }) + '\\n');
 `;
-
-/** The SDK packages a built asset's stubs serve (infra/lib/sdk-module.ts), sorted. */
-export function sdkPackagesOf(bundle: Pick<BuiltBundle, 'dir'>): string[] {
-  const root = join(bundle.dir, 'node_modules');
-  const names: string[] = [];
-  for (const scope of ['@aws-sdk', '@smithy']) {
-    const dir = join(root, scope);
-    if (statSync(dir, { throwIfNoEntry: false })?.isDirectory())
-      for (const name of readdirSync(dir)) names.push(`${scope}/${name}`);
-  }
-  return names.sort();
-}
 
 /**
  * Loads `packages` with `require` once in a new plain `node` process, as a function's first
