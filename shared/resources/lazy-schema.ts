@@ -13,3 +13,13 @@ export function lazyStrictObject<Shape extends z.core.$ZodLooseShape>(
 ): z.ZodLazy<z.ZodObject<Shape, z.core.$strict>> {
   return z.lazy(() => z.strictObject(shape()));
 }
+
+/**
+ * `z.object(shape())` (unknown keys stripped) built at its first use, as {@link lazyStrictObject}.
+ * @param shape the object's shape, as `z.object` takes it
+ */
+export function lazyObject<Shape extends z.core.$ZodLooseShape>(
+  shape: () => Shape,
+): z.ZodLazy<z.ZodObject<Shape, z.core.$strip>> {
+  return z.lazy(() => z.object(shape()));
+}
