@@ -29,8 +29,13 @@ export const ERROR_CODES = [
 /** One of {@link ERROR_CODES}. */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-/** Base class: every error the domain throws on purpose is a `CldError`. */
+/**
+ * Base class: every error the domain throws on purpose is a `CldError`. Each class states its
+ * `name` as a field rather than reading `new.target.name`: the function bundles are minified
+ * without esbuild's `keepNames` (infra/lib/bundling.ts), so a class's own name is not kept there.
+ */
 export class CldError extends Error {
+  override name = 'CldError';
   readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
 
@@ -42,7 +47,6 @@ export class CldError extends Error {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options?.details;
-    this.name = new.target.name;
   }
 
   /** `{ name, code, message, details? }`: safe to log and to store in a resource. */
@@ -58,6 +62,7 @@ export class CldError extends Error {
 
 /** Input from outside (event, body, model output, stored JSON, CLI argument) did not parse. */
 export class ValidationError extends CldError {
+  override name = 'ValidationError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('VALIDATION', message, options);
   }
@@ -65,6 +70,7 @@ export class ValidationError extends CldError {
 
 /** A string is not a well-formed `cld:` URN (see shared/urn.ts for the grammar). */
 export class InvalidUrnError extends CldError {
+  override name = 'InvalidUrnError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('INVALID_URN', message, options);
   }
@@ -72,6 +78,7 @@ export class InvalidUrnError extends CldError {
 
 /** A resource or key that was asked for does not exist. */
 export class NotFoundError extends CldError {
+  override name = 'NotFoundError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('NOT_FOUND', message, options);
   }
@@ -79,6 +86,7 @@ export class NotFoundError extends CldError {
 
 /** The policy gate denied a get or put; `details.reason` carries the policy's reason. */
 export class PolicyDeniedError extends CldError {
+  override name = 'PolicyDeniedError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('POLICY_DENIED', message, options);
   }
@@ -89,6 +97,7 @@ export class PolicyDeniedError extends CldError {
  * (IETF draft "The Idempotency-Key HTTP Header Field" §2.7: 422); nothing was stored.
  */
 export class IdempotencyConflictError extends CldError {
+  override name = 'IdempotencyConflictError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('IDEMPOTENCY_CONFLICT', message, options);
   }
@@ -99,6 +108,7 @@ export class IdempotencyConflictError extends CldError {
  * the only one: `details.decision` names it). The HTTP edge answers 409.
  */
 export class ApprovalDecidedError extends CldError {
+  override name = 'ApprovalDecidedError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('APPROVAL_DECIDED', message, options);
   }
@@ -110,6 +120,7 @@ export class ApprovalDecidedError extends CldError {
  * status now and `details.decision` the decision that won. The HTTP edge answers 409.
  */
 export class DecisionConflictError extends CldError {
+  override name = 'DecisionConflictError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('DECISION_CONFLICT', message, options);
   }
@@ -117,6 +128,7 @@ export class DecisionConflictError extends CldError {
 
 /** An approval request expired before a decision was given; nothing was stored. The HTTP edge answers 410. */
 export class ApprovalExpiredError extends CldError {
+  override name = 'ApprovalExpiredError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('APPROVAL_EXPIRED', message, options);
   }
@@ -128,6 +140,7 @@ export class ApprovalExpiredError extends CldError {
  * message's current state (`message`, `status`, `endedAt`). The HTTP edge answers 409.
  */
 export class MessageEndedError extends CldError {
+  override name = 'MessageEndedError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('MESSAGE_ENDED', message, options);
   }
@@ -135,6 +148,7 @@ export class MessageEndedError extends CldError {
 
 /** A per-conversation limit (depth, breadth, iterations, corrective rounds, tokens) was hit. */
 export class LimitExceededError extends CldError {
+  override name = 'LimitExceededError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('LIMIT_EXCEEDED', message, options);
   }
@@ -142,6 +156,7 @@ export class LimitExceededError extends CldError {
 
 /** A per-conversation budget (tokens, model calls, tool calls, wall time) was exceeded. */
 export class BudgetExceededError extends CldError {
+  override name = 'BudgetExceededError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('BUDGET_EXCEEDED', message, options);
   }
@@ -156,6 +171,7 @@ export class BudgetExceededError extends CldError {
  * answer differently, as a model's invalid output can.
  */
 export class ModelError extends CldError {
+  override name = 'ModelError';
   readonly retryable: boolean;
   readonly malformed: boolean;
   constructor(
@@ -180,6 +196,7 @@ export class ModelError extends CldError {
  * fails the task. `details`: `{ server }`.
  */
 export class ToolUnavailableError extends CldError {
+  override name = 'ToolUnavailableError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('TOOL_UNAVAILABLE', message, options);
   }
@@ -187,6 +204,7 @@ export class ToolUnavailableError extends CldError {
 
 /** Configuration (environment, CLI flags) is missing or invalid; thrown at init. */
 export class ConfigError extends CldError {
+  override name = 'ConfigError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('CONFIG', message, options);
   }
@@ -197,6 +215,7 @@ export class ConfigError extends CldError {
  * non-2xx, a timeout); the reply step fails so its event is retried. `details` names the target.
  */
 export class ChannelError extends CldError {
+  override name = 'ChannelError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('CHANNEL_ERROR', message, options);
   }
@@ -208,6 +227,7 @@ export class ChannelError extends CldError {
  * `details`: `{ target, urn, attempts, cause: { code, message } }`.
  */
 export class DeliveryFailedError extends CldError {
+  override name = 'DeliveryFailedError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('DELIVERY_FAILED', message, options);
   }
@@ -219,6 +239,7 @@ export class DeliveryFailedError extends CldError {
  * are answered with this error. `details`: `{ redrives, waitingFor }`.
  */
 export class StalledError extends CldError {
+  override name = 'StalledError';
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super('STALLED', message, options);
   }

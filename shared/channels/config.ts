@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { ConfigError } from '../errors.js';
+import { lazyObject } from '../resources/lazy-schema.js';
 
 /**
  * Configuration of the channel functions (HTTP API, Slack, Teams, reply), parsed once per cold
@@ -12,7 +13,7 @@ import { ConfigError } from '../errors.js';
 const Url = z.url({ protocol: /^https?$/ });
 
 /** The channel environment variables. */
-export const ChannelEnvSchema = z.object({
+export const ChannelEnvSchema = lazyObject(() => ({
   /** Largest accepted HTTP API request body, in bytes (default 64 KiB; larger → 413 before authentication). */
   CLD_HTTP_MAX_BODY_BYTES: z.coerce.number().int().positive().max(10_485_760).default(65_536),
   /**
@@ -88,7 +89,7 @@ export const ChannelEnvSchema = z.object({
         .filter((s) => s.length > 0),
     ),
   AWS_REGION: z.string().min(1).optional(),
-});
+}));
 
 /** Parsed channel configuration. */
 export type ChannelConfig = z.infer<typeof ChannelEnvSchema>;

@@ -1,4 +1,4 @@
-import { type KnownBlock, LogLevel, WebClient } from '@slack/web-api';
+import type { KnownBlock, WebClient } from '@slack/web-api';
 import { ChannelError } from '../errors.js';
 import { escapeSlackText } from './slack.js';
 
@@ -80,9 +80,12 @@ export interface TeamsDelivery {
 /** The Slack adapter. @param apiUrl the Web API base URL (`https://slack.com/api/`) */
 export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number }): SlackDelivery {
   const clients = new Map<string, WebClient>();
-  const client = (token: string) => {
+  // The Web API client loads at the first call, not at the function's import (≈ 5 ms of the
+  // cold import of every channel function; issue 25 cold starts).
+  const client = async (token: string) => {
     let found = clients.get(token);
     if (!found) {
+      const { LogLevel, WebClient } = await import('@slack/web-api');
       found = new WebClient(token, {
         slackApiUrl: options.apiUrl,
         timeout: options.timeoutMs,
@@ -97,8 +100,8 @@ export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number
   return {
     async postMessage(token, message) {
       const thread = message.threadTs ? { thread_ts: message.threadTs } : {};
-      const result = await slackCall('chat.postMessage', () =>
-        client(token).chat.postMessage(
+      const result = await slackCall('chat.postMessage', async () =>
+        (await client(token)).chat.postMessage(
           message.blocks !== undefined
             ? {
                 channel: message.channel,
@@ -120,8 +123,8 @@ export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number
       return { ts: result.ts };
     },
     async postEphemeral(token, message) {
-      await slackCall('chat.postEphemeral', () =>
-        client(token).chat.postEphemeral({
+      await slackCall('chat.postEphemeral', async () =>
+        (await client(token)).chat.postEphemeral({
           channel: message.channel,
           user: message.user,
           text: message.text,
@@ -130,8 +133,8 @@ export function createSlackDelivery(options: { apiUrl: string; timeoutMs: number
       );
     },
     async update(token, message) {
-      await slackCall('chat.update', () =>
-        client(token).chat.update({ channel: message.channel, ts: message.ts, text: message.text }),
+      await slackCall('chat.update', async () =>
+        (await client(token)).chat.update({ channel: message.channel, ts: message.ts, text: message.text }),
       );
     },
     async respond(responseUrl, text) {

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazyStrictObject } from '../resources/lazy-schema.js';
 
 /**
  * Per-conversation limits (DESIGN.md principle 6, "bounded by construction"). When a shape limit
@@ -8,7 +9,7 @@ import * as z from 'zod';
  * naming the budget.
  * Either way its parent is told and the final answer says what did not complete.
  */
-export const LimitsSchema = z.strictObject({
+export const LimitsSchema = lazyStrictObject(() => ({
   /** Maximum task nesting depth (root tasks are depth 1). */
   maxDepth: z.number().int().min(1).max(16).default(4),
   /** Maximum subtasks of one task (and root tasks of one plan). */
@@ -71,11 +72,11 @@ export const LimitsSchema = z.strictObject({
     .min(1_000)
     .max(30 * 24 * 60 * 60_000)
     .default(20 * 60_000),
-});
+}));
 export type Limits = z.infer<typeof LimitsSchema>;
 
-/** The defaults. */
-export const DEFAULT_LIMITS: Limits = LimitsSchema.parse({});
+/** The defaults. (`__PURE__`: a bundle that never reads them does not compute them at import.) */
+export const DEFAULT_LIMITS: Limits = /* @__PURE__ */ LimitsSchema.parse({});
 
 /**
  * Longest user message, in characters (UTF-16 code units, as `String.length` counts them), on

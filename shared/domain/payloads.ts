@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import type { JsonValue, ToolSpec } from '../llm/port.js';
+import { lazyStrictObject } from '../resources/lazy-schema.js';
 import type { Limits } from './limits.js';
 
 /**
@@ -31,7 +32,7 @@ export const TASK_TEXT_LIMITS = {
   evaluation: 1_000,
 } as const;
 
-export const TaskPayloadSchema: z.ZodType<TaskPayload> = z.strictObject({
+export const TaskPayloadSchema: z.ZodType<TaskPayload> = lazyStrictObject(() => ({
   title: text(TASK_TEXT_LIMITS.title, 'Short title of the task'),
   purpose: text(
     TASK_TEXT_LIMITS.purpose,
@@ -49,15 +50,15 @@ export const TaskPayloadSchema: z.ZodType<TaskPayload> = z.strictObject({
       .optional()
       .describe('Subtasks; omit for a task one assistant can do directly');
   },
-});
+}));
 
 /** The `create_plan` tool input. */
-export const PlanPayloadSchema = z.strictObject({
+export const PlanPayloadSchema = lazyStrictObject(() => ({
   tasks: z
     .array(TaskPayloadSchema)
     .min(1)
     .describe('Root tasks; a multi-part request is one root task with subtasks'),
-});
+}));
 export type PlanPayload = z.infer<typeof PlanPayloadSchema>;
 
 /**
@@ -75,7 +76,7 @@ export interface CorrectivePayload extends Omit<TaskPayload, 'title' | 'applicab
   subtasks?: CorrectivePayload[] | undefined;
 }
 
-export const CorrectivePayloadSchema: z.ZodType<CorrectivePayload> = z.strictObject({
+export const CorrectivePayloadSchema: z.ZodType<CorrectivePayload> = lazyStrictObject(() => ({
   title: z
     .string()
     .trim()
@@ -106,7 +107,7 @@ export const CorrectivePayloadSchema: z.ZodType<CorrectivePayload> = z.strictObj
       .describe('Subtasks; omit for a task one assistant can do directly');
   },
   corrects: z.string().optional().describe('Id of the subtask it redoes'),
-});
+}));
 
 /**
  * A corrective subtask as a task payload: its title and applicability filled in where it left
@@ -141,7 +142,7 @@ export function completeCorrective(
  * (`s1`, `s2`, … in order; a URN is accepted too) rather than their URNs (issue 25: about 45
  * tokens less per subtask); the assistant step maps them back ({@link resolveSubtaskId}).
  */
-export const VerdictPayloadSchema = z.strictObject({
+export const VerdictPayloadSchema = lazyStrictObject(() => ({
   pass: z.boolean().describe('True when the subtasks together meet the task evaluation'),
   reason: text(2_000, 'Why'),
   subtasks: z
@@ -163,7 +164,7 @@ export const VerdictPayloadSchema = z.strictObject({
     .max(8)
     .default([])
     .describe('Corrective subtasks when pass is false'),
-});
+}));
 export type VerdictPayload = z.infer<typeof VerdictPayloadSchema>;
 
 /** The short id of the judge's prompt for the subtask at `index` (0-based): `s1`, `s2`, …. */

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { ConfigError } from '../errors.js';
+import { lazyStrictObject } from '../resources/lazy-schema.js';
 import type { ConverseRequest, ModelStep } from './port.js';
 
 /**
@@ -21,12 +22,12 @@ export const MODEL_STEPS = ['plan', 'assistant', 'answer', 'judge'] as const sat
 export type StepModels = Partial<Record<ModelStep, string>>;
 
 /** JSON of `CLD_MODELS` / CDK context `cld:models`: only the known steps, each a non-empty id. */
-export const StepModelsSchema = z.strictObject({
+export const StepModelsSchema = lazyStrictObject(() => ({
   plan: z.string().trim().min(1).optional(),
   assistant: z.string().trim().min(1).optional(),
   answer: z.string().trim().min(1).optional(),
   judge: z.string().trim().min(1).optional(),
-});
+}));
 
 /** The variable of one step's model, e.g. `CLD_MODEL_ID_PLAN`. */
 export type StepModelVariable = `CLD_MODEL_ID_${Uppercase<ModelStep>}`;

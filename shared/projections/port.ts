@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
+import { lazyStrictObject } from '../resources/lazy-schema.js';
 
 /**
  * Projection store port (DESIGN.md principle 2: "S3 is the event store; DynamoDB holds
@@ -109,13 +110,13 @@ const VALUE_NAME = /^[A-Za-z][A-Za-z0-9]{0,31}$/;
 const CONVERSATION = /^cld:common\.Conversation\.[0-9a-f]{16}$/;
 
 /** Schema of a projection read back from a store (stored JSON is input from outside). */
-export const ProjectionSchema = z.strictObject({
+export const ProjectionSchema = lazyStrictObject(() => ({
   conversation: z.string().regex(CONVERSATION),
   name: z.string().min(1).max(1_024),
   values: z.record(z.string().regex(VALUE_NAME), z.number().int().nonnegative()),
   members: z.array(z.string().min(1)),
   since: z.string().optional(),
-});
+}));
 
 /**
  * Validates the arguments of an apply (shared by both adapters so they reject the same input).

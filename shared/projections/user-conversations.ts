@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
+import { lazyStrictObject } from '../resources/lazy-schema.js';
 import { JsonlJournal } from './journal.js';
 
 /**
@@ -135,14 +136,14 @@ export function decodeCursor(cursor: string): string {
   return key;
 }
 
-const EntrySchema = z.strictObject({
+const EntrySchema = lazyStrictObject(() => ({
   user: z.string().regex(USER),
   conversation: z.string().regex(CONVERSATION),
   id: z.string().min(1).max(128),
   title: z.string().max(MAX_TITLE_CHARS),
   createdAt: z.string().regex(ISO),
   message: z.string().min(1),
-});
+}));
 
 /**
  * The local store: items in memory, every new record appended to `<dir>/users.jsonl` before the

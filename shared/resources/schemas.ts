@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { isUrn } from '../urn.js';
+import { lazyStrictObject } from './lazy-schema.js';
 
 /**
  * zod schemas: the single source of the resource types (DESIGN.md "URNs"; seed roadmap-v1
@@ -12,7 +13,7 @@ import { isUrn } from '../urn.js';
 export const UrnSchema = z.string().refine(isUrn, { message: 'not a valid cld: URN' });
 
 /** Resource `meta` (seed step 06): identity plus the four description fields. */
-export const ResourceMetaSchema = z.strictObject({
+export const ResourceMetaSchema = lazyStrictObject(() => ({
   /** URN of the resource. */
   id: UrnSchema,
   /** Logical name; with parent and type it determines the hash. */
@@ -46,7 +47,7 @@ export const ResourceMetaSchema = z.strictObject({
   score: z.number().optional(),
   /** ISO 8601 creation time; excluded from content comparisons. */
   createdAt: z.string().optional(),
-});
+}));
 export type ResourceMeta = z.infer<typeof ResourceMetaSchema>;
 
 /** The actor that started a conversation and where replies go. */
@@ -57,23 +58,23 @@ export const ChannelSchema = z.strictObject({
 });
 
 /** `common.Conversation`: root of every conversation subtree. */
-export const ConversationSchema = z.strictObject({
+export const ConversationSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   /** Identity of the user who started it (the policy's `user`). */
   actor: z.string().min(1),
   channel: ChannelSchema,
-});
+}));
 export type Conversation = z.infer<typeof ConversationSchema>;
 
 /** A tool call requested by the model (Bedrock Converse `toolUse`). */
-export const ToolCallSchema = z.strictObject({
+export const ToolCallSchema = lazyStrictObject(() => ({
   /** `toolUseId` from the model. */
   id: z.string().min(1).max(128),
   /** Tool function name. */
   name: z.string().min(1).max(64),
   /** Arguments as given by the model (validated against the tool's schema when executed). */
   input: z.unknown(),
-});
+}));
 export type ToolCall = z.infer<typeof ToolCallSchema>;
 
 /** Error info stored on failed outputs and tool results. */
@@ -108,34 +109,34 @@ export const ToolStatusSchema = z.enum([
 export type ToolStatus = z.infer<typeof ToolStatusSchema>;
 
 /** What the context window left out of a model call (seeds/context-assembly.md `droppedMessages`). */
-export const WindowReportSchema = z.strictObject({
+export const WindowReportSchema = lazyStrictObject(() => ({
   budget: z.number().int().nonnegative(),
   tokens: z.number().int().nonnegative(),
   dropped: z.array(z.string()),
-});
+}));
 
 /**
  * A part of a task that was not answered, named on a partial output or final answer (issue 21):
  * the subtask (or root task) that did not pass, its title, and why (the supervisor's last
  * objection, or the task's failure).
  */
-export const UnansweredPartSchema = z.strictObject({
+export const UnansweredPartSchema = lazyStrictObject(() => ({
   /** URN of the task that was not answered (for a corrected part: its last corrective task). */
   task: UrnSchema,
   /** The part as the user asked it (the planned task's title). */
   title: z.string().max(200),
   /** Why: the supervisor's last objection, or the task's error message. */
   reason: z.string().max(2_000),
-});
+}));
 export type UnansweredPart = z.infer<typeof UnansweredPartSchema>;
 
 /** A cited source as a person reads it: its URN and its label (document › heading). */
-export const SourceRefSchema = z.strictObject({
+export const SourceRefSchema = lazyStrictObject(() => ({
   /** URN of the cited resource (a `doc.Chunk`, a `doc.Document`, ...). */
   urn: UrnSchema,
   /** Document and heading, `aws-ssm README › Lookups`; the URN when neither is known. */
   label: z.string().min(1).max(300),
-});
+}));
 export type SourceRef = z.infer<typeof SourceRefSchema>;
 
 /**
@@ -145,7 +146,7 @@ export type SourceRef = z.infer<typeof SourceRefSchema>;
  * `unanswered` set (and no `error`) means it is partial: the content carries the parts that were
  * answered (shared/domain/outcome.ts).
  */
-export const MessageSchema = z.strictObject({
+export const MessageSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   role: z.enum(['system', 'user', 'assistant', 'tool']),
   content: z.string().default(''),
@@ -180,20 +181,20 @@ export const MessageSchema = z.strictObject({
     .string()
     .regex(/^[0-9a-f]{64}$/)
     .optional(),
-});
+}));
 export type Message = z.infer<typeof MessageSchema>;
 
 /** Why an assistant was elected for a task. */
-export const ElectionSchema = z.strictObject({
+export const ElectionSchema = lazyStrictObject(() => ({
   assistant: UrnSchema,
   name: z.string(),
   score: z.number(),
   runnerUp: z.strictObject({ assistant: UrnSchema, name: z.string(), score: z.number() }).optional(),
-});
+}));
 export type Election = z.infer<typeof ElectionSchema>;
 
 /** `plan.Task` (seed step 08): a node of the task tree. */
-export const TaskSchema = z.strictObject({
+export const TaskSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   /** Short title for display. */
   title: z.string().min(1).max(200),
@@ -210,7 +211,7 @@ export const TaskSchema = z.strictObject({
   round: z.number().int().nonnegative(),
   /** For a corrective subtask: the subtask it redoes. */
   corrects: UrnSchema.optional(),
-});
+}));
 export type Task = z.infer<typeof TaskSchema>;
 
 /** Name of a configured MCP server: lowercase letters, digits and single `-` (no `_`, which joins server and tool names). */
@@ -275,7 +276,7 @@ export type Tool = z.infer<typeof ToolSchema>;
  * by the tool function instead of running the call, directly under the `tool.Call` (name
  * `approval`, so one per call). Its decision is a `tool.Decision` under it.
  */
-export const ApprovalRequestSchema = z.strictObject({
+export const ApprovalRequestSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   /** The call's tool function name and arguments, as the model gave them (what the user approves). */
   tool: z.string().min(1).max(64),
@@ -286,7 +287,7 @@ export const ApprovalRequestSchema = z.strictObject({
   user: z.string().min(1),
   /** When the request expires undecided (ISO 8601); a decision after it is refused. */
   expiresAt: z.iso.datetime(),
-});
+}));
 export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
 
 /**
@@ -295,7 +296,7 @@ export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
  * write it, as the conversation's user (policies/rules.json `user-decide-call`); its
  * `RESOURCE_PUT` resumes the call in the tool function.
  */
-export const ApprovalDecisionSchema = z.strictObject({
+export const ApprovalDecisionSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   decision: z.enum(['approve', 'deny']),
   /** Who decided (the channel's user id, e.g. `http:<sub>`, `slack:<team>:<user>`). */
@@ -304,7 +305,7 @@ export const ApprovalDecisionSchema = z.strictObject({
   channel: z.enum(['cli', 'http', 'slack', 'teams']),
   /** Why, as the user gave it (shown to the model on a denial). */
   reason: z.string().max(1_000).optional(),
-});
+}));
 export type ApprovalDecision = z.infer<typeof ApprovalDecisionSchema>;
 
 /**
@@ -314,24 +315,24 @@ export type ApprovalDecision = z.infer<typeof ApprovalDecisionSchema>;
  * older than the tool's timeout without a result means the run died, and the call is answered
  * with an ERROR rather than run again (at most once).
  */
-export const ExecutionClaimSchema = z.strictObject({
+export const ExecutionClaimSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   /** The decision the run is authorised by. */
   decision: UrnSchema,
   /** When the claim expires (ISO 8601): the tool's timeout after the claim. */
   deadline: z.iso.datetime(),
-});
+}));
 export type ExecutionClaim = z.infer<typeof ExecutionClaimSchema>;
 
 /** SHA-256, lowercase hex. */
-const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
+const Sha256Hex = z.lazy(() => z.string().regex(/^[0-9a-f]{64}$/));
 
 /**
  * `tool.ToolApproval`: an operator's decision on one discovered tool (shared/tools/registry.ts),
  * stored under the `common.Tool` it decides on, named `approval-<n>` (n = 1, 2, … zero-padded):
  * the one with the highest n is the tool's status. Nothing is edited: revoking writes the next one.
  */
-export const ToolApprovalSchema = z.strictObject({
+export const ToolApprovalSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   decision: z.enum(['approved', 'revoked']),
   /** Who decided: the operator's identity (`cli:<os user>`, `http:<JWT sub>`). */
@@ -342,7 +343,7 @@ export const ToolApprovalSchema = z.strictObject({
   schemaHash: Sha256Hex,
   /** Why, as the operator wrote it. */
   reason: z.string().max(2_000).optional(),
-});
+}));
 export type ToolApproval = z.infer<typeof ToolApprovalSchema>;
 
 /**
@@ -350,7 +351,7 @@ export type ToolApproval = z.infer<typeof ToolApprovalSchema>;
  * `tool.Server` element of the registry, named `discovery-<ISO time>`: the newest one is the
  * server's current tool set (a tool absent from it is no longer offered).
  */
-export const ToolDiscoverySchema = z.strictObject({
+export const ToolDiscoverySchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   server: McpServerNameSchema,
   /** ISO 8601 time of the discovery. */
@@ -364,31 +365,31 @@ export const ToolDiscoverySchema = z.strictObject({
       schemaHash: Sha256Hex,
     }),
   ),
-});
+}));
 export type ToolDiscovery = z.infer<typeof ToolDiscoverySchema>;
 
 /** `tool.Call`: one requested tool call, stored under its task; the tool function reacts to it. */
-export const ToolCallResourceSchema = z.strictObject({
+export const ToolCallResourceSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   call: ToolCallSchema,
   /** URN of the assistant turn (Message) that requested the call. */
   turn: UrnSchema,
-});
+}));
 export type ToolCallResource = z.infer<typeof ToolCallResourceSchema>;
 
 /** `plan.Plan`: the planner's result for one user Message. */
-export const PlanSchema = z.strictObject({
+export const PlanSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   /** Root task URNs, in order. */
   tasks: z.array(UrnSchema),
   model: z.string(),
   usage: UsageSchema.optional(),
   error: ErrorInfoSchema.optional(),
-});
+}));
 export type Plan = z.infer<typeof PlanSchema>;
 
 /** `plan.Verdict`: a supervisor's judgement of a round of subtasks. */
-export const VerdictSchema = z.strictObject({
+export const VerdictSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   round: z.number().int().positive(),
   pass: z.boolean(),
@@ -405,11 +406,11 @@ export const VerdictSchema = z.strictObject({
   /** Corrective subtasks created by this verdict (empty on pass). */
   corrective: z.array(UrnSchema),
   usage: UsageSchema.optional(),
-});
+}));
 export type Verdict = z.infer<typeof VerdictSchema>;
 
 /** `doc.Document`: one ingested file; its chunks are children. */
-export const DocumentSchema = z.strictObject({
+export const DocumentSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   /** Path as given to ingest, relative to the working directory. */
   path: z.string(),
@@ -417,17 +418,17 @@ export const DocumentSchema = z.strictObject({
   contentHash: z.string(),
   bytes: z.number().int().nonnegative(),
   chunks: z.number().int().nonnegative(),
-});
+}));
 export type Document = z.infer<typeof DocumentSchema>;
 
 /** `doc.Chunk`: a piece of a document, the unit of search and citation. */
-export const ChunkSchema = z.strictObject({
+export const ChunkSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   text: z.string(),
   index: z.number().int().nonnegative(),
   /** Heading trail of the chunk, when the splitter kept it. */
   heading: z.string().optional(),
-});
+}));
 export type Chunk = z.infer<typeof ChunkSchema>;
 
 /**
@@ -435,7 +436,7 @@ export type Chunk = z.infer<typeof ChunkSchema>;
  * under that Document as N-Quads text. A large source is split into shards (one resource per
  * shard, `name` = `graph-<shard>`), so a query loads only the shards it needs.
  */
-export const GraphSchema = z.strictObject({
+export const GraphSchema = lazyStrictObject(() => ({
   meta: ResourceMetaSchema,
   /** Always `application/n-quads`. */
   format: z.literal('application/n-quads'),
@@ -445,7 +446,7 @@ export const GraphSchema = z.strictObject({
   triples: z.number().int().nonnegative(),
   /** The N-Quads document. */
   quads: z.string(),
-});
+}));
 export type Graph = z.infer<typeof GraphSchema>;
 
 /** Schema per resource type: `parseResource` picks by `meta.type`. */

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -154,7 +154,10 @@ describe('asset modules loaded from a built asset', () => {
   it("runs S3 and DynamoDB calls through the asset's aws-sdk.cjs: the SDK packages resolve to its stubs, not node_modules", async () => {
     const fromBundle = createRequire(join(dir, 'index.mjs'));
     for (const name of ['@aws-sdk/client-s3', '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb']) {
-      expect(fromBundle.resolve(name)).toBe(join(dir, 'node_modules', ...name.split('/'), 'index.cjs'));
+      // realpath: Node resolves through symlinks (a worktree's node_modules may be one).
+      expect(fromBundle.resolve(name)).toBe(
+        realpathSync(join(dir, 'node_modules', ...name.split('/'), 'index.cjs')),
+      );
     }
     const sdk = fromBundle(join(dir, SDK_MODULE_FILE)) as {
       packages: Record<string, Record<string, unknown>>;

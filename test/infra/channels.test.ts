@@ -389,7 +389,7 @@ describe('channel secrets', () => {
 
 describe('channel functions', () => {
   const known = new Set([
-    ...Object.keys(ChannelEnvSchema.shape),
+    ...Object.keys(ChannelEnvSchema.unwrap().shape),
     ...Object.keys(EnvSchema.shape),
     'POWERTOOLS_SERVICE_NAME',
     'NODE_OPTIONS',

@@ -1,3 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { buildSync } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { NODE_TARGET, PROJECT_ROOT } from '../../infra/lib/bundling.js';
@@ -87,5 +91,42 @@ describe('specifiers the stubs cannot serve', () => {
   it('refuses an SDK subpath and a bare ES import, naming them', () => {
     expect(() => sdkUses(['uo("@smithy/core/protocols")'])).toThrow(/@smithy\/core\/protocols, a subpath/);
     expect(() => sdkUses(['import"@aws-sdk/client-s3";'])).toThrow(/client-s3 as an ES module/);
+  });
+});
+
+describe('names in aws-sdk.cjs, which is minified without keepNames', () => {
+  it("keeps the default logger's class name, which the SDK's middlewares compare, and its errors' names and instanceof", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cld-sdk-names-'));
+    try {
+      const file = join(dir, 'aws-sdk.cjs');
+      const packages = {
+        '@aws-sdk/client-s3': ['GetObjectCommand', 'NoSuchKey', 'S3Client', 'S3ServiceException'],
+      };
+      buildSync(
+        sdkModuleBuildOptions(sdkModuleSource(packages), file, {
+          projectRoot: PROJECT_ROOT,
+          target: NODE_TARGET,
+        }),
+      );
+      const s3 = (createRequire(file)(file) as { packages: Record<string, Record<string, unknown>> })
+        .packages['@aws-sdk/client-s3'] as Record<string, new (...args: never[]) => unknown>;
+      const S3Client = s3.S3Client as unknown as new (
+        config: object,
+      ) => { config: { logger: object }; destroy(): void };
+      const client = new S3Client({ region: 'eu-west-1' });
+      expect(client.config.logger.constructor.name).toBe('NoOpLogger');
+      client.destroy();
+      // A class the SDK does not name for us is minified (what the NoOpLogger line is for).
+      expect((s3.GetObjectCommand as { name: string }).name).not.toBe('GetObjectCommand');
+
+      const NoSuchKey = s3.NoSuchKey as unknown as new (options: object) => Error;
+      const error = new NoSuchKey({ message: 'gone', $metadata: {} });
+      expect(error.name).toBe('NoSuchKey');
+      expect(error).toBeInstanceOf(NoSuchKey);
+      expect(error).toBeInstanceOf(s3.S3ServiceException as unknown as new () => unknown);
+      expect(String(error)).toBe('NoSuchKey: gone');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import * as z from 'zod';
 import { ConfigError } from '../../errors.js';
+import { lazyStrictObject } from '../../resources/lazy-schema.js';
 import { McpServerNameSchema } from '../../resources/schemas.js';
 
 /**
@@ -41,7 +42,7 @@ const Common = {
 };
 
 /** A Streamable HTTP server. */
-export const HttpServerConfigSchema = z.strictObject({
+export const HttpServerConfigSchema = lazyStrictObject(() => ({
   ...Common,
   /** The MCP endpoint; `https:` except on a loopback host (127.0.0.1, ::1, localhost). */
   url: z.url({ protocol: /^https?$/ }).refine(
@@ -82,10 +83,10 @@ export const HttpServerConfigSchema = z.strictObject({
     )
     .max(50)
     .default([]),
-});
+}));
 
 /** A stdio server (a local child process; never in AWS). */
-export const StdioServerConfigSchema = z.strictObject({
+export const StdioServerConfigSchema = lazyStrictObject(() => ({
   ...Common,
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
@@ -95,7 +96,7 @@ export const StdioServerConfigSchema = z.strictObject({
    */
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), HeaderValueSchema).default({}),
   cwd: z.string().min(1).optional(),
-});
+}));
 
 /** One configured MCP server. */
 export const McpServerConfigSchema = z.union([HttpServerConfigSchema, StdioServerConfigSchema]);
