@@ -100,7 +100,7 @@ export const BUNDLE_SETTINGS = {
    * resolve from esbuild's working directory, the project root (aws-lambda-nodejs runs local
    * bundling there; {@link esbuildOptions} sets `absWorkingDir` to it). `node:stream/web` is
    * {@link STREAM_WEB_STAND_IN}: Node's classes, loaded at their first use (Middy's core imports
-   * `ReadableStream` at import for a streaming path no function takes; ≈ 13 ms of a cold import).
+   * `ReadableStream` at import for a streaming path no function takes; 3–13 ms of a cold import).
    */
   alias: {
     'readable-stream': 'node:stream',

@@ -7,7 +7,8 @@ import { createRequire } from 'node:module';
  * `node:stream/web` at the class's first use instead of at import. `@middy/core` imports
  * `ReadableStream` statically for its response-streaming path only (`instanceof` on a handler's
  * body when `streamifyResponse` is set, which no function sets), and loading Node's web streams
- * cost ≈ 13 ms of every step function's cold import (issue 25 cold starts). Outside a bundle
+ * cost 3–13 ms of every step function's cold import (issue 25 cold starts; the AWS SDK's first
+ * load needs them too, so where it loads they move to the first invocation). Outside a bundle
  * (dev, tests, the CLI) everything gets the real module.
  */
 
