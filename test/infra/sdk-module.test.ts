@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildSync } from 'esbuild';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_TARGET, PROJECT_ROOT } from '../../infra/lib/bundling.js';
 import {
   sdkExportsUsed,
@@ -12,6 +12,7 @@ import {
   sdkUses,
   UNREACHED_CREDENTIAL_PACKAGES,
 } from '../../infra/lib/sdk-module.js';
+import { type DynaliteHandle, startDynalite } from '../helpers/dynalite.js';
 
 /**
  * What a function asset's AWS SDK module carries (infra/lib/sdk-module.ts): the SDK packages its
@@ -127,6 +128,78 @@ describe('names in aws-sdk.cjs, which is minified without keepNames', () => {
       expect(String(error)).toBe('NoSuchKey: gone');
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('errors a built aws-sdk.cjs deserializes, which is minified without keepNames', () => {
+  let dynalite: DynaliteHandle;
+  let dir: string;
+  beforeAll(async () => {
+    dynalite = await startDynalite('cld-sdk-names');
+    dir = mkdtempSync(join(tmpdir(), 'cld-sdk-errors-'));
+  });
+  afterAll(async () => {
+    await dynalite?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  // Powertools' idempotency layer and our DynamoDB projection store tell a lost conditional write
+  // by `instanceof ConditionalCheckFailedException`: the class of an error the client deserialized
+  // from DynamoDB's reply, with every class name minified.
+  it('a failed condition from DynamoDB (dynalite) is a ConditionalCheckFailedException by class and by name', async () => {
+    const file = join(dir, 'aws-sdk.cjs');
+    const packages = {
+      '@aws-sdk/client-dynamodb': [
+        'ConditionalCheckFailedException',
+        'DynamoDBClient',
+        'DynamoDBServiceException',
+        'PutItemCommand',
+        'ResourceNotFoundException',
+      ],
+    };
+    buildSync(
+      sdkModuleBuildOptions(sdkModuleSource(packages), file, {
+        projectRoot: PROJECT_ROOT,
+        target: NODE_TARGET,
+      }),
+    );
+    const ddb = (createRequire(file)(file) as { packages: Record<string, Record<string, unknown>> }).packages[
+      '@aws-sdk/client-dynamodb'
+    ] as Record<string, new (...args: never[]) => unknown>;
+    const Client = ddb.DynamoDBClient as unknown as new (
+      config: object,
+    ) => { send(command: unknown): Promise<unknown>; destroy(): void };
+    const Put = ddb.PutItemCommand as unknown as new (input: object) => unknown;
+    const client = new Client({ ...dynalite.clientConfig, maxAttempts: 1 });
+    try {
+      const item = { pk: { S: 'a' }, sk: { S: 'b' } };
+      await client.send(new Put({ TableName: dynalite.tableName, Item: item }));
+      const failed = await client
+        .send(
+          new Put({
+            TableName: dynalite.tableName,
+            Item: item,
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        )
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      expect(failed).toBeInstanceOf(ddb.ConditionalCheckFailedException as unknown as new () => unknown);
+      expect(failed).toBeInstanceOf(ddb.DynamoDBServiceException as unknown as new () => unknown);
+      expect(failed).not.toBeInstanceOf(ddb.ResourceNotFoundException as unknown as new () => unknown);
+      expect((failed as Error).name).toBe('ConditionalCheckFailedException');
+
+      const missing = await client.send(new Put({ TableName: 'no-such-table', Item: item })).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(missing).toBeInstanceOf(ddb.ResourceNotFoundException as unknown as new () => unknown);
+      expect(missing).not.toBeInstanceOf(ddb.ConditionalCheckFailedException as unknown as new () => unknown);
+    } finally {
+      client.destroy();
     }
   });
 });
