@@ -95,109 +95,100 @@ describe('specifiers the stubs cannot serve', () => {
   });
 });
 
+/** A class of a built `aws-sdk.cjs`, as the tests below construct it or test `instanceof` against it. */
+type Ctor = new (...args: never[]) => unknown;
+
+/**
+ * Builds `<dir>/aws-sdk.cjs` of `exports` of one SDK package with the assets' options (minified,
+ * no `keepNames`) and loads it: that package's part of the module's `packages`.
+ */
+function builtSdkPackage(dir: string, name: string, exports: readonly string[]): Record<string, Ctor> {
+  const file = join(dir, 'aws-sdk.cjs');
+  buildSync(
+    sdkModuleBuildOptions(sdkModuleSource({ [name]: exports }), file, {
+      projectRoot: PROJECT_ROOT,
+      target: NODE_TARGET,
+    }),
+  );
+  const built = createRequire(file)(file) as { packages: Record<string, Record<string, Ctor>> };
+  return built.packages[name] as Record<string, Ctor>;
+}
+
 describe('names in aws-sdk.cjs, which is minified without keepNames', () => {
-  it("keeps the default logger's class name, which the SDK's middlewares compare, and its errors' names and instanceof", () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cld-sdk-names-'));
-    try {
-      const file = join(dir, 'aws-sdk.cjs');
-      const packages = {
-        '@aws-sdk/client-s3': ['GetObjectCommand', 'NoSuchKey', 'S3Client', 'S3ServiceException'],
-      };
-      buildSync(
-        sdkModuleBuildOptions(sdkModuleSource(packages), file, {
-          projectRoot: PROJECT_ROOT,
-          target: NODE_TARGET,
-        }),
-      );
-      const s3 = (createRequire(file)(file) as { packages: Record<string, Record<string, unknown>> })
-        .packages['@aws-sdk/client-s3'] as Record<string, new (...args: never[]) => unknown>;
-      const S3Client = s3.S3Client as unknown as new (
-        config: object,
-      ) => { config: { logger: object }; destroy(): void };
-      const client = new S3Client({ region: 'eu-west-1' });
-      expect(client.config.logger.constructor.name).toBe('NoOpLogger');
-      client.destroy();
-      // A class the SDK does not name for us is minified (what the NoOpLogger line is for).
-      expect((s3.GetObjectCommand as { name: string }).name).not.toBe('GetObjectCommand');
-
-      const NoSuchKey = s3.NoSuchKey as unknown as new (options: object) => Error;
-      const error = new NoSuchKey({ message: 'gone', $metadata: {} });
-      expect(error.name).toBe('NoSuchKey');
-      expect(error).toBeInstanceOf(NoSuchKey);
-      expect(error).toBeInstanceOf(s3.S3ServiceException as unknown as new () => unknown);
-      expect(String(error)).toBe('NoSuchKey: gone');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-});
-
-describe('errors a built aws-sdk.cjs deserializes, which is minified without keepNames', () => {
   let dynalite: DynaliteHandle;
   let dir: string;
   beforeAll(async () => {
     dynalite = await startDynalite('cld-sdk-names');
-    dir = mkdtempSync(join(tmpdir(), 'cld-sdk-errors-'));
+    dir = mkdtempSync(join(tmpdir(), 'cld-sdk-names-'));
   });
   afterAll(async () => {
     await dynalite?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  it("keeps the default logger's class name, which the SDK's middlewares compare, and its errors' names and instanceof", () => {
+    const s3 = builtSdkPackage(mkdtempSync(join(dir, 's3-')), '@aws-sdk/client-s3', [
+      'GetObjectCommand',
+      'NoSuchKey',
+      'S3Client',
+      'S3ServiceException',
+    ]);
+    const S3Client = s3.S3Client as unknown as new (
+      config: object,
+    ) => { config: { logger: object }; destroy(): void };
+    const client = new S3Client({ region: 'eu-west-1' });
+    expect(client.config.logger.constructor.name).toBe('NoOpLogger');
+    client.destroy();
+    // A class the SDK does not name for us is minified (what the NoOpLogger line is for).
+    expect((s3.GetObjectCommand as { name: string }).name).not.toBe('GetObjectCommand');
+
+    const NoSuchKey = s3.NoSuchKey as unknown as new (options: object) => Error;
+    const error = new NoSuchKey({ message: 'gone', $metadata: {} });
+    expect(error.name).toBe('NoSuchKey');
+    expect(error).toBeInstanceOf(NoSuchKey);
+    expect(error).toBeInstanceOf(s3.S3ServiceException as Ctor);
+    expect(String(error)).toBe('NoSuchKey: gone');
+  });
+
   // Powertools' idempotency layer and our DynamoDB projection store tell a lost conditional write
   // by `instanceof ConditionalCheckFailedException`: the class of an error the client deserialized
   // from DynamoDB's reply, with every class name minified.
   it('a failed condition from DynamoDB (dynalite) is a ConditionalCheckFailedException by class and by name', async () => {
-    const file = join(dir, 'aws-sdk.cjs');
-    const packages = {
-      '@aws-sdk/client-dynamodb': [
-        'ConditionalCheckFailedException',
-        'DynamoDBClient',
-        'DynamoDBServiceException',
-        'PutItemCommand',
-        'ResourceNotFoundException',
-      ],
-    };
-    buildSync(
-      sdkModuleBuildOptions(sdkModuleSource(packages), file, {
-        projectRoot: PROJECT_ROOT,
-        target: NODE_TARGET,
-      }),
-    );
-    const ddb = (createRequire(file)(file) as { packages: Record<string, Record<string, unknown>> }).packages[
-      '@aws-sdk/client-dynamodb'
-    ] as Record<string, new (...args: never[]) => unknown>;
+    const ddb = builtSdkPackage(mkdtempSync(join(dir, 'dynamodb-')), '@aws-sdk/client-dynamodb', [
+      'ConditionalCheckFailedException',
+      'DynamoDBClient',
+      'DynamoDBServiceException',
+      'PutItemCommand',
+      'ResourceNotFoundException',
+    ]);
     const Client = ddb.DynamoDBClient as unknown as new (
       config: object,
     ) => { send(command: unknown): Promise<unknown>; destroy(): void };
     const Put = ddb.PutItemCommand as unknown as new (input: object) => unknown;
     const client = new Client({ ...dynalite.clientConfig, maxAttempts: 1 });
-    try {
-      const item = { pk: { S: 'a' }, sk: { S: 'b' } };
-      await client.send(new Put({ TableName: dynalite.tableName, Item: item }));
-      const failed = await client
-        .send(
-          new Put({
-            TableName: dynalite.tableName,
-            Item: item,
-            ConditionExpression: 'attribute_not_exists(pk)',
-          }),
-        )
-        .then(
-          () => undefined,
-          (error: unknown) => error,
-        );
-      expect(failed).toBeInstanceOf(ddb.ConditionalCheckFailedException as unknown as new () => unknown);
-      expect(failed).toBeInstanceOf(ddb.DynamoDBServiceException as unknown as new () => unknown);
-      expect(failed).not.toBeInstanceOf(ddb.ResourceNotFoundException as unknown as new () => unknown);
-      expect((failed as Error).name).toBe('ConditionalCheckFailedException');
-
-      const missing = await client.send(new Put({ TableName: 'no-such-table', Item: item })).then(
+    const rejection = (command: unknown) =>
+      client.send(command).then(
         () => undefined,
         (error: unknown) => error,
       );
-      expect(missing).toBeInstanceOf(ddb.ResourceNotFoundException as unknown as new () => unknown);
-      expect(missing).not.toBeInstanceOf(ddb.ConditionalCheckFailedException as unknown as new () => unknown);
+    try {
+      const item = { pk: { S: 'a' }, sk: { S: 'b' } };
+      await client.send(new Put({ TableName: dynalite.tableName, Item: item }));
+      const failed = await rejection(
+        new Put({
+          TableName: dynalite.tableName,
+          Item: item,
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      expect(failed).toBeInstanceOf(ddb.ConditionalCheckFailedException as Ctor);
+      expect(failed).toBeInstanceOf(ddb.DynamoDBServiceException as Ctor);
+      expect(failed).not.toBeInstanceOf(ddb.ResourceNotFoundException as Ctor);
+      expect((failed as Error).name).toBe('ConditionalCheckFailedException');
+
+      const missing = await rejection(new Put({ TableName: 'no-such-table', Item: item }));
+      expect(missing).toBeInstanceOf(ddb.ResourceNotFoundException as Ctor);
+      expect(missing).not.toBeInstanceOf(ddb.ConditionalCheckFailedException as Ctor);
     } finally {
       client.destroy();
     }
