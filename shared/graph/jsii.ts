@@ -73,7 +73,8 @@ const TypeSchema = z.looseObject({
   members: z.array(z.looseObject({ name: z.string(), docs: DocsSchema })).optional(),
   docs: DocsSchema,
 });
-type JsiiType = z.infer<typeof TypeSchema>;
+/** One type of a jsii assembly, as validated here (the fields the graph and the glossary read). */
+export type JsiiType = z.infer<typeof TypeSchema>;
 
 const AssemblySchema = z.looseObject({
   schema: z.literal('jsii/0.10.0'),
@@ -135,8 +136,26 @@ export function shardOf(type: { namespace?: string | undefined }): string {
   return type.namespace ? (type.namespace.split('.')[0] as string) : 'core';
 }
 
+/**
+ * The assembly's types that pass validation, by fully qualified name, and how many did not (a
+ * type whose entry is malformed, or filed under another name than its `fqn`, is skipped).
+ */
+export function assemblyTypes(assembly: z.infer<typeof AssemblySchema>): {
+  types: Map<string, JsiiType>;
+  skipped: number;
+} {
+  const types = new Map<string, JsiiType>();
+  let skipped = 0;
+  for (const [fqn, raw] of Object.entries(assembly.types)) {
+    const parsed = TypeSchema.safeParse(raw);
+    if (parsed.success && parsed.data.fqn === fqn) types.set(fqn, parsed.data);
+    else skipped++;
+  }
+  return { types, skipped };
+}
+
 /** L1 CloudFormation types (`Cfn*` and their nested `*Property` structs): summaries left out. */
-function isL1(type: JsiiType): boolean {
+export function isL1(type: JsiiType): boolean {
   return type.name.startsWith('Cfn') || (type.namespace?.includes('.Cfn') ?? false);
 }
 
@@ -166,13 +185,7 @@ function referencedFqns(ref: TypeRef, into: Set<string>): Set<string> {
 export function assemblyToShards(
   assembly: z.infer<typeof AssemblySchema>,
 ): AssemblyGraph & { skipped: number } {
-  const types = new Map<string, JsiiType>();
-  let skipped = 0;
-  for (const [fqn, raw] of Object.entries(assembly.types)) {
-    const parsed = TypeSchema.safeParse(raw);
-    if (parsed.success && parsed.data.fqn === fqn) types.set(fqn, parsed.data);
-    else skipped++;
-  }
+  const { types, skipped } = assemblyTypes(assembly);
   const shards = new Map<string, Quad[]>();
   const directory: AssemblyGraph['directory'] = [];
   let triples = 0;

@@ -16,6 +16,7 @@ import { childUrn } from '../urn.js';
 import { markdownChunks } from './chunking.js';
 import { type Heading, headingsOf } from './headings.js';
 import type { MiniSearchIndex } from './minisearch-index.js';
+import { ApiGlossaries } from './api-glossary.js';
 import type { IndexedItem } from './port.js';
 
 export { type Heading, headingsOf };
@@ -196,6 +197,9 @@ interface FileOutcome {
  *   ({@link CHUNK_OVERLAP} overlap); at most {@link CHUNK_SIZE} characters. A chunk is named
  *   `chunk-<i>`, carries the heading trail in force where it starts (`# A` > `## B`) and its
  *   cl100k token count in `meta.tokens`.
+ * - A Markdown chunk of a jsii package whose folder is among `paths` (`node_modules/aws-cdk-lib`)
+ *   is indexed with the API reference's summaries of the names its code spells, in the search
+ *   field `api` (shared/search/api-glossary.ts: searched at a low weight, never shown).
  * - The Document is put after all its chunks, so an existing Document means complete chunks:
  *   a run that crashed is simply run again. A file whose Document exists with the same SHA-256
  *   is skipped without being split; chunks of it that the index lacks are re-added from storage.
@@ -232,10 +236,11 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
   }
 
   let done = 0;
+  const glossaries = new ApiGlossaries(paths.map((path) => resolve(deps.cwd, path)));
   const outcomes = await mapConcurrently(read, INGEST_CONCURRENCY, async (file) => {
     const outcome = file.existing
-      ? await reindexExisting(file, file.existing, deps)
-      : await write(file, deps, now);
+      ? await reindexExisting(file, file.existing, deps, glossaries)
+      : await write(file, deps, now, glossaries);
     done += 1;
     deps.onProgress?.({
       done,
@@ -455,10 +460,24 @@ async function readSource(file: SourceFile, deps: IngestDeps): Promise<ReadFile>
   };
 }
 
+/** How a chunk's `api` search field is made from its text (shared/search/api-glossary.ts); undefined for none. */
+type ApiExpansion = ((text: string) => string) | undefined;
+
+/** The `api` expansion of a file's chunks, given all their texts (api-glossary.ts `forDocument`). */
+function apiExpansion(file: ReadFile, glossaries: ApiGlossaries, pieces: readonly string[]): ApiExpansion {
+  return file.markdown ? glossaries.forDocument(file.absolute, pieces) : undefined;
+}
+
 /** Splits a new file and puts its chunks, then its Document. */
-async function write(file: ReadFile, deps: IngestDeps, now: () => Date): Promise<FileOutcome> {
+async function write(
+  file: ReadFile,
+  deps: IngestDeps,
+  now: () => Date,
+  glossaries: ApiGlossaries,
+): Promise<FileOutcome> {
   const located = await split(file.content, file.markdown);
   const pieces = located.map((piece) => piece.text);
+  const api = apiExpansion(file, glossaries, pieces);
   const headings = file.markdown ? headingsOf(file.content) : [];
   const title = headings[0]?.title ?? basename(file.name);
   const trails = trailsOf(
@@ -479,7 +498,7 @@ async function write(file: ReadFile, deps: IngestDeps, now: () => Date): Promise
       ...(heading !== undefined ? { heading } : {}),
     };
     const { resource } = await deps.resources.put(deps.actor, chunk);
-    items.push(toItem(resource, title, file.name));
+    items.push(toItem(resource, title, file.name, api));
   }
   const document: Document = {
     meta: withMeta({ type: 'doc.Document', name: file.name, purpose: title }, now()),
@@ -499,7 +518,12 @@ async function write(file: ReadFile, deps: IngestDeps, now: () => Date): Promise
 }
 
 /** For a file already ingested: the stored chunks the index lacks (usually none). */
-async function reindexExisting(file: ReadFile, existing: Document, deps: IngestDeps): Promise<FileOutcome> {
+async function reindexExisting(
+  file: ReadFile,
+  existing: Document,
+  deps: IngestDeps,
+  glossaries: ApiGlossaries,
+): Promise<FileOutcome> {
   const missing: string[] = [];
   const urns: string[] = [];
   for (let index = 0; index < existing.chunks; index += 1) {
@@ -508,9 +532,18 @@ async function reindexExisting(file: ReadFile, existing: Document, deps: IngestD
     if (!deps.index.has(urn)) missing.push(urn);
   }
   const stored = missing.length > 0 ? await deps.resources.getMany(deps.actor, missing) : [];
+  // The document's chunks as ingest split them (splitting is deterministic), for the names its code spells.
+  const api =
+    stored.length > 0
+      ? apiExpansion(
+          file,
+          glossaries,
+          (await split(file.content, file.markdown)).map((piece) => piece.text),
+        )
+      : undefined;
   const items = stored.flatMap((resource) =>
     resource.meta.type === 'doc.Chunk'
-      ? [toItem(resource as Chunk, existing.meta.purpose, existing.path)]
+      ? [toItem(resource as Chunk, existing.meta.purpose, existing.path, api)]
       : [],
   );
   return { urns, skipped: true, bytes: file.bytes, chunks: existing.chunks, items };
@@ -534,14 +567,17 @@ async function embedMissing(
   return missing.length;
 }
 
-function toItem(chunk: Chunk, documentTitle: string, path: string): IndexedItem {
-  return {
+function toItem(chunk: Chunk, documentTitle: string, path: string, api: ApiExpansion): IndexedItem {
+  const item: IndexedItem = {
     urn: chunk.meta.id,
     type: 'doc.Chunk',
     title: chunk.heading ?? documentTitle,
     text: chunk.text,
     source: path,
   };
+  const expansion = api?.(chunk.text);
+  if (expansion) item.api = expansion;
+  return item;
 }
 
 /**

@@ -21,11 +21,19 @@ const TITLE_BOOST = 2;
 const SOURCE_BOOST = 3;
 
 /**
- * Version of the term processing (shared/search/terms.ts) an index was built with, stored in
- * its serialisation as `cldTerms`. An index built otherwise is not searchable with these terms:
- * {@link MiniSearchIndex.open} treats it as empty (ingest re-adds the stored chunks).
+ * Boost of a match in `api` (the API reference's summaries of the names a chunk's code spells:
+ * shared/search/api-glossary.ts) relative to one in `text`: a bridge from the user's words to the
+ * README's identifiers, weaker than the chunk's own words.
  */
-export const TERMS_VERSION = 2;
+export const API_BOOST = 0.5;
+
+/**
+ * Version of the term processing (shared/search/terms.ts) and of the fields an index was built
+ * with, stored in its serialisation as `cldTerms`. An index built otherwise is not searchable
+ * with these terms: {@link MiniSearchIndex.open} treats it as empty (ingest re-adds the stored
+ * chunks). 3: the `api` field (shared/search/api-glossary.ts).
+ */
+export const TERMS_VERSION = 3;
 
 /**
  * Weight of the document prior: a hit's score gains this share of the summed scores of the best
@@ -57,6 +65,8 @@ export interface StoredFields {
   title?: string;
   text: string;
   source?: string;
+  /** The chunk's API glossary expansion (indexed, not stored: {@link IndexedItem.api}). */
+  api?: string;
 }
 
 /**
@@ -69,12 +79,12 @@ export interface StoredFields {
  */
 export const ENGINE_OPTIONS: Options<StoredFields> = {
   idField: 'urn',
-  fields: ['title', 'text', 'source'],
+  fields: ['title', 'text', 'source', 'api'],
   storeFields: ['urn', 'type', 'title', 'text', 'source'],
   tokenize,
   processTerm,
   searchOptions: {
-    boost: { title: TITLE_BOOST, source: SOURCE_BOOST },
+    boost: { title: TITLE_BOOST, source: SOURCE_BOOST, api: API_BOOST },
     prefix: (term) => term.length >= 4,
     fuzzy: (term) => (term.length >= 6 ? 0.15 : false),
     maxFuzzy: 2,
@@ -125,7 +135,8 @@ export function assertSearchLimit(limit: number): void {
 
 /**
  * In-memory full-text index of chunks over minisearch (BM25+ ranking; fields `title` — the
- * heading trail — boosted ×2, `source` — the document path — boosted ×3, and `text`; terms from
+ * heading trail — boosted ×2, `source` — the document path — boosted ×3, `text`, and `api` — the
+ * API reference's summaries of the names the chunk's code spells — ×0.5; terms from
  * shared/search/terms.ts; a document prior over the results, and a module prior: hits of the
  * folder that owns the API names the query spells, per the code examples' imports
  * (shared/search/owners.ts), gain up to 30 %), implementing the
@@ -233,6 +244,7 @@ export class MiniSearchIndex implements ChunkSearch {
       const fields: StoredFields = { urn: item.urn, type: item.type, text: item.text };
       if (item.title !== undefined && item.title !== '') fields.title = item.title;
       if (item.source !== undefined && item.source !== '') fields.source = item.source;
+      if (item.api !== undefined && item.api !== '') fields.api = item.api;
       this.engine.add(fields);
       this.owners.add(item.text, item.source);
       added += 1;

@@ -15,6 +15,11 @@ export interface IndexedItem {
   title?: string;
   /** Optional source path of the item's document (`node_modules/aws-cdk-lib/aws-s3/README.md`), searched too. */
   source?: string;
+  /**
+   * Optional words that describe the item without being shown: the API reference's summaries of
+   * the names its code spells (shared/search/api-glossary.ts), searched at a low weight.
+   */
+  api?: string;
 }
 
 /** Search filters. */

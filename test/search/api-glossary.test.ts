@@ -1,0 +1,195 @@
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Actor } from '../../shared/policy/port.js';
+import { RulesPolicy } from '../../shared/policy/rules.js';
+import { ResourceIndex } from '../../shared/resources/resource-index.js';
+import { ApiGlossaries, ApiGlossary, MAX_SENSES } from '../../shared/search/api-glossary.js';
+import { ingest } from '../../shared/search/ingest.js';
+import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
+import { FilesystemStorage } from '../../shared/storage/filesystem.js';
+
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+const RULES = JSON.parse(await readFile(join(REPO, 'policies/rules.json'), 'utf8')) as unknown;
+const SYSTEM: Actor = { kind: 'system', id: 'operator' };
+
+const RETENTION = 'How long, in days, the log contents will be retained.';
+const ENCRYPTION = 'The KMS customer managed key to encrypt the log group with.';
+
+/** A jsii assembly (schema jsii/0.10.0) of one module, `aws_logs`, with an L1 type and a name of many senses. */
+function assembly(): object {
+  const grant = (owner: string, i: number) => ({
+    name: 'grantThing',
+    docs: { summary: `Grant number ${i} of ${owner}.` },
+  });
+  const types: Record<string, object> = {
+    'pkg.aws_logs.LogGroup': {
+      fqn: 'pkg.aws_logs.LogGroup',
+      name: 'LogGroup',
+      kind: 'class',
+      namespace: 'aws_logs',
+      docs: { summary: 'Define a CloudWatch Log Group.' },
+      methods: [grant('LogGroup', 0)],
+    },
+    'pkg.aws_logs.LogGroupProps': {
+      fqn: 'pkg.aws_logs.LogGroupProps',
+      name: 'LogGroupProps',
+      kind: 'interface',
+      datatype: true,
+      namespace: 'aws_logs',
+      properties: [
+        { name: 'retention', type: { fqn: 'pkg.aws_logs.RetentionDays' }, docs: { summary: RETENTION } },
+        { name: 'encryptionKey', type: { primitive: 'any' }, docs: { summary: ENCRYPTION } },
+      ],
+    },
+    'pkg.aws_logs.RetentionDays': {
+      fqn: 'pkg.aws_logs.RetentionDays',
+      name: 'RetentionDays',
+      kind: 'enum',
+      namespace: 'aws_logs',
+      docs: { summary: RETENTION },
+      members: [{ name: 'ONE_WEEK' }],
+    },
+    'pkg.aws_logs.CfnLogGroup': {
+      fqn: 'pkg.aws_logs.CfnLogGroup',
+      name: 'CfnLogGroup',
+      kind: 'class',
+      namespace: 'aws_logs',
+      docs: { summary: 'A CloudFormation `AWS::Logs::LogGroup`.' },
+      properties: [
+        { name: 'retentionInDays', type: { primitive: 'number' }, docs: { summary: 'Days to keep events.' } },
+      ],
+    },
+  };
+  for (let i = 1; i <= MAX_SENSES; i += 1) {
+    types[`pkg.aws_logs.Other${i}`] = {
+      fqn: `pkg.aws_logs.Other${i}`,
+      name: `Other${i}`,
+      kind: 'class',
+      namespace: 'aws_logs',
+      methods: [grant(`Other${i}`, i)],
+    };
+  }
+  return { schema: 'jsii/0.10.0', name: 'pkg', version: '1.0.0', types };
+}
+
+const README = [
+  '# Amazon CloudWatch Logs Construct Library',
+  '',
+  '## Retention',
+  '',
+  'Set the policy of a log group:',
+  '',
+  '```ts',
+  "new logs.LogGroup(this, 'LogGroup', {",
+  '  retention: logs.RetentionDays.ONE_WEEK,',
+  '});',
+  '```',
+  '',
+  '## Encryption',
+  '',
+  'Here is a log group with a key of its own:',
+  '',
+  '```ts',
+  "new logs.LogGroup(this, 'LogGroup', {",
+  "  encryptionKey: new kms.Key(this, 'Key'),",
+  '});',
+  '```',
+  '',
+].join('\n');
+
+const retentionCode = "```ts\nnew logs.LogGroup(this, 'L', { retention: logs.RetentionDays.ONE_WEEK });\nlg.grantThing(x);\n```";
+
+describe('ApiGlossary', () => {
+  const glossary = ApiGlossary.fromAssembly(Buffer.from(JSON.stringify(assembly())));
+
+  it("adds the summaries of the names a chunk's code spells, each once", () => {
+    const expansion = glossary.expansion(`Keep logs a week:\n\n${retentionCode}`, 'aws_logs');
+    expect(expansion).toBe(`Define a CloudWatch Log Group. ${RETENTION}`);
+  });
+
+  it('reads inline code spans too, and not prose', () => {
+    expect(glossary.expansion('Pass `encryptionKey` to the LogGroup.', 'aws_logs')).toBe(ENCRYPTION);
+  });
+
+  it('leaves out L1 types, names of more than MAX_SENSES senses, common names and other modules', () => {
+    const code = '```ts\nnew CfnLogGroup(this, "C", { retentionInDays: 7 }); g.grantThing(u);\n```';
+    expect(glossary.expansion(code, 'aws_logs')).toBe('');
+    expect(glossary.expansion(retentionCode, 'aws_logs', new Set(['LogGroup', 'retention']))).toBe(RETENTION);
+    expect(glossary.expansion(retentionCode, 'aws_s3')).toBe('');
+  });
+
+  it('reads a jsii file redirect to the gzipped assembly', () => {
+    const redirect = Buffer.from(JSON.stringify({ schema: 'jsii/file-redirect', filename: '.jsii.gz' }));
+    const gz = gzipSync(Buffer.from(JSON.stringify(assembly())));
+    const read = ApiGlossary.fromAssembly(redirect, (file) => {
+      expect(file).toBe('.jsii.gz');
+      return gz;
+    });
+    expect(read.expansion(retentionCode, 'aws_logs')).toContain(RETENTION);
+  });
+
+  it('refuses what is not a jsii assembly', () => {
+    expect(() => ApiGlossary.fromAssembly(Buffer.from('{"schema":"other"}'))).toThrow(/not a jsii assembly/);
+  });
+});
+
+describe('ApiGlossaries and ingest', () => {
+  let root: string;
+  let pkg: string;
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'cld-glossary-'));
+    pkg = join(root, 'node_modules', 'pkg');
+    await mkdir(join(pkg, 'aws-logs'), { recursive: true });
+    await writeFile(join(pkg, '.jsii'), JSON.stringify({ schema: 'jsii/file-redirect', filename: '.jsii.gz' }));
+    await writeFile(join(pkg, '.jsii.gz'), gzipSync(Buffer.from(JSON.stringify(assembly()))));
+    await writeFile(join(pkg, 'aws-logs', 'README.md'), README);
+  });
+
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("expands a document of a package whose folder is ingested, by the module of the document's folder", () => {
+    const expand = new ApiGlossaries([pkg]).forDocument(join(pkg, 'aws-logs', 'README.md'), [README]);
+    expect(expand?.(retentionCode)).toContain(RETENTION);
+  });
+
+  it('reads no assembly when only a module folder or another folder is ingested', () => {
+    const readme = join(pkg, 'aws-logs', 'README.md');
+    expect(new ApiGlossaries([join(pkg, 'aws-logs')]).forDocument(readme, [README])).toBeUndefined();
+    expect(new ApiGlossaries([join(root, 'elsewhere')]).forDocument(readme, [README])).toBeUndefined();
+    expect(new ApiGlossaries([root]).forDocument(join(root, 'notes.md'), [])).toBeUndefined();
+  });
+
+  it('goes on without the glossary of a package whose assembly is broken, saying why', async () => {
+    await writeFile(join(pkg, '.jsii'), 'not json');
+    const glossaries = new ApiGlossaries([pkg]);
+    expect(glossaries.forDocument(join(pkg, 'aws-logs', 'README.md'), [README])).toBeUndefined();
+    expect(glossaries.problems).toEqual([{ root: pkg, reason: expect.stringMatching(/not a jsii assembly/) }]);
+  });
+
+  it("finds the chunk whose code the user's words only describe, and shows its own text", async () => {
+    const search = async (path: string) => {
+      const storage = new FilesystemStorage(join(root, `data-${path.length}`));
+      const index = new MiniSearchIndex();
+      await ingest([path], {
+        resources: new ResourceIndex(storage, new RulesPolicy(RULES)),
+        index,
+        actor: SYSTEM,
+        cwd: root,
+      });
+      return index.search('How long are the contents kept?');
+    };
+    // The question shares no word with either chunk's own text: only the glossary bridges it.
+    expect(await search(join('node_modules', 'pkg', 'aws-logs'))).toEqual([]);
+    const hits = await search(join('node_modules', 'pkg'));
+    expect(hits[0]?.title).toContain('Retention');
+    expect(hits[0]?.text).not.toContain('retained');
+    expect(hits.some((hit) => hit.title?.includes('Encryption'))).toBe(false);
+  });
+});
