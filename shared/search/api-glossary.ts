@@ -61,7 +61,10 @@ export class ApiGlossary {
     const add = (module: string, name: string, summary: string | undefined) => {
       if (summary === undefined || summary.trim() === '' || name.length < 4) return;
       let glossary = modules.get(module);
-      if (!glossary) modules.set(module, (glossary = new Map()));
+      if (!glossary) {
+        glossary = new Map();
+        modules.set(module, glossary);
+      }
       const senses = glossary.get(name);
       if (!senses) glossary.set(name, [summary]);
       else if (!senses.includes(summary)) senses.push(summary);

@@ -13,10 +13,10 @@ import { withMeta } from '../resources/meta.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Chunk, Document } from '../resources/schemas.js';
 import { childUrn } from '../urn.js';
+import { ApiGlossaries } from './api-glossary.js';
 import { markdownChunks } from './chunking.js';
 import { type Heading, headingsOf } from './headings.js';
 import type { MiniSearchIndex } from './minisearch-index.js';
-import { ApiGlossaries } from './api-glossary.js';
 import type { IndexedItem } from './port.js';
 
 export { type Heading, headingsOf };
@@ -237,9 +237,11 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
 
   let done = 0;
   const glossaries = new ApiGlossaries(paths.map((path) => resolve(deps.cwd, path)));
+  // An index stored before the `api` field: rebuilt with it, and the given documents' chunks indexed anew.
+  const refresh = deps.index.upgradeFields();
   const outcomes = await mapConcurrently(read, INGEST_CONCURRENCY, async (file) => {
     const outcome = file.existing
-      ? await reindexExisting(file, file.existing, deps, glossaries)
+      ? await reindexExisting(file, file.existing, deps, glossaries, refresh)
       : await write(file, deps, now, glossaries);
     done += 1;
     deps.onProgress?.({
@@ -266,7 +268,7 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
   };
   let added = 0;
   for (const outcome of outcomes) {
-    added += deps.index.add(outcome.items);
+    added += deps.index.add(outcome.items, { replace: refresh });
     if (outcome.skipped) {
       report.skipped += 1;
       continue;
@@ -517,19 +519,23 @@ async function write(
   };
 }
 
-/** For a file already ingested: the stored chunks the index lacks (usually none). */
+/**
+ * For a file already ingested: the stored chunks the index lacks (usually none), or all of them
+ * when `refresh` (the index was stored before the `api` field: they are indexed anew with it).
+ */
 async function reindexExisting(
   file: ReadFile,
   existing: Document,
   deps: IngestDeps,
   glossaries: ApiGlossaries,
+  refresh: boolean,
 ): Promise<FileOutcome> {
   const missing: string[] = [];
   const urns: string[] = [];
   for (let index = 0; index < existing.chunks; index += 1) {
     const urn = childUrn(existing.meta.id, 'doc.Chunk', `chunk-${index}`);
     urns.push(urn);
-    if (!deps.index.has(urn)) missing.push(urn);
+    if (refresh || !deps.index.has(urn)) missing.push(urn);
   }
   const stored = missing.length > 0 ? await deps.resources.getMany(deps.actor, missing) : [];
   // The document's chunks as ingest split them (splitting is deterministic), for the names its code spells.

@@ -28,12 +28,13 @@ const SOURCE_BOOST = 3;
 export const API_BOOST = 0.5;
 
 /**
- * Version of the term processing (shared/search/terms.ts) and of the fields an index was built
- * with, stored in its serialisation as `cldTerms`. An index built otherwise is not searchable
- * with these terms: {@link MiniSearchIndex.open} treats it as empty (ingest re-adds the stored
- * chunks). 3: the `api` field (shared/search/api-glossary.ts).
+ * Version of the term processing (shared/search/terms.ts) an index was built with, stored in
+ * its serialisation as `cldTerms`. An index built otherwise is not searchable with these terms:
+ * {@link MiniSearchIndex.open} treats it as empty (ingest re-adds the stored chunks). A field
+ * added to {@link ENGINE_OPTIONS} (`api`) is no new version: an index without it searches as
+ * before, and is rebuilt with it at its next change ({@link MiniSearchIndex.upgradeFields}).
  */
-export const TERMS_VERSION = 3;
+export const TERMS_VERSION = 2;
 
 /**
  * Weight of the document prior: a hit's score gains this share of the summed scores of the best
@@ -152,7 +153,9 @@ export function assertSearchLimit(limit: number): void {
  * added again (ingest re-adds the chunks of already ingested documents that the index lacks).
  */
 export class MiniSearchIndex implements ChunkSearch {
-  private readonly engine: MiniSearch<StoredFields>;
+  private engine: MiniSearch<StoredFields>;
+  /** The loaded engine lacks a field of {@link ENGINE_OPTIONS} (stored before `api` existed). */
+  private fieldsOutdated = false;
   private origin: { storage: StorageInterface; key: string; generation: number } | undefined;
   /** Embedding of each chunk by {@link vectorModel} (hybrid retrieval); empty when lexical only. */
   private readonly vectors = new Map<string, Float32Array>();
@@ -234,22 +237,48 @@ export class MiniSearchIndex implements ChunkSearch {
 
   /**
    * Adds items; items whose URN is already indexed (or repeated within `items`) are skipped,
-   * so adding the same items twice is a no-op.
-   * @returns how many items were added
+   * so adding the same items twice is a no-op — unless `replace` is set, which indexes them
+   * anew (an item's `api` expansion after {@link upgradeFields}).
+   * @returns how many items were added or replaced
    */
-  add(items: readonly IndexedItem[]): number {
+  add(items: readonly IndexedItem[], { replace = false }: { replace?: boolean } = {}): number {
+    this.upgradeFields();
     let added = 0;
+    const seen = new Set<string>();
     for (const item of items) {
-      if (this.engine.has(item.urn)) continue;
+      if (seen.has(item.urn)) continue;
+      seen.add(item.urn);
+      const known = this.engine.has(item.urn);
+      if (known && !replace) continue;
       const fields: StoredFields = { urn: item.urn, type: item.type, text: item.text };
       if (item.title !== undefined && item.title !== '') fields.title = item.title;
       if (item.source !== undefined && item.source !== '') fields.source = item.source;
       if (item.api !== undefined && item.api !== '') fields.api = item.api;
-      this.engine.add(fields);
-      this.owners.add(item.text, item.source);
+      if (known) this.engine.replace(fields);
+      else {
+        this.engine.add(fields);
+        this.owners.add(item.text, item.source);
+      }
       added += 1;
     }
     return added;
+  }
+
+  /**
+   * Rebuilds an index loaded without a field of {@link ENGINE_OPTIONS} (one stored before the
+   * `api` field) with every field, from its stored chunks, so that adding to it cannot corrupt
+   * it; search results are the same (the stored chunks have no `api` words). Ingest then indexes
+   * the chunks of the documents it is given anew, with theirs (shared/search/ingest.ts).
+   * @returns true when it rebuilt, false when the index had every field already
+   */
+  upgradeFields(): boolean {
+    if (!this.fieldsOutdated) return false;
+    const old = this.engine as unknown as { _storedFields: Map<number, StoredFields> };
+    const engine = new MiniSearch<StoredFields>(ENGINE_OPTIONS);
+    engine.addAll([...old._storedFields.values()]);
+    this.engine = engine;
+    this.fieldsOutdated = false;
+    return true;
   }
 
   /**
@@ -377,6 +406,9 @@ export class MiniSearchIndex implements ChunkSearch {
         cldVectors?: { model?: unknown; vectors?: Record<string, unknown> };
       };
       const index = new MiniSearchIndex(MiniSearch.loadJS<StoredFields>(plain, ENGINE_OPTIONS));
+      index.fieldsOutdated = (ENGINE_OPTIONS.fields as string[]).some(
+        (field) => !Object.hasOwn(plain.fieldIds ?? {}, field),
+      );
       // The module prior is derived data: rebuilt from the stored chunk texts.
       for (const stored of Object.values(plain.storedFields ?? {}) as Partial<StoredFields>[]) {
         if (typeof stored?.text === 'string') index.owners.add(stored.text, stored.source);
@@ -413,6 +445,8 @@ export class MiniSearchIndex implements ChunkSearch {
     const target = storage ?? this.origin?.storage;
     if (!target) throw new ValidationError('index has no storage to save to: pass one to save()');
     const stem = key ?? this.origin?.key ?? DEFAULT_INDEX_KEY;
+    // Replaced items leave their old postings behind until a vacuum: none are stored.
+    if (this.engine.dirtCount > 0) await this.engine.vacuum();
     const json = this.toJSON();
     const data = JSON.stringify(json);
     let generation = (await latestGeneration(target, stem)) ?? 0;

@@ -3,13 +3,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import MiniSearch from 'minisearch';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Actor } from '../../shared/policy/port.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
 import { ApiGlossaries, ApiGlossary, MAX_SENSES } from '../../shared/search/api-glossary.js';
 import { ingest } from '../../shared/search/ingest.js';
-import { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
+import {
+  ENGINE_OPTIONS,
+  keyOfGeneration,
+  MiniSearchIndex,
+  TERMS_VERSION,
+} from '../../shared/search/minisearch-index.js';
+import { NameOwners } from '../../shared/search/owners.js';
+import { writeShardPack } from '../../shared/search/shard-pack.js';
+import { ShardedChunkIndex } from '../../shared/search/sharded-index.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
@@ -101,7 +110,8 @@ const README = [
   '',
 ].join('\n');
 
-const retentionCode = "```ts\nnew logs.LogGroup(this, 'L', { retention: logs.RetentionDays.ONE_WEEK });\nlg.grantThing(x);\n```";
+const retentionCode =
+  "```ts\nnew logs.LogGroup(this, 'L', { retention: logs.RetentionDays.ONE_WEEK });\nlg.grantThing(x);\n```";
 
 describe('ApiGlossary', () => {
   const glossary = ApiGlossary.fromAssembly(Buffer.from(JSON.stringify(assembly())));
@@ -145,7 +155,10 @@ describe('ApiGlossaries and ingest', () => {
     root = await mkdtemp(join(tmpdir(), 'cld-glossary-'));
     pkg = join(root, 'node_modules', 'pkg');
     await mkdir(join(pkg, 'aws-logs'), { recursive: true });
-    await writeFile(join(pkg, '.jsii'), JSON.stringify({ schema: 'jsii/file-redirect', filename: '.jsii.gz' }));
+    await writeFile(
+      join(pkg, '.jsii'),
+      JSON.stringify({ schema: 'jsii/file-redirect', filename: '.jsii.gz' }),
+    );
     await writeFile(join(pkg, '.jsii.gz'), gzipSync(Buffer.from(JSON.stringify(assembly()))));
     await writeFile(join(pkg, 'aws-logs', 'README.md'), README);
   });
@@ -170,7 +183,9 @@ describe('ApiGlossaries and ingest', () => {
     await writeFile(join(pkg, '.jsii'), 'not json');
     const glossaries = new ApiGlossaries([pkg]);
     expect(glossaries.forDocument(join(pkg, 'aws-logs', 'README.md'), [README])).toBeUndefined();
-    expect(glossaries.problems).toEqual([{ root: pkg, reason: expect.stringMatching(/not a jsii assembly/) }]);
+    expect(glossaries.problems).toEqual([
+      { root: pkg, reason: expect.stringMatching(/not a jsii assembly/) },
+    ]);
   });
 
   it("finds the chunk whose code the user's words only describe, and shows its own text", async () => {
@@ -191,5 +206,38 @@ describe('ApiGlossaries and ingest', () => {
     expect(hits[0]?.title).toContain('Retention');
     expect(hits[0]?.text).not.toContain('retained');
     expect(hits.some((hit) => hit.title?.includes('Encryption'))).toBe(false);
+  });
+
+  it('keeps searching an index stored before the api field, and rebuilds it with the field at the next ingest', async () => {
+    await writeFile(join(root, 'notes.md'), '# Notes\n\nThe frobnicator keeps the widget fast.\n');
+    const storage = new FilesystemStorage(join(root, 'data'));
+    const resources = new ResourceIndex(storage, new RulesPolicy(RULES));
+    const run = async (paths: string[]) =>
+      ingest(paths, { resources, index: await MiniSearchIndex.open(storage), actor: SYSTEM, cwd: root });
+    await run(['notes.md', join('node_modules', 'pkg')]);
+    // Generation 2 as cld wrote it before the `api` field: the same chunks and terms, three fields.
+    const current = JSON.parse((await storage.get(keyOfGeneration('indexes/chunks', 1))).toString('utf8'));
+    const old = new MiniSearch({ ...ENGINE_OPTIONS, fields: ['title', 'text', 'source'] });
+    old.addAll(Object.values(current.storedFields as Record<string, object>) as never[]);
+    const oldJson = { ...old.toJSON(), cldTerms: TERMS_VERSION };
+    await storage.put(keyOfGeneration('indexes/chunks', 2), JSON.stringify(oldJson));
+    await writeShardPack(storage, 'indexes/chunks', 2, oldJson, new NameOwners().toResolved());
+    // A function's cold search reads the old generation's shard pack: the missing field is skipped.
+    const cold = await ShardedChunkIndex.open(storage);
+    expect((await cold.search('frobnicator')).map((hit) => hit.source)).toEqual(['notes.md']);
+    expect((await cold.search('log group retention')).length).toBeGreaterThan(0);
+
+    const before = await MiniSearchIndex.open(storage);
+    expect(before.location?.generation).toBe(2);
+    expect((await before.search('frobnicator')).length).toBe(1);
+    expect(await before.search('How long are the contents kept?')).toEqual([]);
+
+    const report = await run([join('node_modules', 'pkg')]);
+    expect(report.index).toBe(keyOfGeneration('indexes/chunks', 3));
+    const after = await MiniSearchIndex.open(storage);
+    expect((await after.search('How long are the contents kept?'))[0]?.title).toContain('Retention');
+    // The document not given this time keeps its chunks.
+    expect((await after.search('frobnicator'))[0]?.source).toBe('notes.md');
+    expect(after.size).toBe(before.size);
   });
 });
