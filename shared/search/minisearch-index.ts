@@ -81,6 +81,10 @@ export interface StoredFields {
 export const ENGINE_OPTIONS: Options<StoredFields> = {
   idField: 'urn',
   fields: ['title', 'text', 'source', 'api'],
+  // No vacuum in the background: minisearch's walks the term tree in batches with pauses, and a
+  // term added meanwhile (a replaced item's `api` words) can split an edge it has yet to visit,
+  // which fails the walk. {@link MiniSearchIndex.save} vacuums in one go instead.
+  autoVacuum: false,
   storeFields: ['urn', 'type', 'title', 'text', 'source'],
   tokenize,
   processTerm,
@@ -445,8 +449,9 @@ export class MiniSearchIndex implements ChunkSearch {
     const target = storage ?? this.origin?.storage;
     if (!target) throw new ValidationError('index has no storage to save to: pass one to save()');
     const stem = key ?? this.origin?.key ?? DEFAULT_INDEX_KEY;
-    // Replaced items leave their old postings behind until a vacuum: none are stored.
-    if (this.engine.dirtCount > 0) await this.engine.vacuum();
+    // Replaced items leave their old postings behind until a vacuum: none are stored. One batch,
+    // so no add can change the term tree while the vacuum walks it (see ENGINE_OPTIONS.autoVacuum).
+    if (this.engine.dirtCount > 0) await this.engine.vacuum({ batchSize: Number.POSITIVE_INFINITY });
     const json = this.toJSON();
     const data = JSON.stringify(json);
     let generation = (await latestGeneration(target, stem)) ?? 0;

@@ -17,6 +17,7 @@ import {
   TERMS_VERSION,
 } from '../../shared/search/minisearch-index.js';
 import { NameOwners } from '../../shared/search/owners.js';
+import type { IndexedItem } from '../../shared/search/port.js';
 import { writeShardPack } from '../../shared/search/shard-pack.js';
 import { ShardedChunkIndex } from '../../shared/search/sharded-index.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
@@ -206,6 +207,37 @@ describe('ApiGlossaries and ingest', () => {
     expect(hits[0]?.title).toContain('Retention');
     expect(hits[0]?.text).not.toContain('retained');
     expect(hits.some((hit) => hit.title?.includes('Encryption'))).toBe(false);
+  });
+
+  it('replaces items whose new api words split index terms while old postings await a vacuum, and saves', async () => {
+    // minisearch's automatic vacuum walks the term tree in batches of 1,000 terms with a pause
+    // between them; a replace that adds a term splitting an edge the walk has yet to visit
+    // (`zebrafish` → `zebra` + `fish`) made the walk, and so `save`, fail. This shape forces it.
+    const storage = new FilesystemStorage(join(root, 'data'));
+    const index = await MiniSearchIndex.open(storage);
+    const word = (i: number) =>
+      `a${[...i.toString(4).padStart(6, '0')].map((d) => 'bcde'[Number(d)]).join('')}`;
+    const items = [
+      { urn: 'cld:doc.Document.z/doc.Chunk.0', type: 'doc.Chunk', text: 'zebrafish' },
+      ...Array.from({ length: 1_500 }, (_, i) => ({
+        urn: `cld:doc.Document.z/doc.Chunk.${i + 1}`,
+        type: 'doc.Chunk',
+        text: word(i),
+      })),
+    ];
+    index.add(items);
+    expect(
+      index.add([...items.slice(1, 401), { ...(items[0] as IndexedItem), api: 'zebra' }], { replace: true }),
+    ).toBe(401);
+    await index.save();
+    const reopened = await MiniSearchIndex.open(storage);
+    expect(reopened.size).toBe(1_501);
+    expect((await reopened.search('zebra')).map((hit) => hit.urn)).toEqual([
+      'cld:doc.Document.z/doc.Chunk.0',
+    ]);
+    expect((await reopened.search(word(7))).map((hit) => hit.urn)).toContain(
+      'cld:doc.Document.z/doc.Chunk.8',
+    );
   });
 
   it('keeps searching an index stored before the api field, and rebuilds it with the field at the next ingest', async () => {
