@@ -111,6 +111,11 @@ export interface IngestReport {
   embedded: number;
   /** Storage key of the index generation written, when the index was saved. */
   index?: string;
+  /**
+   * Packages whose API glossary could not be read (shared/search/api-glossary.ts), with why: their
+   * chunks are ingested and searched without the `api` field. Present only when there are some.
+   */
+  glossaryProblems?: { path: string; reason: string }[];
 }
 
 /** What {@link ingest} needs. */
@@ -277,6 +282,11 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
     report.chunks += outcome.chunks;
     report.bytes += outcome.bytes;
   }
+  if (glossaries.problems.length > 0)
+    report.glossaryProblems = glossaries.problems.map(({ root, reason }) => ({
+      path: relative(deps.cwd, root).split(sep).join('/') || '.',
+      reason,
+    }));
   if (deps.embedder) {
     report.embedded = await embedMissing(
       outcomes.flatMap((outcome) => outcome.urns),

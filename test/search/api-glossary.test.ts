@@ -189,6 +189,22 @@ describe('ApiGlossaries and ingest', () => {
     ]);
   });
 
+  it("reports a package whose assembly's redirect target is missing, and ingests its documents without the glossary", async () => {
+    await rm(join(pkg, '.jsii.gz'));
+    const index = new MiniSearchIndex();
+    const report = await ingest([join('node_modules', 'pkg')], {
+      resources: new ResourceIndex(new FilesystemStorage(join(root, 'data')), new RulesPolicy(RULES)),
+      index,
+      actor: SYSTEM,
+      cwd: root,
+    });
+    expect(report.documents).toBe(1);
+    expect(report.glossaryProblems).toEqual([
+      { path: 'node_modules/pkg', reason: expect.stringMatching(/ENOENT.*\.jsii\.gz/) },
+    ]);
+    expect((await index.search('log group')).length).toBeGreaterThan(0);
+  });
+
   it("finds the chunk whose code the user's words only describe, and shows its own text", async () => {
     const search = async (path: string) => {
       const storage = new FilesystemStorage(join(root, `data-${path.length}`));
