@@ -167,6 +167,12 @@ export class MiniSearchIndex implements ChunkSearch {
   private queryEmbedder: Embedder | undefined;
   /** Which folder owns which API names, from the code of every indexed chunk (the module prior). */
   private readonly owners = new NameOwners();
+  /**
+   * Documents (URNs) whose chunks were indexed with their package's API glossary at hand (the
+   * `api` field, possibly empty), stored as `cldGlossary`: ingest indexes the chunks of any other
+   * document of an ingested jsii package anew (shared/search/ingest.ts).
+   */
+  private readonly glossed = new Set<string>();
 
   /** An empty index, or one wrapping a loaded minisearch instance (see {@link load}, {@link open}). */
   constructor(engine?: MiniSearch<StoredFields>) {
@@ -272,17 +278,29 @@ export class MiniSearchIndex implements ChunkSearch {
    * Rebuilds an index loaded without a field of {@link ENGINE_OPTIONS} (one stored before the
    * `api` field) with every field, from its stored chunks, so that adding to it cannot corrupt
    * it; search results are the same (the stored chunks have no `api` words). Ingest then indexes
-   * the chunks of the documents it is given anew, with theirs (shared/search/ingest.ts).
+   * the chunks of the jsii package documents it is given anew, with theirs (no document is
+   * {@link isGlossed} after the rebuild: shared/search/ingest.ts).
    * @returns true when it rebuilt, false when the index had every field already
    */
   upgradeFields(): boolean {
     if (!this.fieldsOutdated) return false;
+    this.glossed.clear();
     const old = this.engine as unknown as { _storedFields: Map<number, StoredFields> };
     const engine = new MiniSearch<StoredFields>(ENGINE_OPTIONS);
     engine.addAll([...old._storedFields.values()]);
     this.engine = engine;
     this.fieldsOutdated = false;
     return true;
+  }
+
+  /** True when the chunks of the document `documentUrn` were indexed with its API glossary ({@link markGlossed}). */
+  isGlossed(documentUrn: string): boolean {
+    return this.glossed.has(documentUrn);
+  }
+
+  /** Records that the chunks of the document `documentUrn` are indexed with its API glossary (saved with the index). */
+  markGlossed(documentUrn: string): void {
+    this.glossed.add(documentUrn);
   }
 
   /**
@@ -383,9 +401,14 @@ export class MiniSearchIndex implements ChunkSearch {
    */
   toJSON(): AsPlainObject & {
     cldTerms: number;
+    cldGlossary?: string[];
     cldVectors?: { model: string; vectors: Record<string, string> };
   } {
-    const json = { ...this.engine.toJSON(), cldTerms: TERMS_VERSION };
+    const json = {
+      ...this.engine.toJSON(),
+      cldTerms: TERMS_VERSION,
+      ...(this.glossed.size > 0 ? { cldGlossary: [...this.glossed] } : {}),
+    };
     if (this.vectorModel === undefined || this.vectors.size === 0) return json;
     const vectors: Record<string, string> = {};
     for (const [urn, vector] of this.vectors)
@@ -407,12 +430,15 @@ export class MiniSearchIndex implements ChunkSearch {
   static load(json: string | AsPlainObject): MiniSearchIndex {
     try {
       const plain = (typeof json === 'string' ? JSON.parse(json) : json) as AsPlainObject & {
+        cldGlossary?: unknown;
         cldVectors?: { model?: unknown; vectors?: Record<string, unknown> };
       };
       const index = new MiniSearchIndex(MiniSearch.loadJS<StoredFields>(plain, ENGINE_OPTIONS));
       index.fieldsOutdated = (ENGINE_OPTIONS.fields as string[]).some(
         (field) => !Object.hasOwn(plain.fieldIds ?? {}, field),
       );
+      if (!index.fieldsOutdated && Array.isArray(plain.cldGlossary))
+        for (const urn of plain.cldGlossary) if (typeof urn === 'string') index.glossed.add(urn);
       // The module prior is derived data: rebuilt from the stored chunk texts.
       for (const stored of Object.values(plain.storedFields ?? {}) as Partial<StoredFields>[]) {
         if (typeof stored?.text === 'string') index.owners.add(stored.text, stored.source);

@@ -256,6 +256,30 @@ describe('ApiGlossaries and ingest', () => {
     );
   });
 
+  it('indexes a module ingested before its package anew with the glossary when the package is ingested, once', async () => {
+    await writeFile(join(root, 'notes.md'), '# Notes\n\nThe frobnicator keeps the widget fast.\n');
+    const storage = new FilesystemStorage(join(root, 'data'));
+    const resources = new ResourceIndex(storage, new RulesPolicy(RULES));
+    const run = async (paths: string[]) => {
+      const index = await MiniSearchIndex.open(storage);
+      return { index, report: await ingest(paths, { resources, index, actor: SYSTEM, cwd: root }) };
+    };
+    const question = 'How long are the contents kept?';
+    // The quick start's way: the module folder (no glossary), and another document.
+    const first = await run([join('node_modules', 'pkg', 'aws-logs'), 'notes.md']);
+    expect(await first.index.search(question)).toEqual([]);
+    // Then the package: the module's README was ingested already, its chunks get the glossary now.
+    const second = await run([join('node_modules', 'pkg')]);
+    expect(second.report.index).toBe(keyOfGeneration('indexes/chunks', 2));
+    expect((await second.index.search(question))[0]?.title).toContain('Retention');
+    // Saved so: a later run of the same paths finds nothing to do, and keeps it.
+    const third = await run([join('node_modules', 'pkg'), 'notes.md']);
+    expect(third.report.index).toBeUndefined();
+    expect((await third.index.search(question))[0]?.title).toContain('Retention');
+    expect((await third.index.search('frobnicator'))[0]?.source).toBe('notes.md');
+    expect(third.index.size).toBe(first.index.size);
+  });
+
   it('keeps searching an index stored before the api field, and rebuilds it with the field at the next ingest', async () => {
     await writeFile(join(root, 'notes.md'), '# Notes\n\nThe frobnicator keeps the widget fast.\n');
     const storage = new FilesystemStorage(join(root, 'data'));
