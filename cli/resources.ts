@@ -47,6 +47,8 @@ export async function runIngest(deps: Deps, paths: string[]): Promise<void> {
         `left out ${excluded} file(s): ${report.excluded.map((entry) => `${entry.files} ${entry.pattern}`).join(', ')}`,
       );
     for (const file of report.leftOut) console.log(`left out ${file.path}: ${file.reason}`);
+    for (const problem of report.glossaryProblems ?? [])
+      console.log(`API glossary of ${problem.path} left out (searched without it): ${problem.reason}`);
     if (report.embedded > 0) console.log(`embedded ${report.embedded} chunks with ${deps.embedder.name}`);
     // A folder of linked data only yields nothing here but is ingested below.
     for (const path of report.empty) if (!(await hasGraphFile(path))) empty.push(path);

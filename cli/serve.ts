@@ -133,6 +133,8 @@ export async function startServe(options: ServeOptions): Promise<Served> {
       `ingested ${report.files} files: ${report.documents} new (${report.chunks} chunks), ${report.skipped} unchanged`,
     );
     for (const file of report.leftOut) print(`left out ${file.path}: ${file.reason}`);
+    for (const problem of report.glossaryProblems ?? [])
+      print(`API glossary of ${problem.path} left out (searched without it): ${problem.reason}`);
   }
   // Work an earlier run left unfinished (a crash, a kill) is re-driven before new work comes in.
   const resumed = await resumeLocal(runtime, { dataDir: options.dataDir, print });

@@ -146,14 +146,28 @@ export class ApiGlossaries {
    * {@link MAX_CHUNKS_WITH_NAME} of them adds nothing.
    */
   forDocument(absolute: string, chunks: readonly string[]): ((text: string) => string) | undefined {
-    const root = packageRoot(dirname(absolute));
-    if (root === undefined || !this.ingested.some((path) => isWithin(root, path))) return undefined;
+    const root = this.rootOf(absolute);
+    if (root === undefined) return undefined;
     const glossary = this.load(root);
     if (glossary === undefined) return undefined;
     const below = relative(root, dirname(absolute));
     const module = below === '' ? 'core' : (below.split(sep)[0] as string).replace(/-/g, '_');
     const common = commonNames(chunks);
     return (text) => glossary.expansion(text, module, common);
+  }
+
+  /**
+   * True when the document at `absolute` belongs to a jsii package whose folder is ingested, so
+   * that its chunks get a glossary (without reading the assembly: it may still fail to load).
+   */
+  covers(absolute: string): boolean {
+    return this.rootOf(absolute) !== undefined;
+  }
+
+  /** The root of the ingested jsii package the document at `absolute` belongs to, if any. */
+  private rootOf(absolute: string): string | undefined {
+    const root = packageRoot(dirname(absolute));
+    return root !== undefined && this.ingested.some((path) => isWithin(root, path)) ? root : undefined;
   }
 
   private load(root: string): ApiGlossary | undefined {

@@ -111,6 +111,11 @@ export interface IngestReport {
   embedded: number;
   /** Storage key of the index generation written, when the index was saved. */
   index?: string;
+  /**
+   * Packages whose API glossary could not be read (shared/search/api-glossary.ts), with why: their
+   * chunks are ingested and searched without the `api` field. Present only when there are some.
+   */
+  glossaryProblems?: { path: string; reason: string }[];
 }
 
 /** What {@link ingest} needs. */
@@ -178,6 +183,10 @@ interface FileOutcome {
   bytes: number;
   chunks: number;
   items: IndexedItem[];
+  /** `items` are indexed anew even where their URN is indexed (with their `api` field). */
+  replace: boolean;
+  /** The Document's URN when `items` carry its package's API glossary (MiniSearchIndex.markGlossed). */
+  glossed?: string;
 }
 
 /**
@@ -199,7 +208,9 @@ interface FileOutcome {
  *   cl100k token count in `meta.tokens`.
  * - A Markdown chunk of a jsii package whose folder is among `paths` (`node_modules/aws-cdk-lib`)
  *   is indexed with the API reference's summaries of the names its code spells, in the search
- *   field `api` (shared/search/api-glossary.ts: searched at a low weight, never shown).
+ *   field `api` (shared/search/api-glossary.ts: searched at a low weight, never shown). The
+ *   chunks of an already ingested document of such a package that were indexed without it (an
+ *   index stored before the field, the module folder ingested first) are indexed anew with it.
  * - The Document is put after all its chunks, so an existing Document means complete chunks:
  *   a run that crashed is simply run again. A file whose Document exists with the same SHA-256
  *   is skipped without being split; chunks of it that the index lacks are re-added from storage.
@@ -237,11 +248,11 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
 
   let done = 0;
   const glossaries = new ApiGlossaries(paths.map((path) => resolve(deps.cwd, path)));
-  // An index stored before the `api` field: rebuilt with it, and the given documents' chunks indexed anew.
-  const refresh = deps.index.upgradeFields();
+  // An index stored before the `api` field is rebuilt with it (its chunks keep their words).
+  deps.index.upgradeFields();
   const outcomes = await mapConcurrently(read, INGEST_CONCURRENCY, async (file) => {
     const outcome = file.existing
-      ? await reindexExisting(file, file.existing, deps, glossaries, refresh)
+      ? await reindexExisting(file, file.existing, deps, glossaries)
       : await write(file, deps, now, glossaries);
     done += 1;
     deps.onProgress?.({
@@ -268,7 +279,8 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
   };
   let added = 0;
   for (const outcome of outcomes) {
-    added += deps.index.add(outcome.items, { replace: refresh });
+    added += deps.index.add(outcome.items, { replace: outcome.replace });
+    if (outcome.glossed !== undefined) deps.index.markGlossed(outcome.glossed);
     if (outcome.skipped) {
       report.skipped += 1;
       continue;
@@ -277,6 +289,11 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
     report.chunks += outcome.chunks;
     report.bytes += outcome.bytes;
   }
+  if (glossaries.problems.length > 0)
+    report.glossaryProblems = glossaries.problems.map(({ root, reason }) => ({
+      path: relative(deps.cwd, root).split(sep).join('/') || '.',
+      reason,
+    }));
   if (deps.embedder) {
     report.embedded = await embedMissing(
       outcomes.flatMap((outcome) => outcome.urns),
@@ -516,43 +533,55 @@ async function write(
     bytes: file.bytes,
     chunks: pieces.length,
     items,
+    replace: false,
+    ...(api !== undefined ? { glossed: file.urn } : {}),
   };
 }
 
 /**
  * For a file already ingested: the stored chunks the index lacks (usually none), or all of them
- * when `refresh` (the index was stored before the `api` field: they are indexed anew with it).
+ * when the file belongs to an ingested jsii package and its chunks were indexed without the
+ * package's API glossary (MiniSearchIndex.isGlossed: an index stored before the `api` field, a
+ * module folder ingested before its package, an assembly that could not be read then): they are
+ * indexed anew with it.
  */
 async function reindexExisting(
   file: ReadFile,
   existing: Document,
   deps: IngestDeps,
   glossaries: ApiGlossaries,
-  refresh: boolean,
 ): Promise<FileOutcome> {
+  // The document's chunks as ingest split them (splitting is deterministic), for the names its code spells.
+  const pieces = async () => (await split(file.content, file.markdown)).map((piece) => piece.text);
+  let api: ApiExpansion;
+  let replace = false;
+  if (file.markdown && glossaries.covers(file.absolute) && !deps.index.isGlossed(existing.meta.id)) {
+    api = apiExpansion(file, glossaries, await pieces());
+    replace = api !== undefined;
+  }
   const missing: string[] = [];
   const urns: string[] = [];
   for (let index = 0; index < existing.chunks; index += 1) {
     const urn = childUrn(existing.meta.id, 'doc.Chunk', `chunk-${index}`);
     urns.push(urn);
-    if (refresh || !deps.index.has(urn)) missing.push(urn);
+    if (replace || !deps.index.has(urn)) missing.push(urn);
   }
   const stored = missing.length > 0 ? await deps.resources.getMany(deps.actor, missing) : [];
-  // The document's chunks as ingest split them (splitting is deterministic), for the names its code spells.
-  const api =
-    stored.length > 0
-      ? apiExpansion(
-          file,
-          glossaries,
-          (await split(file.content, file.markdown)).map((piece) => piece.text),
-        )
-      : undefined;
+  if (!replace && stored.length > 0) api = apiExpansion(file, glossaries, await pieces());
   const items = stored.flatMap((resource) =>
     resource.meta.type === 'doc.Chunk'
       ? [toItem(resource as Chunk, existing.meta.purpose, existing.path, api)]
       : [],
   );
-  return { urns, skipped: true, bytes: file.bytes, chunks: existing.chunks, items };
+  return {
+    urns,
+    skipped: true,
+    bytes: file.bytes,
+    chunks: existing.chunks,
+    items,
+    replace,
+    ...(api !== undefined ? { glossed: existing.meta.id } : {}),
+  };
 }
 
 /** Embeds the indexed chunks among `urns` that lack a vector by `embedder`; returns how many. */

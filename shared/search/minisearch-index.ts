@@ -81,6 +81,10 @@ export interface StoredFields {
 export const ENGINE_OPTIONS: Options<StoredFields> = {
   idField: 'urn',
   fields: ['title', 'text', 'source', 'api'],
+  // No vacuum in the background: minisearch's walks the term tree in batches with pauses, and a
+  // term added meanwhile (a replaced item's `api` words) can split an edge it has yet to visit,
+  // which fails the walk. {@link MiniSearchIndex.save} vacuums in one go instead.
+  autoVacuum: false,
   storeFields: ['urn', 'type', 'title', 'text', 'source'],
   tokenize,
   processTerm,
@@ -163,6 +167,12 @@ export class MiniSearchIndex implements ChunkSearch {
   private queryEmbedder: Embedder | undefined;
   /** Which folder owns which API names, from the code of every indexed chunk (the module prior). */
   private readonly owners = new NameOwners();
+  /**
+   * Documents (URNs) whose chunks were indexed with their package's API glossary at hand (the
+   * `api` field, possibly empty), stored as `cldGlossary`: ingest indexes the chunks of any other
+   * document of an ingested jsii package anew (shared/search/ingest.ts).
+   */
+  private readonly glossed = new Set<string>();
 
   /** An empty index, or one wrapping a loaded minisearch instance (see {@link load}, {@link open}). */
   constructor(engine?: MiniSearch<StoredFields>) {
@@ -268,17 +278,29 @@ export class MiniSearchIndex implements ChunkSearch {
    * Rebuilds an index loaded without a field of {@link ENGINE_OPTIONS} (one stored before the
    * `api` field) with every field, from its stored chunks, so that adding to it cannot corrupt
    * it; search results are the same (the stored chunks have no `api` words). Ingest then indexes
-   * the chunks of the documents it is given anew, with theirs (shared/search/ingest.ts).
+   * the chunks of the jsii package documents it is given anew, with theirs (no document is
+   * {@link isGlossed} after the rebuild: shared/search/ingest.ts).
    * @returns true when it rebuilt, false when the index had every field already
    */
   upgradeFields(): boolean {
     if (!this.fieldsOutdated) return false;
+    this.glossed.clear();
     const old = this.engine as unknown as { _storedFields: Map<number, StoredFields> };
     const engine = new MiniSearch<StoredFields>(ENGINE_OPTIONS);
     engine.addAll([...old._storedFields.values()]);
     this.engine = engine;
     this.fieldsOutdated = false;
     return true;
+  }
+
+  /** True when the chunks of the document `documentUrn` were indexed with its API glossary ({@link markGlossed}). */
+  isGlossed(documentUrn: string): boolean {
+    return this.glossed.has(documentUrn);
+  }
+
+  /** Records that the chunks of the document `documentUrn` are indexed with its API glossary (saved with the index). */
+  markGlossed(documentUrn: string): void {
+    this.glossed.add(documentUrn);
   }
 
   /**
@@ -379,9 +401,14 @@ export class MiniSearchIndex implements ChunkSearch {
    */
   toJSON(): AsPlainObject & {
     cldTerms: number;
+    cldGlossary?: string[];
     cldVectors?: { model: string; vectors: Record<string, string> };
   } {
-    const json = { ...this.engine.toJSON(), cldTerms: TERMS_VERSION };
+    const json = {
+      ...this.engine.toJSON(),
+      cldTerms: TERMS_VERSION,
+      ...(this.glossed.size > 0 ? { cldGlossary: [...this.glossed] } : {}),
+    };
     if (this.vectorModel === undefined || this.vectors.size === 0) return json;
     const vectors: Record<string, string> = {};
     for (const [urn, vector] of this.vectors)
@@ -403,12 +430,15 @@ export class MiniSearchIndex implements ChunkSearch {
   static load(json: string | AsPlainObject): MiniSearchIndex {
     try {
       const plain = (typeof json === 'string' ? JSON.parse(json) : json) as AsPlainObject & {
+        cldGlossary?: unknown;
         cldVectors?: { model?: unknown; vectors?: Record<string, unknown> };
       };
       const index = new MiniSearchIndex(MiniSearch.loadJS<StoredFields>(plain, ENGINE_OPTIONS));
       index.fieldsOutdated = (ENGINE_OPTIONS.fields as string[]).some(
         (field) => !Object.hasOwn(plain.fieldIds ?? {}, field),
       );
+      if (!index.fieldsOutdated && Array.isArray(plain.cldGlossary))
+        for (const urn of plain.cldGlossary) if (typeof urn === 'string') index.glossed.add(urn);
       // The module prior is derived data: rebuilt from the stored chunk texts.
       for (const stored of Object.values(plain.storedFields ?? {}) as Partial<StoredFields>[]) {
         if (typeof stored?.text === 'string') index.owners.add(stored.text, stored.source);
@@ -445,8 +475,9 @@ export class MiniSearchIndex implements ChunkSearch {
     const target = storage ?? this.origin?.storage;
     if (!target) throw new ValidationError('index has no storage to save to: pass one to save()');
     const stem = key ?? this.origin?.key ?? DEFAULT_INDEX_KEY;
-    // Replaced items leave their old postings behind until a vacuum: none are stored.
-    if (this.engine.dirtCount > 0) await this.engine.vacuum();
+    // Replaced items leave their old postings behind until a vacuum: none are stored. One batch,
+    // so no add can change the term tree while the vacuum walks it (see ENGINE_OPTIONS.autoVacuum).
+    if (this.engine.dirtCount > 0) await this.engine.vacuum({ batchSize: Number.POSITIVE_INFINITY });
     const json = this.toJSON();
     const data = JSON.stringify(json);
     let generation = (await latestGeneration(target, stem)) ?? 0;

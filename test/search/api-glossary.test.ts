@@ -17,6 +17,7 @@ import {
   TERMS_VERSION,
 } from '../../shared/search/minisearch-index.js';
 import { NameOwners } from '../../shared/search/owners.js';
+import type { IndexedItem } from '../../shared/search/port.js';
 import { writeShardPack } from '../../shared/search/shard-pack.js';
 import { ShardedChunkIndex } from '../../shared/search/sharded-index.js';
 import { FilesystemStorage } from '../../shared/storage/filesystem.js';
@@ -188,6 +189,22 @@ describe('ApiGlossaries and ingest', () => {
     ]);
   });
 
+  it("reports a package whose assembly's redirect target is missing, and ingests its documents without the glossary", async () => {
+    await rm(join(pkg, '.jsii.gz'));
+    const index = new MiniSearchIndex();
+    const report = await ingest([join('node_modules', 'pkg')], {
+      resources: new ResourceIndex(new FilesystemStorage(join(root, 'data')), new RulesPolicy(RULES)),
+      index,
+      actor: SYSTEM,
+      cwd: root,
+    });
+    expect(report.documents).toBe(1);
+    expect(report.glossaryProblems).toEqual([
+      { path: 'node_modules/pkg', reason: expect.stringMatching(/ENOENT.*\.jsii\.gz/) },
+    ]);
+    expect((await index.search('log group')).length).toBeGreaterThan(0);
+  });
+
   it("finds the chunk whose code the user's words only describe, and shows its own text", async () => {
     const search = async (path: string) => {
       const storage = new FilesystemStorage(join(root, `data-${path.length}`));
@@ -206,6 +223,61 @@ describe('ApiGlossaries and ingest', () => {
     expect(hits[0]?.title).toContain('Retention');
     expect(hits[0]?.text).not.toContain('retained');
     expect(hits.some((hit) => hit.title?.includes('Encryption'))).toBe(false);
+  });
+
+  it('replaces items whose new api words split index terms while old postings await a vacuum, and saves', async () => {
+    // minisearch's automatic vacuum walks the term tree in batches of 1,000 terms with a pause
+    // between them; a replace that adds a term splitting an edge the walk has yet to visit
+    // (`zebrafish` → `zebra` + `fish`) made the walk, and so `save`, fail. This shape forces it.
+    const storage = new FilesystemStorage(join(root, 'data'));
+    const index = await MiniSearchIndex.open(storage);
+    const word = (i: number) =>
+      `a${[...i.toString(4).padStart(6, '0')].map((d) => 'bcde'[Number(d)]).join('')}`;
+    const items = [
+      { urn: 'cld:doc.Document.z/doc.Chunk.0', type: 'doc.Chunk', text: 'zebrafish' },
+      ...Array.from({ length: 1_500 }, (_, i) => ({
+        urn: `cld:doc.Document.z/doc.Chunk.${i + 1}`,
+        type: 'doc.Chunk',
+        text: word(i),
+      })),
+    ];
+    index.add(items);
+    expect(
+      index.add([...items.slice(1, 401), { ...(items[0] as IndexedItem), api: 'zebra' }], { replace: true }),
+    ).toBe(401);
+    await index.save();
+    const reopened = await MiniSearchIndex.open(storage);
+    expect(reopened.size).toBe(1_501);
+    expect((await reopened.search('zebra')).map((hit) => hit.urn)).toEqual([
+      'cld:doc.Document.z/doc.Chunk.0',
+    ]);
+    expect((await reopened.search(word(7))).map((hit) => hit.urn)).toContain(
+      'cld:doc.Document.z/doc.Chunk.8',
+    );
+  });
+
+  it('indexes a module ingested before its package anew with the glossary when the package is ingested, once', async () => {
+    await writeFile(join(root, 'notes.md'), '# Notes\n\nThe frobnicator keeps the widget fast.\n');
+    const storage = new FilesystemStorage(join(root, 'data'));
+    const resources = new ResourceIndex(storage, new RulesPolicy(RULES));
+    const run = async (paths: string[]) => {
+      const index = await MiniSearchIndex.open(storage);
+      return { index, report: await ingest(paths, { resources, index, actor: SYSTEM, cwd: root }) };
+    };
+    const question = 'How long are the contents kept?';
+    // The quick start's way: the module folder (no glossary), and another document.
+    const first = await run([join('node_modules', 'pkg', 'aws-logs'), 'notes.md']);
+    expect(await first.index.search(question)).toEqual([]);
+    // Then the package: the module's README was ingested already, its chunks get the glossary now.
+    const second = await run([join('node_modules', 'pkg')]);
+    expect(second.report.index).toBe(keyOfGeneration('indexes/chunks', 2));
+    expect((await second.index.search(question))[0]?.title).toContain('Retention');
+    // Saved so: a later run of the same paths finds nothing to do, and keeps it.
+    const third = await run([join('node_modules', 'pkg'), 'notes.md']);
+    expect(third.report.index).toBeUndefined();
+    expect((await third.index.search(question))[0]?.title).toContain('Retention');
+    expect((await third.index.search('frobnicator'))[0]?.source).toBe('notes.md');
+    expect(third.index.size).toBe(first.index.size);
   });
 
   it('keeps searching an index stored before the api field, and rebuilds it with the field at the next ingest', async () => {
