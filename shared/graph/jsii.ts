@@ -102,8 +102,10 @@ export interface AssemblyGraph {
 
 /**
  * Reads a jsii assembly file's content: a `.jsii` JSON, a `jsii/file-redirect` pointing at a
- * gzipped file (resolved with `readRedirect`), or the gzipped assembly itself.
- * @throws ValidationError when the content is not a jsii assembly
+ * gzipped file (resolved with `readRedirect`), or the gzipped assembly itself. A redirect names a
+ * file beside the assembly (`.jsii.gz`, as jsii writes it): a path that leaves the package (`..`,
+ * an absolute path) is refused before anything is read.
+ * @throws ValidationError when the content is not a jsii assembly, or a redirect leaves its folder
  */
 export function parseAssembly(
   content: Buffer,
@@ -124,7 +126,12 @@ export function parseAssembly(
     .safeParse(json);
   if (redirect.success) {
     if (!readRedirect) throw new ValidationError('jsii file redirect without a way to read its target');
-    return parseAssembly(readRedirect(redirect.data.filename));
+    const target = redirect.data.filename;
+    if (target === '' || /^([/\\]|[A-Za-z]:)/.test(target) || target.split(/[/\\]/).includes('..'))
+      throw new ValidationError(
+        `jsii file redirect must name a file beside the assembly, got ${JSON.stringify(target.slice(0, 200))}`,
+      );
+    return parseAssembly(readRedirect(target));
   }
   const parsed = AssemblySchema.safeParse(json);
   if (!parsed.success) throw new ValidationError(`not a jsii assembly: ${z.prettifyError(parsed.error)}`);
@@ -154,9 +161,15 @@ export function assemblyTypes(assembly: z.infer<typeof AssemblySchema>): {
   return { types, skipped };
 }
 
-/** L1 CloudFormation types (`Cfn*` and their nested `*Property` structs): summaries left out. */
+/**
+ * L1 CloudFormation types (`Cfn*` and their nested `*Property` structs, whose namespace is the
+ * class: `aws_s3.CfnBucket`, or `CfnStack` for core's): summaries left out.
+ */
 export function isL1(type: JsiiType): boolean {
-  return type.name.startsWith('Cfn') || (type.namespace?.includes('.Cfn') ?? false);
+  return (
+    type.name.startsWith('Cfn') ||
+    (type.namespace?.split('.').some((part) => part.startsWith('Cfn')) ?? false)
+  );
 }
 
 /** `boolean`, `IBucket`, `Array<string>`, `Map<string, Duration>`, `string | number`. */

@@ -86,8 +86,9 @@ export class ApiGlossary {
 
   /**
    * The summaries of the names of `module` that the code of `text` spells, each once, in the
-   * order of first use, joined by a space and cut to {@link MAX_EXPANSION_CHARS} at a summary's
-   * end; `''` when none (or the module is unknown). Names in `common` add nothing.
+   * order of first use, joined by a space, at most {@link MAX_EXPANSION_CHARS} (a summary that
+   * would go past it is left out, the shorter ones after it still count); `''` when none (or the
+   * module is unknown). Names in `common` add nothing.
    */
   expansion(text: string, module: string, common: ReadonlySet<string> = new Set()): string {
     const glossary = this.modules.get(module);
@@ -103,7 +104,7 @@ export class ApiGlossary {
         if (!senses || senses.length > MAX_SENSES) continue;
         for (const summary of senses) {
           if (out.includes(summary)) continue;
-          if (length + summary.length > MAX_EXPANSION_CHARS) return out.join(' ');
+          if (length + summary.length > MAX_EXPANSION_CHARS) continue;
           out.push(summary);
           length += summary.length + 1;
         }

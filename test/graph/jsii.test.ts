@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../shared/errors.js';
-import { assemblyToShards, parseAssembly, renderTypeRef } from '../../shared/graph/jsii.js';
+import { assemblyToShards, isL1, parseAssembly, renderTypeRef } from '../../shared/graph/jsii.js';
 import { memberIri, typeIri, V } from '../../shared/graph/vocabulary.js';
 import { smallAssembly } from './helpers.js';
 
@@ -88,6 +88,34 @@ describe('jsii assembly → triples', () => {
     ],
   ])('refuses %s with a ValidationError', (_, content) => {
     expect(() => parseAssembly(content)).toThrow(ValidationError);
+  });
+
+  it.each([
+    '../../../etc/passwd',
+    '/etc/passwd',
+    'C:\\assembly.gz',
+    'sub/../../x.gz',
+    '',
+  ])('refuses a redirect to %j, outside its folder, without reading it', (filename) => {
+    const redirect = Buffer.from(JSON.stringify({ schema: 'jsii/file-redirect', filename }));
+    let read = false;
+    expect(() =>
+      parseAssembly(redirect, () => {
+        read = true;
+        return Buffer.from('{}');
+      }),
+    ).toThrow(/must name a file beside the assembly/);
+    expect(read).toBe(false);
+  });
+
+  it("counts the structs nested in an L1 class as L1, core's (namespace `CfnStack`) too", () => {
+    const type = (name: string, namespace?: string) =>
+      ({ fqn: `x.${name}`, name, kind: 'interface', ...(namespace ? { namespace } : {}) }) as never;
+    expect(isL1(type('CfnBucket', 'aws_s3'))).toBe(true);
+    expect(isL1(type('LoggingConfigurationProperty', 'aws_s3.CfnBucket'))).toBe(true);
+    expect(isL1(type('ParameterProperty', 'CfnStack'))).toBe(true);
+    expect(isL1(type('BucketProps', 'aws_s3'))).toBe(false);
+    expect(isL1(type('Stack'))).toBe(false);
   });
 
   it.each([

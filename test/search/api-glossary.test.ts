@@ -8,7 +8,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Actor } from '../../shared/policy/port.js';
 import { RulesPolicy } from '../../shared/policy/rules.js';
 import { ResourceIndex } from '../../shared/resources/resource-index.js';
-import { ApiGlossaries, ApiGlossary, MAX_SENSES } from '../../shared/search/api-glossary.js';
+import {
+  ApiGlossaries,
+  ApiGlossary,
+  MAX_EXPANSION_CHARS,
+  MAX_SENSES,
+} from '../../shared/search/api-glossary.js';
 import { ingest } from '../../shared/search/ingest.js';
 import {
   ENGINE_OPTIONS,
@@ -131,6 +136,18 @@ describe('ApiGlossary', () => {
     expect(glossary.expansion(code, 'aws_logs')).toBe('');
     expect(glossary.expansion(retentionCode, 'aws_logs', new Set(['LogGroup', 'retention']))).toBe(RETENTION);
     expect(glossary.expansion(retentionCode, 'aws_s3')).toBe('');
+  });
+
+  it('leaves out a summary too long for the expansion, and still adds the shorter ones after it', () => {
+    const long = 'x'.repeat(MAX_EXPANSION_CHARS + 1);
+    const big = assembly() as { types: Record<string, { properties?: object[] }> };
+    big.types['pkg.aws_logs.LogGroupProps']?.properties?.unshift({
+      name: 'huge',
+      type: { primitive: 'string' },
+      docs: { summary: long },
+    });
+    const glossary = ApiGlossary.fromAssembly(Buffer.from(JSON.stringify(big)));
+    expect(glossary.expansion('```ts\nf({ huge: 1, retention: r });\n```', 'aws_logs')).toBe(RETENTION);
   });
 
   it('reads a jsii file redirect to the gzipped assembly', () => {
