@@ -128,9 +128,10 @@ const MAX_DEPTH = 4;
  *
  * Only packages whose assembly is among what is ingested count: the package folder itself, or a
  * folder above it, is one of `ingested` (`--docs node_modules/aws-cdk-lib`, as the eval and the
- * graph ingest do). Reading aws-cdk-lib's assembly takes ≈ 2.5 s and ≈ 500 MB (gunzip and
- * `JSON.parse` of 88 MB), which the graph ingest of the same run pays anyway; ingesting one
- * module's folder (`--docs node_modules/aws-cdk-lib/aws-s3`, the quick start) reads none.
+ * graph ingest do). Reading aws-cdk-lib's assembly takes ≈ 2.5–3.5 s and ≈ 550 MB at its peak
+ * (gunzip and `JSON.parse` of 88 MB; ≈ 16 MB of glossary stay), once per ingest that adds or
+ * re-indexes its documents — the graph ingest of the same run reads it a second time; ingesting
+ * one module's folder (`--docs node_modules/aws-cdk-lib/aws-s3`, the quick start) reads none.
  */
 export class ApiGlossaries {
   private readonly byRoot = new Map<string, ApiGlossary | undefined>();
