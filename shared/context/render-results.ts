@@ -1,4 +1,5 @@
-import { termsOf } from '../search/terms.js';
+import type { HitBridge } from '../search/port.js';
+import { processTerm, termsOf } from '../search/terms.js';
 
 /**
  * Tool results as the model needs them (issue 25 item 2): the one place that turns a stored tool
@@ -28,6 +29,9 @@ import { termsOf } from '../search/terms.js';
  * - the text is the **passage around the hit** ({@link passageOf}): the paragraphs and code blocks
  *   of the chunk that hold the most of the call's query terms and their neighbours, within
  *   {@link PASSAGE_CHARS}; what is left out is marked `…`;
+ * - a hit with a `bridge` (shared/search/bridge.ts) ends its header with it, compactly
+ *   (`· RetentionDays: How long, in days, the log contents will be retained.`), and its passage
+ *   counts each bridged name as a query term, so the code that spells it is shown;
  * - hits after the first {@link PASSAGE_HITS} are listed by their header alone;
  * - a single hit read whole (`read` of a chunk) keeps its whole text: that is what `read` is for;
  * - the score is left out (relative within one query only, it tells the model nothing).
@@ -57,6 +61,8 @@ export interface ResultHit {
   title?: string;
   /** The document's path. */
   source?: string;
+  /** Names of the hit's code whose API summary holds the query's words (`search`'s `bridge`, shared/search/bridge.ts). */
+  bridge?: HitBridge[];
 }
 
 /**
@@ -115,11 +121,17 @@ export function hitsOf(content: string): ResultHit[] | undefined {
     const title = typeof item.title === 'string' ? item.title : item.heading;
     // `read`'s `document` is a URN: not shown (the model cites and reads by id).
     const source = item.source;
+    const bridge = Array.isArray(item.bridge)
+      ? (item.bridge as Partial<HitBridge>[]).filter(
+          (b): b is HitBridge => typeof b?.name === 'string' && typeof b.summary === 'string',
+        )
+      : [];
     hits.push({
       urn: item.urn,
       text: item.text,
       ...(typeof title === 'string' ? { title } : {}),
       ...(typeof source === 'string' ? { source } : {}),
+      ...(bridge.length > 0 ? { bridge } : {}),
     });
   }
   return hits;
@@ -151,7 +163,10 @@ export function renderToolResult(content: string, ids: CitationIds, query?: stri
   return display
     .map((hit, rank) => {
       const header = `[${ids.idOf(hit.urn)}]${hitLabel(hit, display[rank - 1])}`;
-      return rank < PASSAGE_HITS ? `${header}\n${withoutHeaders(passageOf(hit.text, terms))}` : header;
+      if (rank >= PASSAGE_HITS) return header;
+      // A bridged name counts as a query term: the passage shows the code that spells it.
+      const bridged = hit.bridge?.length ? withBridgedNames(terms, hit.bridge) : terms;
+      return `${header}${bridgeLabel(hit.bridge)}\n${withoutHeaders(passageOf(hit.text, bridged))}`;
     })
     .join('\n\n');
 }
@@ -203,6 +218,30 @@ function hitLabel(hit: ResultHit, previous: ResultHit | undefined): string {
   }
   const label = [trail, hit.source?.replace(/\s+/g, ' ')].filter(Boolean).join(' — ');
   return label ? ` ${label}` : '';
+}
+
+/** Separator of a hit header's bridges: ` · RetentionDays: How long, in days, …` (read back by {@link parseRenderedHits}). */
+const BRIDGE = / · (?=[A-Za-z_$][\w$]*: )/;
+
+/**
+ * A hit's bridge as its header ends (with its leading ` · `, or empty): `· Name: summary` for
+ * each, the summary on one line.
+ */
+function bridgeLabel(bridge: readonly HitBridge[] | undefined): string {
+  return (bridge ?? [])
+    .filter(({ name }) => /^[A-Za-z_$][\w$]*$/.test(name))
+    .map(({ name, summary }) => ` · ${name}: ${summary.replace(/\s+/g, ' ').trim()}`)
+    .join('');
+}
+
+/** `terms` with the index term of each bridged name (`RetentionDays` → `retentiondai`). */
+function withBridgedNames(terms: ReadonlySet<string>, bridge: readonly HitBridge[]): Set<string> {
+  const all = new Set(terms);
+  for (const { name } of bridge) {
+    const term = processTerm(name);
+    if (term) all.add(term);
+  }
+  return all;
 }
 
 /**
@@ -434,7 +473,14 @@ export function parseRenderedHits(text: string): ResultHit[] {
   let fence: string | undefined;
   const flush = () => {
     if (!current) return;
-    const [, id, label = ''] = current.header;
+    const [, id, full = ''] = current.header;
+    // The bridge ends the header: ` · Name: summary` each.
+    const at = full.search(BRIDGE);
+    const label = at === -1 ? full : full.slice(0, at);
+    const bridge = (at === -1 ? [] : full.slice(at).split(BRIDGE).slice(1)).flatMap((part) => {
+      const colon = part.indexOf(': ');
+      return colon > 0 ? [{ name: part.slice(0, colon), summary: part.slice(colon + 2).trim() }] : [];
+    });
     const previous = hits.at(-1);
     let title: string;
     let source: string | undefined;
@@ -454,6 +500,7 @@ export function parseRenderedHits(text: string): ResultHit[] {
       text: current.lines.join('\n').trim(),
       ...(title ? { title } : {}),
       ...(source ? { source } : {}),
+      ...(bridge.length > 0 ? { bridge } : {}),
     });
   };
   for (const line of text.split('\n')) {

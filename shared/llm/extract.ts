@@ -1,3 +1,4 @@
+import type { HitBridge } from '../search/port.js';
 import { sourceLabel } from '../search/source-label.js';
 import { identifierParts, processTerm, termsOf } from '../search/terms.js';
 
@@ -31,6 +32,41 @@ export interface ExtractHit {
    * read because it continues the best passage's section counts with that passage's rank.
    */
   rank?: number;
+  /**
+   * Names of the hit's code whose API summary holds the question's words (the search tool's
+   * `bridge`, shared/search/bridge.ts): a segment that spells one counts its summary's question
+   * terms too, at {@link BRIDGE_WEIGHT}.
+   */
+  bridge?: HitBridge[];
+}
+
+/**
+ * Weight of a question term that a segment holds only through the API summary of a name it spells
+ * (the hit's `bridge`), relative to one it holds itself: the index's weight of the `api` field,
+ * which put the hit there (shared/search/minisearch-index.ts `API_BOOST`) — the reference's words
+ * describe the code, they are not the passage's own. A literal, so the model does not load the
+ * index (test/llm/extract-bridge.test.ts holds the two equal).
+ */
+export const BRIDGE_WEIGHT = 0.5;
+
+/**
+ * The question terms a segment holds through its hit's bridge, each with {@link BRIDGE_WEIGHT}:
+ * the terms of the summary of each bridged name the segment spells (its index term, as
+ * shared/search/terms.ts makes it, among the segment's), less those the segment holds itself.
+ */
+function bridgedTerms(
+  held: ReadonlySet<string>,
+  bridge: readonly HitBridge[] | undefined,
+  weights: ReadonlyMap<string, number>,
+): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const { name, summary } of bridge ?? []) {
+    const term = processTerm(name);
+    if (!term || !held.has(term)) continue;
+    for (const t of termsOf(summary))
+      if (!held.has(t) && (weights.get(t) ?? 0) > 0) out.set(t, BRIDGE_WEIGHT * (weights.get(t) as number));
+  }
+  return out;
 }
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+-]*)/;
@@ -353,9 +389,11 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
       return w > 0 ? [[pair, w] as const] : [];
     }),
   );
-  const weigh = (text: string) => {
+  // `bridge`: the hit's bridged names; a segment spelling one holds its summary's question terms too.
+  const weigh = (text: string, bridge?: readonly HitBridge[]) => {
     const terms = new Set(termsOf(text));
     let sum = [...terms].reduce((total, term) => total + (weights.get(term) ?? 0), 0);
+    if (bridge) for (const w of bridgedTerms(terms, bridge, weights).values()) sum += w;
     if (pairWeights.size > 0) for (const pair of adjacentPairs(text)) sum += pairWeights.get(pair) ?? 0;
     return [...terms].some((term) => rejected.has(term)) ? sum * REJECTED_WEIGHT : sum;
   };
@@ -378,10 +416,15 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     // A hit counts by its rank and by how much of the question its heading and text cover.
     const weight = rankWeight(rank) * (most > 0 ? 0.5 + (0.5 * (coverage[place] ?? 0)) / most : 1);
     for (const segment of segmentChunk(hit.text)) {
-      const matched = weigh(segment.text);
+      const matched = weigh(segment.text, hit.bridge);
       if (matched === 0) continue;
       if (segment.kind === 'sentence') {
-        if (!holdsAny(segment.text, key)) continue;
+        const bridgedKey =
+          hit.bridge !== undefined &&
+          [...bridgedTerms(new Set(termsOf(segment.text)), hit.bridge, weights).keys()].some((t) =>
+            key.has(t),
+          );
+        if (!holdsAny(segment.text, key) && !bridgedKey) continue;
         const identifier = /`[^`]+`/.test(segment.text) ? 0.5 : 0;
         sentences.push({
           item: segment,
@@ -396,7 +439,7 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
         // those the code itself spells (an intro that restates the question is no second match).
         const identifiers = codeIdentifiers(segment.text);
         const scope = `${hit.title ?? ''}\n${segment.intro ?? ''}\n${identifiers}`;
-        const score = weight * (weigh(scope) + weigh(identifiers)) ** MATCH_EXPONENT;
+        const score = weight * (weigh(scope, hit.bridge) + weigh(identifiers, hit.bridge)) ** MATCH_EXPONENT;
         codes.push({ item: segment, urn: hit.urn, rank, score, unnamed: lacks(scope) });
       }
     }

@@ -7,6 +7,7 @@ import {
   TASK_TEXT_LIMITS,
   type TaskPayload,
 } from '../domain/payloads.js';
+import type { HitBridge } from '../search/port.js';
 import { contentWords, cosine, HashingEmbedder } from '../search/similarity.js';
 import { identifierParts, processTerm, termsOf } from '../search/terms.js';
 import { type ExtractHit, extractiveAnswer, withoutRejected } from './extract.js';
@@ -627,6 +628,7 @@ function toolResults(
           title?: unknown;
           heading?: unknown;
           source?: unknown;
+          bridge?: unknown;
         }[]) {
           if (typeof item?.urn !== 'string' || typeof item.text !== 'string') continue;
           const title = typeof item.title === 'string' ? item.title : item.heading;
@@ -635,12 +637,22 @@ function toolResults(
             text: item.text,
             ...(typeof title === 'string' ? { title } : {}),
             ...(typeof item.source === 'string' ? { source: item.source } : {}),
+            ...bridgeOfItem(item.bridge),
           });
         }
       }
     }
   }
   return hits;
+}
+
+/** A hit item's `bridge` (shared/search/bridge.ts) as {@link ExtractHit} carries it; none when absent or malformed. */
+function bridgeOfItem(value: unknown): { bridge?: HitBridge[] } {
+  if (!Array.isArray(value)) return {};
+  const bridge = (value as Partial<HitBridge>[]).filter(
+    (b): b is HitBridge => typeof b?.name === 'string' && typeof b.summary === 'string',
+  );
+  return bridge.length > 0 ? { bridge } : {};
 }
 
 /** The `maxLength` a tool's schema gives a parameter (unbounded when it gives none). */

@@ -43,6 +43,9 @@ const IDENTIFIER = /[A-Za-z_$][\w$]{3,}/g;
 /** Fenced code blocks and inline code spans of Markdown. */
 const CODE = /```[\s\S]*?```|`[^`\n]+`/g;
 
+/** A document's glossary entries: each API name its code spells → that name's summaries (1 to {@link MAX_SENSES}). */
+export type BridgeEntries = Record<string, string[]>;
+
 /** Summaries of one module's API names: name → its distinct summaries. */
 type ModuleGlossary = Map<string, string[]>;
 
@@ -112,6 +115,26 @@ export class ApiGlossary {
     }
     return out.join(' ');
   }
+
+  /**
+   * The glossary entries of `module` for the names the code of `texts` spells (the same names
+   * {@link expansion} counts: not in `common`, at most {@link MAX_SENSES} senses): name → its
+   * summaries. What the search keeps to tell a hit which of its names matched a query
+   * (shared/search/bridge.ts); empty when none (or the module is unknown).
+   */
+  entries(texts: readonly string[], module: string, common: ReadonlySet<string> = new Set()): BridgeEntries {
+    const glossary = this.modules.get(module);
+    const out: BridgeEntries = {};
+    if (!glossary) return out;
+    for (const text of texts)
+      for (const [code] of text.matchAll(CODE))
+        for (const [name] of code.matchAll(IDENTIFIER)) {
+          if (common.has(name) || Object.hasOwn(out, name)) continue;
+          const senses = glossary.get(name);
+          if (senses && senses.length <= MAX_SENSES) out[name] = [...senses];
+        }
+    return out;
+  }
 }
 
 /** Name of the file a jsii package holds its assembly in (or a redirect to `.jsii.gz`). */
@@ -152,10 +175,22 @@ export class ApiGlossaries {
     if (root === undefined) return undefined;
     const glossary = this.load(root);
     if (glossary === undefined) return undefined;
-    const below = relative(root, dirname(absolute));
-    const module = below === '' ? 'core' : (below.split(sep)[0] as string).replace(/-/g, '_');
+    const module = moduleOf(root, absolute);
     const common = commonNames(chunks);
     return (text) => glossary.expansion(text, module, common);
+  }
+
+  /**
+   * The glossary entries of the names the code of the document at `absolute` spells
+   * ({@link ApiGlossary.entries}; `chunks` as for {@link forDocument}), or undefined when the
+   * document gets no glossary.
+   */
+  entriesOf(absolute: string, chunks: readonly string[]): BridgeEntries | undefined {
+    const root = this.rootOf(absolute);
+    if (root === undefined) return undefined;
+    const glossary = this.load(root);
+    if (glossary === undefined) return undefined;
+    return glossary.entries(chunks, moduleOf(root, absolute), commonNames(chunks));
   }
 
   /**
@@ -185,6 +220,12 @@ export class ApiGlossaries {
     this.byRoot.set(root, glossary);
     return glossary;
   }
+}
+
+/** The module (shard) of the document at `absolute` in the package at `root`: `aws-s3/README.md` → `aws_s3`; at the root → `core`. */
+function moduleOf(root: string, absolute: string): string {
+  const below = relative(root, dirname(absolute));
+  return below === '' ? 'core' : (below.split(sep)[0] as string).replace(/-/g, '_');
 }
 
 /** True when `path` is `folder` or below it. */

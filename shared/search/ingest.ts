@@ -13,7 +13,7 @@ import { withMeta } from '../resources/meta.js';
 import type { ResourceIndex } from '../resources/resource-index.js';
 import type { Chunk, Document } from '../resources/schemas.js';
 import { childUrn } from '../urn.js';
-import { ApiGlossaries } from './api-glossary.js';
+import { ApiGlossaries, type BridgeEntries } from './api-glossary.js';
 import { markdownChunks } from './chunking.js';
 import { type Heading, headingsOf } from './headings.js';
 import type { MiniSearchIndex } from './minisearch-index.js';
@@ -187,6 +187,8 @@ interface FileOutcome {
   replace: boolean;
   /** The Document's URN when `items` carry its package's API glossary (MiniSearchIndex.markGlossed). */
   glossed?: string;
+  /** The document's glossary entries, for its hits' bridges (MiniSearchIndex.setBridge, shared/search/bridge.ts). */
+  bridge?: { source: string; entries: BridgeEntries };
 }
 
 /**
@@ -281,6 +283,7 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
   for (const outcome of outcomes) {
     added += deps.index.add(outcome.items, { replace: outcome.replace });
     if (outcome.glossed !== undefined) deps.index.markGlossed(outcome.glossed);
+    if (outcome.bridge !== undefined) deps.index.setBridge(outcome.bridge.source, outcome.bridge.entries);
     if (outcome.skipped) {
       report.skipped += 1;
       continue;
@@ -487,6 +490,17 @@ function apiExpansion(file: ReadFile, glossaries: ApiGlossaries, pieces: readonl
   return file.markdown ? glossaries.forDocument(file.absolute, pieces) : undefined;
 }
 
+/** The outcome's `bridge` of a file whose chunks get the glossary (api-glossary.ts `entriesOf`): none when its code spells no glossary name. */
+function bridgeOf(
+  file: ReadFile,
+  source: string,
+  glossaries: ApiGlossaries,
+  pieces: readonly string[],
+): { bridge?: { source: string; entries: BridgeEntries } } {
+  const entries = glossaries.entriesOf(file.absolute, pieces);
+  return entries && Object.keys(entries).length > 0 ? { bridge: { source, entries } } : {};
+}
+
 /** Splits a new file and puts its chunks, then its Document. */
 async function write(
   file: ReadFile,
@@ -534,7 +548,7 @@ async function write(
     chunks: pieces.length,
     items,
     replace: false,
-    ...(api !== undefined ? { glossed: file.urn } : {}),
+    ...(api !== undefined ? { glossed: file.urn, ...bridgeOf(file, file.name, glossaries, pieces) } : {}),
   };
 }
 
@@ -568,6 +582,8 @@ async function reindexExisting(
   }
   const stored = missing.length > 0 ? await deps.resources.getMany(deps.actor, missing) : [];
   if (!replace && stored.length > 0) api = apiExpansion(file, glossaries, await pieces());
+  // Entries for the hits' bridges where the chunks are (re)indexed with the glossary.
+  const bridge = api !== undefined ? bridgeOf(file, existing.path, glossaries, await pieces()) : {};
   const items = stored.flatMap((resource) =>
     resource.meta.type === 'doc.Chunk'
       ? [toItem(resource as Chunk, existing.meta.purpose, existing.path, api)]
@@ -581,6 +597,7 @@ async function reindexExisting(
     items,
     replace,
     ...(api !== undefined ? { glossed: existing.meta.id } : {}),
+    ...bridge,
   };
 }
 

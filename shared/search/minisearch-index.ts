@@ -3,6 +3,8 @@ import { NotFoundError, ValidationError } from '../errors.js';
 import type { Embedder } from '../llm/port.js';
 import type { StorageInterface } from '../storage/port.js';
 import { isWithin } from '../urn.js';
+import type { BridgeEntries } from './api-glossary.js';
+import { withBridges, writeBridges } from './bridge.js';
 import { folderOf, NameOwners } from './owners.js';
 import type { ChunkSearch, IndexedItem, SearchFilter, SearchHit } from './port.js';
 import { writeShardPack } from './shard-pack.js';
@@ -173,6 +175,12 @@ export class MiniSearchIndex implements ChunkSearch {
    * document of an ingested jsii package anew (shared/search/ingest.ts).
    */
   private readonly glossed = new Set<string>();
+  /**
+   * Glossary entries by document path (`source`): the API names its code spells → their
+   * summaries, stored as `cldBridge` and beside the shard pack; what a hit's `bridge` is made of
+   * (shared/search/bridge.ts).
+   */
+  private readonly bridges = new Map<string, BridgeEntries>();
 
   /** An empty index, or one wrapping a loaded minisearch instance (see {@link load}, {@link open}). */
   constructor(engine?: MiniSearch<StoredFields>) {
@@ -304,7 +312,22 @@ export class MiniSearchIndex implements ChunkSearch {
   }
 
   /**
-   * Ranked hits for `query`, best first. Filters by `filter.type` (exact resource type) and
+   * Keeps the glossary entries of the document at `source` (shared/search/bridge.ts), replacing
+   * any it had; saved with the index.
+   */
+  setBridge(source: string, entries: BridgeEntries): void {
+    if (Object.keys(entries).length > 0) this.bridges.set(source, entries);
+    else this.bridges.delete(source);
+  }
+
+  /** The glossary entries kept for the document at `source`, if any ({@link setBridge}). */
+  bridgeOf(source: string): BridgeEntries | undefined {
+    return this.bridges.get(source);
+  }
+
+  /**
+   * Ranked hits for `query`, best first, each with its `bridge` when the index keeps its
+   * document's glossary entries (shared/search/bridge.ts). Filters by `filter.type` (exact resource type) and
    * `filter.prefix` (path-boundary aware: the prefix URN itself or a URN under it, so `c1` does
    * not match `c10`). `accept` (the policy gate) is asked lazily, in rank order, and hits it
    * rejects are dropped *before* `limit` is applied, so a caller gets up to `limit` readable hits.
@@ -349,7 +372,7 @@ export class MiniSearchIndex implements ChunkSearch {
       if (accept && !accept(urn)) continue;
       hits.push(toHit(result));
     }
-    return hits;
+    return this.bridges.size > 0 ? withBridges(hits, query, (source) => this.bridges.get(source)) : hits;
   }
 
   /**
@@ -392,7 +415,7 @@ export class MiniSearchIndex implements ChunkSearch {
       if (typeof stored.source === 'string') hit.source = stored.source;
       hits.push(hit);
     }
-    return hits;
+    return this.bridges.size > 0 ? withBridges(hits, query, (source) => this.bridges.get(source)) : hits;
   }
 
   /**
@@ -402,12 +425,14 @@ export class MiniSearchIndex implements ChunkSearch {
   toJSON(): AsPlainObject & {
     cldTerms: number;
     cldGlossary?: string[];
+    cldBridge?: Record<string, BridgeEntries>;
     cldVectors?: { model: string; vectors: Record<string, string> };
   } {
     const json = {
       ...this.engine.toJSON(),
       cldTerms: TERMS_VERSION,
       ...(this.glossed.size > 0 ? { cldGlossary: [...this.glossed] } : {}),
+      ...(this.bridges.size > 0 ? { cldBridge: Object.fromEntries(this.bridges) } : {}),
     };
     if (this.vectorModel === undefined || this.vectors.size === 0) return json;
     const vectors: Record<string, string> = {};
@@ -431,6 +456,7 @@ export class MiniSearchIndex implements ChunkSearch {
     try {
       const plain = (typeof json === 'string' ? JSON.parse(json) : json) as AsPlainObject & {
         cldGlossary?: unknown;
+        cldBridge?: unknown;
         cldVectors?: { model?: unknown; vectors?: Record<string, unknown> };
       };
       const index = new MiniSearchIndex(MiniSearch.loadJS<StoredFields>(plain, ENGINE_OPTIONS));
@@ -439,6 +465,11 @@ export class MiniSearchIndex implements ChunkSearch {
       );
       if (!index.fieldsOutdated && Array.isArray(plain.cldGlossary))
         for (const urn of plain.cldGlossary) if (typeof urn === 'string') index.glossed.add(urn);
+      const bridge = plain.cldBridge;
+      if (!index.fieldsOutdated && bridge && typeof bridge === 'object' && !Array.isArray(bridge))
+        for (const [source, entries] of Object.entries(bridge as Record<string, unknown>))
+          if (entries && typeof entries === 'object' && !Array.isArray(entries))
+            index.bridges.set(source, entries as BridgeEntries);
       // The module prior is derived data: rebuilt from the stored chunk texts.
       for (const stored of Object.values(plain.storedFields ?? {}) as Partial<StoredFields>[]) {
         if (typeof stored?.text === 'string') index.owners.add(stored.text, stored.source);
@@ -489,6 +520,8 @@ export class MiniSearchIndex implements ChunkSearch {
         this.origin = { storage: target, key: stem, generation };
         // The cold-start form of the same generation (shared/search/shard-pack.ts).
         await writeShardPack(target, stem, generation, json, this.owners.toResolved(), json.cldVectors);
+        // Each document's glossary entries, beside the pack (shared/search/bridge.ts).
+        await writeBridges(target, stem, generation, this.bridges);
         return generationKey;
       }
     }

@@ -30,6 +30,14 @@ export interface SearchFilter {
   prefix?: string;
 }
 
+/** An API name of a hit's code and the API reference's summary of it (shared/search/bridge.ts). */
+export interface HitBridge {
+  /** The name as the code spells it (`RetentionDays`). */
+  name: string;
+  /** Its summary in the API reference ("How long, in days, the log contents will be retained."). */
+  summary: string;
+}
+
 /** One hit. */
 export interface SearchHit {
   urn: string;
@@ -38,6 +46,11 @@ export interface SearchHit {
   text: string;
   /** Source path of the hit's document, when indexed with one. */
   source?: string;
+  /**
+   * Up to 2 names of the hit's code whose API summary holds query words its text lacks: why the
+   * hit matched (shared/search/bridge.ts). Absent when none, or the index keeps no glossary.
+   */
+  bridge?: HitBridge[];
   /** Relevance score (BM25-based; higher is better; comparable within one query only). */
   score: number;
 }

@@ -3,6 +3,8 @@ import SearchableMap from 'minisearch/SearchableMap';
 import { NotFoundError, ValidationError } from '../errors.js';
 import type { Embedder } from '../llm/port.js';
 import type { StorageInterface } from '../storage/port.js';
+import type { BridgeEntries } from './api-glossary.js';
+import { readBridge, withBridges } from './bridge.js';
 import {
   assertSearchLimit,
   DEFAULT_INDEX_KEY,
@@ -73,6 +75,8 @@ export class ShardedChunkIndex implements ChunkSearch {
     Promise<Record<string, { title?: string | undefined; text: string }>>
   >();
   private embedder: Embedder | undefined;
+  /** Glossary entries of the hits' documents (shared/search/bridge.ts), read once per document. */
+  private readonly bridges = new Map<string, Promise<BridgeEntries | undefined>>();
   /** Storage keys read so far, in order (what a cold search cost; for tests and measurements). */
   readonly reads: string[] = [];
 
@@ -158,13 +162,22 @@ export class ShardedChunkIndex implements ChunkSearch {
     const loaded = new Map(
       await Promise.all([...textShards].map(async (s) => [s, await this.loadTexts(s)] as const)),
     );
-    return chosen.map(({ row, urn, score }) => {
+    const hits = chosen.map(({ row, urn, score }) => {
       const stored = loaded.get(chunks.textShard(row))?.[String(chunks.shortId(row))];
       const hit: SearchHit = { urn, type: chunks.type(row), text: stored?.text ?? '', score };
       if (stored?.title !== undefined) hit.title = stored.title;
       const source = chunks.source(row);
       if (source !== undefined) hit.source = source;
       return hit;
+    });
+    // Each hit document's glossary entries, beside the pack (none for a generation without them).
+    return withBridges(hits, query, (source) => {
+      let entries = this.bridges.get(source);
+      if (!entries) {
+        entries = readBridge(this.storage, this.key, core.generation, source);
+        this.bridges.set(source, entries);
+      }
+      return entries;
     });
   }
 

@@ -33,7 +33,8 @@ export type SearchInput = z.infer<typeof SearchInputSchema>;
  * calling actor may read (hits the policy denies are dropped before the limit is applied).
  *
  * Input `{ query, type?, prefix?, limit? ≤ 20 }`. Result `{ results: [{ urn, title?, source?,
- * text, score }] }` (`source`: the document's path), best first, `text` cut to {@link SEARCH_TEXT_LIMIT} characters (ending in `…`
+ * text, bridge?, score }] }` (`source`: the document's path; `bridge`: up to 2 `{ name, summary }`, the
+ * names of the hit's code whose API summary holds query words its text lacks, shared/search/bridge.ts), best first, `text` cut to {@link SEARCH_TEXT_LIMIT} characters (ending in `…`
  * when cut) and `score` rounded to 3 decimals.
  * @throws ValidationError for arguments that do not match {@link SearchInputSchema}
  */
@@ -59,6 +60,9 @@ export const searchTool: ToolImplementation = {
       ...(hit.title !== undefined ? { title: hit.title } : {}),
       ...(hit.source !== undefined ? { source: hit.source } : {}),
       text: truncate(hit.text, SEARCH_TEXT_LIMIT),
+      ...(hit.bridge !== undefined && hit.bridge.length > 0
+        ? { bridge: hit.bridge.map(({ name, summary }) => ({ name, summary })) }
+        : {}),
       score: Math.round(hit.score * 1000) / 1000,
     }));
     return { results };

@@ -1,0 +1,147 @@
+import { createHash } from 'node:crypto';
+import { NotFoundError } from '../errors.js';
+import type { StorageInterface } from '../storage/port.js';
+import type { BridgeEntries } from './api-glossary.js';
+import type { HitBridge, SearchHit } from './port.js';
+import { termsOf } from './terms.js';
+
+/**
+ * The vocabulary bridge shown with a hit (issue 21, eighth round): which API names of the hit's
+ * code the API reference describes in the query's words, and how. The chunk with
+ * `retention: logs.RetentionDays.ONE_WEEK` matched "How do I set how long a log group keeps its
+ * logs?" through the `api` field (shared/search/api-glossary.ts); its bridge says
+ * `RetentionDays: How long, in days, the log contents will be retained.`, so the passage shown,
+ * the offline composer and a real model all know which line answers.
+ *
+ * Data: at ingest, each document of a jsii package keeps its glossary entries (name → summaries,
+ * only the names its code spells), stored with the index generation (`cldBridge` in the whole
+ * generation; one small JSON per document beside the shard pack, {@link bridgeKey}, read lazily
+ * by the `tool` function's sharded index for the documents its hits come from). An index without
+ * them gives no bridge.
+ */
+
+/** Most bridged names per hit. */
+export const MAX_BRIDGES = 2;
+
+/** Identifiers of code: 4+ characters (as shared/search/api-glossary.ts reads them). */
+const IDENTIFIER = /[A-Za-z_$][\w$]{3,}/g;
+
+/** Fenced code blocks and inline code spans of Markdown. */
+const CODE = /```[\s\S]*?```|`[^`\n]+`/g;
+
+/**
+ * The bridge of one hit: up to {@link MAX_BRIDGES} names its code spells whose summary (one of
+ * its senses in `entries`) holds a term of the query (`queryTerms`, stems of
+ * shared/search/terms.ts) that the hit's own text and heading trail do not — the words the index
+ * matched through the glossary. Most such terms first, then first spelled; each summary with its
+ * whitespace collapsed. Empty when none.
+ */
+export function bridgeOf(
+  hit: Pick<SearchHit, 'text' | 'title'>,
+  queryTerms: ReadonlySet<string>,
+  entries: BridgeEntries,
+): HitBridge[] {
+  if (queryTerms.size === 0) return [];
+  const own = new Set(termsOf(`${hit.title ?? ''}\n${hit.text}`));
+  const missing = [...queryTerms].filter((term) => !own.has(term));
+  if (missing.length === 0) return [];
+  const found: { name: string; summary: string; count: number; order: number }[] = [];
+  const seen = new Set<string>();
+  for (const [code] of hit.text.matchAll(CODE)) {
+    for (const [name] of code.matchAll(IDENTIFIER)) {
+      if (seen.has(name)) continue;
+      seen.add(name);
+      const senses = Object.hasOwn(entries, name) ? entries[name] : undefined;
+      if (!Array.isArray(senses)) continue;
+      let best: { summary: string; count: number } | undefined;
+      for (const summary of senses) {
+        if (typeof summary !== 'string') continue;
+        const terms = new Set(termsOf(summary));
+        const count = missing.filter((term) => terms.has(term)).length;
+        if (count > 0 && (best === undefined || count > best.count)) best = { summary, count };
+      }
+      if (best)
+        found.push({
+          name,
+          summary: best.summary.replace(/\s+/g, ' ').trim(),
+          count: best.count,
+          order: found.length,
+        });
+    }
+  }
+  return found
+    .sort((a, b) => b.count - a.count || a.order - b.order)
+    .slice(0, MAX_BRIDGES)
+    .map(({ name, summary }) => ({ name, summary }));
+}
+
+/** Hits with their {@link bridgeOf} added where it is not empty (`entriesOf` by a hit's document path). */
+export async function withBridges(
+  hits: SearchHit[],
+  query: string,
+  entriesOf: (source: string) => Promise<BridgeEntries | undefined> | BridgeEntries | undefined,
+): Promise<SearchHit[]> {
+  const terms = new Set(termsOf(query));
+  if (terms.size === 0) return hits;
+  const sources = [...new Set(hits.flatMap((hit) => (hit.source !== undefined ? [hit.source] : [])))];
+  const bySource = new Map(await Promise.all(sources.map(async (s) => [s, await entriesOf(s)] as const)));
+  for (const hit of hits) {
+    const entries = hit.source !== undefined ? bySource.get(hit.source) : undefined;
+    if (!entries) continue;
+    const bridge = bridgeOf(hit, terms, entries);
+    if (bridge.length > 0) hit.bridge = bridge;
+  }
+  return hits;
+}
+
+/**
+ * Storage key of the glossary entries of the document at `source` in generation `generation` of
+ * the index stored under `stem`: `<stem>-bridge/<generation>/<sha256(source), 32 hex>.json`
+ * (beside the shard pack `<stem>-shards/…`, which it leaves as it is).
+ */
+export function bridgeKey(stem: string, generation: number, source: string): string {
+  const hash = createHash('sha256').update(source).digest('hex').slice(0, 32);
+  return `${stem}-bridge/${generation}/${hash}.json`;
+}
+
+/** Writes each document's entries of a generation ({@link bridgeKey}); create-only, so a key taken is left as it is. */
+export async function writeBridges(
+  storage: StorageInterface,
+  stem: string,
+  generation: number,
+  bySource: ReadonlyMap<string, BridgeEntries>,
+): Promise<void> {
+  await Promise.all(
+    [...bySource].map(([source, entries]) =>
+      storage.put(bridgeKey(stem, generation, source), JSON.stringify({ source, entries })),
+    ),
+  );
+}
+
+/**
+ * Reads the entries of one document of a generation ({@link bridgeKey}); undefined when the
+ * generation has none for it (an index stored before bridges, a document of no jsii package) or
+ * what is stored is not of this shape.
+ */
+export async function readBridge(
+  storage: StorageInterface,
+  stem: string,
+  generation: number,
+  source: string,
+): Promise<BridgeEntries | undefined> {
+  let data: Buffer;
+  try {
+    data = await storage.get(bridgeKey(stem, generation, source));
+  } catch (error) {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  }
+  try {
+    const parsed = JSON.parse(data.toString('utf8')) as { source?: unknown; entries?: unknown };
+    if (parsed.source !== source || typeof parsed.entries !== 'object' || parsed.entries === null)
+      return undefined;
+    return parsed.entries as BridgeEntries;
+  } catch {
+    return undefined;
+  }
+}
