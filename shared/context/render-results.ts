@@ -164,9 +164,8 @@ export function renderToolResult(content: string, ids: CitationIds, query?: stri
     .map((hit, rank) => {
       const header = `[${ids.idOf(hit.urn)}]${hitLabel(hit, display[rank - 1])}`;
       if (rank >= PASSAGE_HITS) return header;
-      // A bridged name counts as a query term: the passage shows the code that spells it.
-      const bridged = hit.bridge?.length ? withBridgedNames(terms, hit.bridge) : terms;
-      return `${header}${bridgeLabel(hit.bridge)}\n${withoutHeaders(passageOf(hit.text, bridged))}`;
+      // A bridged name counts as a query term: the passage shows the text or code that spells it.
+      return `${header}${bridgeLabel(hit.bridge)}\n${withoutHeaders(passageOf(hit.text, terms, hit.bridge))}`;
     })
     .join('\n\n');
 }
@@ -234,14 +233,24 @@ function bridgeLabel(bridge: readonly HitBridge[] | undefined): string {
     .join('');
 }
 
-/** `terms` with the index term of each bridged name (`RetentionDays` → `retentiondai`). */
-function withBridgedNames(terms: ReadonlySet<string>, bridge: readonly HitBridge[]): Set<string> {
-  const all = new Set(terms);
-  for (const { name } of bridge) {
+/**
+ * The query terms a block holds through the hit's bridge: for each bridged name it spells (its
+ * index term, `RetentionDays` → `retentiondai`, among the block's terms), the name itself and the
+ * query terms of its summary that the block lacks — what the name stands for in the query's words.
+ */
+function bridgedIn(
+  held: ReadonlySet<string>,
+  terms: ReadonlySet<string>,
+  bridge: readonly HitBridge[] | undefined,
+): Set<string> {
+  const found = new Set<string>();
+  for (const { name, summary } of bridge ?? []) {
     const term = processTerm(name);
-    if (term) all.add(term);
+    if (!term || !held.has(term)) continue;
+    found.add(term);
+    for (const t of termsOf(summary)) if (terms.has(t) && !held.has(t)) found.add(t);
   }
-  return all;
+  return found;
 }
 
 /**
@@ -397,9 +406,11 @@ function capBlock(block: Block, limit = BLOCK_CHARS): string {
  * {@link MIN_CUT_CHARS}: the opening items of a list of API calls); past the limit, the code block
  * right after it when the passage's last paragraph introduces it (ends with `:`), and, when the
  * passage has no code, the chunk's nearest code block after it (else before it). Blocks left out
- * are marked by a `…` line. A text within the limit is returned whole (headings dropped).
+ * are marked by a `…` line. A text within the limit is returned whole (headings dropped). A block
+ * that spells a name of the hit's `bridge` also holds that name and the query terms of its summary
+ * (shared/search/bridge.ts: why the hit matched).
  */
-export function passageOf(text: string, terms: ReadonlySet<string>): string {
+export function passageOf(text: string, terms: ReadonlySet<string>, bridge?: readonly HitBridge[]): string {
   const blocks = blocksOf(text);
   if (blocks.length === 0) return '';
   const whole = blocks.map((b) => b.text).join('\n\n');
@@ -407,7 +418,8 @@ export function passageOf(text: string, terms: ReadonlySet<string>): string {
   let best = 0;
   let bestScore = -1;
   blocks.forEach((block, i) => {
-    const found = termsOf(block.text).filter((t) => terms.has(t)).length;
+    const held = new Set(termsOf(block.text));
+    const found = [...held].filter((t) => terms.has(t)).length + bridgedIn(held, terms, bridge).size;
     if (found > bestScore) {
       best = i;
       bestScore = found;

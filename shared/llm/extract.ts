@@ -320,13 +320,20 @@ const REFERENT = /\(([^():]+):\s*([^()]+)\)\s*$/;
 /**
  * The weight of each of the question's terms (stems of shared/search/terms.ts; what the question
  * rules out, {@link rejectedTerms}, is none) in these hits: 1 + ln(hits / hits whose heading
- * trail or text holds the term), 0 for a term no hit holds; a term only the part's referent
+ * trail, text or bridge summaries hold the term), 0 for a term no hit holds; a term only the part's referent
  * (`(that bucket: \`s3.Bucket\`)`) uses counts {@link REFERENT_WEIGHT} of it — the earlier part
  * was about it, this part asks the rest.
  */
 export function questionWeights(question: string, hits: readonly ExtractHit[]): Map<string, number> {
   const rejected = new Set(rejectedTerms(question));
-  const hitTerms = hits.map((hit) => new Set(termsOf(`${hit.title ?? ''}\n${hit.text}`)));
+  // A hit holds the terms of its bridge's summaries too: the index matched it by them.
+  const hitTerms = hits.map(
+    (hit) =>
+      new Set([
+        ...termsOf(`${hit.title ?? ''}\n${hit.text}`),
+        ...(hit.bridge ?? []).flatMap(({ summary }) => termsOf(summary)),
+      ]),
+  );
   const referent = REFERENT.exec(question);
   const asked = new Set(termsOf(referent ? question.slice(0, referent.index) : question));
   return new Map(
@@ -404,10 +411,13 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     return names.filter((name) => !name.some((term) => held.has(term))).length;
   };
   const rankOf = (rank: number) => hits[rank]?.rank ?? rank;
-  const coverage = hitTerms.map(
-    (terms, rank) =>
-      rankWeight(rankOf(rank)) * [...terms].reduce((sum, term) => sum + (weights.get(term) ?? 0), 0),
-  );
+  // A hit covers the question by its heading and text, and at BRIDGE_WEIGHT by its bridge's summaries.
+  const coverage = hitTerms.map((terms, rank) => {
+    let sum = [...terms].reduce((total, term) => total + (weights.get(term) ?? 0), 0);
+    const bridged = new Set((hits[rank]?.bridge ?? []).flatMap(({ summary }) => termsOf(summary)));
+    for (const term of bridged) if (!terms.has(term)) sum += BRIDGE_WEIGHT * (weights.get(term) ?? 0);
+    return rankWeight(rankOf(rank)) * sum;
+  });
   const most = Math.max(...coverage);
   const sentences: Scored<Extract<Segment, { kind: 'sentence' }>>[] = [];
   const codes: Scored<Extract<Segment, { kind: 'code' }>>[] = [];

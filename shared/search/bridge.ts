@@ -33,8 +33,8 @@ const CODE = /```[\s\S]*?```|`[^`\n]+`/g;
  * The bridge of one hit: up to {@link MAX_BRIDGES} names its code spells whose summary (one of
  * its senses in `entries`) holds a term of the query (`queryTerms`, stems of
  * shared/search/terms.ts) that the hit's own text and heading trail do not — the words the index
- * matched through the glossary. Most such terms first, then first spelled; each summary with its
- * whitespace collapsed. Empty when none.
+ * matched through the glossary. Most such terms first, then first spelled; a summary once (the
+ * first name with it); each summary with its whitespace collapsed. Empty when none.
  */
 export function bridgeOf(
   hit: Pick<SearchHit, 'text' | 'title'>,
@@ -69,8 +69,11 @@ export function bridgeOf(
         });
     }
   }
+  // A summary is said once: the first name spelled with it stands for the others (`retention`, `RetentionDays`).
+  const said = new Set<string>();
   return found
     .sort((a, b) => b.count - a.count || a.order - b.order)
+    .filter(({ summary }) => !said.has(summary) && said.add(summary))
     .slice(0, MAX_BRIDGES)
     .map(({ name, summary }) => ({ name, summary }));
 }

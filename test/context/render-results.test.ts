@@ -32,8 +32,15 @@ const LONG_CHUNK = [
   filler('sixth'),
 ].join('\n\n');
 
-const searchResult = (results: { urn: string; title?: string; source?: string; text: string }[]) =>
-  JSON.stringify({ results: results.map((r) => ({ ...r, score: 12.345 })) });
+const searchResult = (
+  results: {
+    urn: string;
+    title?: string;
+    source?: string;
+    text: string;
+    bridge?: { name: string; summary: string }[];
+  }[],
+) => JSON.stringify({ results: results.map((r) => ({ ...r, score: 12.345 })) });
 
 describe('passageOf', () => {
   it('keeps the paragraph around the query terms and the code it introduces, not the whole chunk', () => {
@@ -341,5 +348,55 @@ describe('citation ids mapped back', () => {
       },
       { urn: '[2]', text: 'Plain.' },
     ]);
+  });
+
+  it("shows a hit's bridge in its header, reads it back, and shows the block that spells the bridged name", () => {
+    const question = 'How do I set how long a log group keeps its logs?';
+    const bridge = [
+      { name: 'RetentionDays', summary: 'How long, in days,\n the log contents will be retained.' },
+    ];
+    const text = [
+      '## Log Groups',
+      'The basic unit of CloudWatch is a log group: every log group holds the log streams of one application.',
+      filler('first'),
+      filler('second'),
+      'The default retention period is 2 years; set it to one of the values of the `RetentionDays` enum.',
+      filler('third'),
+    ].join('\n\n');
+    const hit = { urn: S3, title: 'Logs > Log Groups', source: 'aws-logs/README.md', text };
+    const shown = renderToolResult(searchResult([{ ...hit, bridge }]), new CitationIds(), question);
+    expect(shown.split('\n')[0]).toBe(
+      '[1] Logs › Log Groups — aws-logs/README.md · RetentionDays: How long, in days, the log contents will be retained.',
+    );
+    expect(shown).toContain('`RetentionDays` enum');
+    // Without the bridge the passage is the paragraph holding the question's own words.
+    const plain = renderToolResult(searchResult([hit]), new CitationIds(), question);
+    expect(plain).not.toContain('RetentionDays');
+    expect(plain).toContain('every log group holds');
+    const [parsed, second] = parseRenderedHits(
+      renderToolResult(
+        searchResult([
+          { ...hit, bridge: [...bridge, { name: 'retention', summary: 'Also: a colon.' }] },
+          { ...hit, urn: EVENTS, title: 'Logs > Streams', bridge },
+        ]),
+        new CitationIds(),
+        question,
+      ),
+    );
+    expect(parsed).toMatchObject({
+      urn: '[1]',
+      title: 'Logs › Log Groups',
+      source: 'aws-logs/README.md',
+      bridge: [
+        { name: 'RetentionDays', summary: 'How long, in days, the log contents will be retained.' },
+        { name: 'retention', summary: 'Also: a colon.' },
+      ],
+    });
+    // The same document's second hit (`[2] › Streams · …`) keeps its trail and its bridge.
+    expect(second).toMatchObject({
+      title: 'Logs › Streams',
+      source: 'aws-logs/README.md',
+      bridge: [{ name: 'RetentionDays', summary: 'How long, in days, the log contents will be retained.' }],
+    });
   });
 });

@@ -330,3 +330,66 @@ describe('ApiGlossaries and ingest', () => {
     expect(after.size).toBe(before.size);
   });
 });
+
+describe('the bridge of a hit (shared/search/bridge.ts)', () => {
+  let root: string;
+  let pkg: string;
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'cld-bridge-'));
+    pkg = join(root, 'node_modules', 'pkg');
+    await mkdir(join(pkg, 'aws-logs'), { recursive: true });
+    await writeFile(join(pkg, '.jsii'), JSON.stringify(assembly()));
+    await writeFile(join(pkg, 'aws-logs', 'README.md'), README);
+  });
+
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  const question = 'How long are the contents kept?';
+  const bridged = [{ name: 'retention', summary: RETENTION }];
+
+  it('tells which name of the hit matched the query through its summary, in the whole index and in the shard pack', async () => {
+    const storage = new FilesystemStorage(join(root, 'data'));
+    const index = await MiniSearchIndex.open(storage);
+    await ingest([join('node_modules', 'pkg')], {
+      resources: new ResourceIndex(storage, new RulesPolicy(RULES)),
+      index,
+      actor: SYSTEM,
+      cwd: root,
+    });
+    const [hit] = await index.search(question);
+    expect(hit?.title).toContain('Retention');
+    // `retention` and `RetentionDays` share the summary: said once, by the first name spelled.
+    expect(hit?.bridge).toEqual(bridged);
+    // A query its own text answers needs no bridge.
+    expect((await index.search('log group policy'))[0]?.bridge).toBeUndefined();
+    // Saved, reopened whole, and read by a function's cold start from beside the shard pack.
+    expect((await (await MiniSearchIndex.open(storage)).search(question))[0]?.bridge).toEqual(bridged);
+    const cold = await ShardedChunkIndex.open(storage);
+    expect((await cold.search(question))[0]?.bridge).toEqual(bridged);
+  });
+
+  it('gives no bridge, and the same hits, for an index stored without the entries', async () => {
+    const storage = new FilesystemStorage(join(root, 'data'));
+    const index = await MiniSearchIndex.open(storage);
+    await ingest([join('node_modules', 'pkg')], {
+      resources: new ResourceIndex(storage, new RulesPolicy(RULES)),
+      index,
+      actor: SYSTEM,
+      cwd: root,
+    });
+    // Generation 2: generation 1 as it was written before bridges (no `cldBridge`, nothing beside the pack).
+    const json = JSON.parse((await storage.get(keyOfGeneration('indexes/chunks', 1))).toString('utf8'));
+    delete json.cldBridge;
+    await storage.put(keyOfGeneration('indexes/chunks', 2), JSON.stringify(json));
+    await writeShardPack(storage, 'indexes/chunks', 2, json, new NameOwners().toResolved());
+    const whole = await (await MiniSearchIndex.open(storage)).search(question);
+    const cold = await (await ShardedChunkIndex.open(storage)).search(question);
+    for (const hits of [whole, cold]) {
+      expect(hits[0]?.title).toContain('Retention');
+      expect(hits.some((hit) => hit.bridge !== undefined)).toBe(false);
+    }
+  });
+});

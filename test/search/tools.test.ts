@@ -138,6 +138,28 @@ describe.each(ACTORS)('search tool as %s', (_, actor) => {
   });
 });
 
+describe("search tool: a hit's bridge", () => {
+  it('passes the bridge of a hit on, and gives none where the index has none', async () => {
+    const bridge = [
+      { name: 'RetentionDays', summary: 'How long, in days, the log contents will be retained.' },
+    ];
+    const urn = `${docUrn('docs/guide.md')}/doc.Chunk.0`;
+    const search = {
+      search: async () => [
+        { urn, type: 'doc.Chunk', text: 'Retention.', score: 1.23456, bridge },
+        { urn: `${urn}1`, type: 'doc.Chunk', text: 'Other.', score: 1 },
+      ],
+    };
+    const actor = ACTORS[0]?.[1] as Actor;
+    const { results } = (await searchTool.execute(
+      { query: 'how long are logs kept' },
+      { actor, resources, search, signal: new AbortController().signal },
+    )) as unknown as { results: Record<string, unknown>[] };
+    expect(results[0]).toEqual({ urn, text: 'Retention.', bridge, score: 1.235 });
+    expect(results[1]).not.toHaveProperty('bridge');
+  });
+});
+
 describe('search tool arguments', () => {
   it.each([
     ['an empty query', { query: '  ' }],
