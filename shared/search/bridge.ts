@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import * as z from 'zod';
 import { NotFoundError } from '../errors.js';
 import type { StorageInterface } from '../storage/port.js';
 import type { BridgeEntries } from './api-glossary.js';
@@ -19,6 +20,12 @@ import { termsOf } from './terms.js';
  * by the `tool` function's sharded index for the documents its hits come from). An index without
  * them gives no bridge.
  */
+
+/** A document's stored glossary entries (name → its summaries), as read back from storage. */
+export const BridgeEntriesSchema = z.record(z.string(), z.array(z.string()).min(1));
+
+/** A stored document file of {@link writeBridges}. */
+const BridgeFileSchema = z.object({ source: z.string(), entries: BridgeEntriesSchema });
 
 /** Most bridged names per hit. */
 export const MAX_BRIDGES = 2;
@@ -139,12 +146,12 @@ export async function readBridge(
     if (error instanceof NotFoundError) return undefined;
     throw error;
   }
+  let json: unknown;
   try {
-    const parsed = JSON.parse(data.toString('utf8')) as { source?: unknown; entries?: unknown };
-    if (parsed.source !== source || typeof parsed.entries !== 'object' || parsed.entries === null)
-      return undefined;
-    return parsed.entries as BridgeEntries;
+    json = JSON.parse(data.toString('utf8'));
   } catch {
     return undefined;
   }
+  const parsed = BridgeFileSchema.safeParse(json);
+  return parsed.success && parsed.data.source === source ? parsed.data.entries : undefined;
 }

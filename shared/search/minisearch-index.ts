@@ -4,7 +4,7 @@ import type { Embedder } from '../llm/port.js';
 import type { StorageInterface } from '../storage/port.js';
 import { isWithin } from '../urn.js';
 import type { BridgeEntries } from './api-glossary.js';
-import { withBridges, writeBridges } from './bridge.js';
+import { BridgeEntriesSchema, withBridges, writeBridges } from './bridge.js';
 import { folderOf, NameOwners } from './owners.js';
 import type { ChunkSearch, IndexedItem, SearchFilter, SearchHit } from './port.js';
 import { writeShardPack } from './shard-pack.js';
@@ -465,11 +465,13 @@ export class MiniSearchIndex implements ChunkSearch {
       );
       if (!index.fieldsOutdated && Array.isArray(plain.cldGlossary))
         for (const urn of plain.cldGlossary) if (typeof urn === 'string') index.glossed.add(urn);
+      // Each document's glossary entries (shared/search/bridge.ts); a malformed one is left out.
       const bridge = plain.cldBridge;
       if (!index.fieldsOutdated && bridge && typeof bridge === 'object' && !Array.isArray(bridge))
-        for (const [source, entries] of Object.entries(bridge as Record<string, unknown>))
-          if (entries && typeof entries === 'object' && !Array.isArray(entries))
-            index.bridges.set(source, entries as BridgeEntries);
+        for (const [source, entries] of Object.entries(bridge as Record<string, unknown>)) {
+          const parsed = BridgeEntriesSchema.safeParse(entries);
+          if (parsed.success) index.bridges.set(source, parsed.data);
+        }
       // The module prior is derived data: rebuilt from the stored chunk texts.
       for (const stored of Object.values(plain.storedFields ?? {}) as Partial<StoredFields>[]) {
         if (typeof stored?.text === 'string') index.owners.add(stored.text, stored.source);

@@ -159,9 +159,13 @@ export class ShardedChunkIndex implements ChunkSearch {
       depth = rows.length;
     }
     const textShards = new Set(chosen.map((result) => chunks.textShard(result.row)));
-    const loaded = new Map(
-      await Promise.all([...textShards].map(async (s) => [s, await this.loadTexts(s)] as const)),
-    );
+    // The hit documents' glossary entries (shared/search/bridge.ts) are read beside the texts.
+    const sources = new Set(chosen.flatMap(({ row }) => chunks.source(row) ?? []));
+    const [texts] = await Promise.all([
+      Promise.all([...textShards].map(async (s) => [s, await this.loadTexts(s)] as const)),
+      Promise.all([...sources].map((source) => this.bridgeEntries(core.generation, source))),
+    ]);
+    const loaded = new Map(texts);
     const hits = chosen.map(({ row, urn, score }) => {
       const stored = loaded.get(chunks.textShard(row))?.[String(chunks.shortId(row))];
       const hit: SearchHit = { urn, type: chunks.type(row), text: stored?.text ?? '', score };
@@ -170,15 +174,17 @@ export class ShardedChunkIndex implements ChunkSearch {
       if (source !== undefined) hit.source = source;
       return hit;
     });
-    // Each hit document's glossary entries, beside the pack (none for a generation without them).
-    return withBridges(hits, query, (source) => {
-      let entries = this.bridges.get(source);
-      if (!entries) {
-        entries = readBridge(this.storage, this.key, core.generation, source);
-        this.bridges.set(source, entries);
-      }
-      return entries;
-    });
+    return withBridges(hits, query, (source) => this.bridgeEntries(core.generation, source));
+  }
+
+  /** The glossary entries of the document at `source`, beside the pack (none for a generation without them), read once. */
+  private bridgeEntries(generation: number, source: string): Promise<BridgeEntries | undefined> {
+    let entries = this.bridges.get(source);
+    if (!entries) {
+      entries = readBridge(this.storage, this.key, generation, source);
+      this.bridges.set(source, entries);
+    }
+    return entries;
   }
 
   private async read(key: string): Promise<unknown> {
