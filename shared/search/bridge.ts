@@ -121,10 +121,13 @@ export async function writeBridges(
   generation: number,
   bySource: ReadonlyMap<string, BridgeEntries>,
 ): Promise<void> {
+  // A document without entries gets no file: a missing one reads as none.
   await Promise.all(
-    [...bySource].map(([source, entries]) =>
-      storage.put(bridgeKey(stem, generation, source), JSON.stringify({ source, entries })),
-    ),
+    [...bySource]
+      .filter(([, entries]) => Object.keys(entries).length > 0)
+      .map(([source, entries]) =>
+        storage.put(bridgeKey(stem, generation, source), JSON.stringify({ source, entries })),
+      ),
   );
 }
 

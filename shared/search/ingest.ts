@@ -490,7 +490,7 @@ function apiExpansion(file: ReadFile, glossaries: ApiGlossaries, pieces: readonl
   return file.markdown ? glossaries.forDocument(file.absolute, pieces) : undefined;
 }
 
-/** The outcome's `bridge` of a file whose chunks get the glossary (api-glossary.ts `entriesOf`): none when its code spells no glossary name. */
+/** The outcome's `bridge` of a file whose chunks get the glossary (api-glossary.ts `entriesOf`; empty when its code spells no glossary name). */
 function bridgeOf(
   file: ReadFile,
   source: string,
@@ -498,7 +498,7 @@ function bridgeOf(
   pieces: readonly string[],
 ): { bridge?: { source: string; entries: BridgeEntries } } {
   const entries = glossaries.entriesOf(file.absolute, pieces);
-  return entries && Object.keys(entries).length > 0 ? { bridge: { source, entries } } : {};
+  return entries ? { bridge: { source, entries } } : {};
 }
 
 /** Splits a new file and puts its chunks, then its Document. */
@@ -556,8 +556,9 @@ async function write(
  * For a file already ingested: the stored chunks the index lacks (usually none), or all of them
  * when the file belongs to an ingested jsii package and its chunks were indexed without the
  * package's API glossary (MiniSearchIndex.isGlossed: an index stored before the `api` field, a
- * module folder ingested before its package, an assembly that could not be read then): they are
- * indexed anew with it.
+ * module folder ingested before its package, an assembly that could not be read then) or without
+ * the glossary entries its hits' bridges are made of (MiniSearchIndex.hasBridge: glossed before
+ * the eighth round of issue 21): they are indexed anew with it, and the entries kept.
  */
 async function reindexExisting(
   file: ReadFile,
@@ -569,7 +570,9 @@ async function reindexExisting(
   const pieces = async () => (await split(file.content, file.markdown)).map((piece) => piece.text);
   let api: ApiExpansion;
   let replace = false;
-  if (file.markdown && glossaries.covers(file.absolute) && !deps.index.isGlossed(existing.meta.id)) {
+  // Glossed before the index kept glossary entries for bridges (issue 21, eighth round): anew too, once.
+  const glossed = deps.index.isGlossed(existing.meta.id) && deps.index.hasBridge(existing.path);
+  if (file.markdown && glossaries.covers(file.absolute) && !glossed) {
     api = apiExpansion(file, glossaries, await pieces());
     replace = api !== undefined;
   }

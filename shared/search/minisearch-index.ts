@@ -313,11 +313,20 @@ export class MiniSearchIndex implements ChunkSearch {
 
   /**
    * Keeps the glossary entries of the document at `source` (shared/search/bridge.ts), replacing
-   * any it had; saved with the index.
+   * any it had — empty ones too: they record that the document was glossed with its entries at
+   * hand ({@link hasBridge}); saved with the index.
    */
   setBridge(source: string, entries: BridgeEntries): void {
-    if (Object.keys(entries).length > 0) this.bridges.set(source, entries);
-    else this.bridges.delete(source);
+    this.bridges.set(source, entries);
+  }
+
+  /**
+   * True when glossary entries (possibly none) are kept for the document at `source`: false for a
+   * document glossed before the index kept them, which ingest then indexes anew
+   * (shared/search/ingest.ts).
+   */
+  hasBridge(source: string): boolean {
+    return this.bridges.has(source);
   }
 
   /** The glossary entries kept for the document at `source`, if any ({@link setBridge}). */

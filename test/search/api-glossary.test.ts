@@ -371,6 +371,29 @@ describe('the bridge of a hit (shared/search/bridge.ts)', () => {
     expect((await cold.search(question))[0]?.bridge).toEqual(bridged);
   });
 
+  it('gives a document glossed before the index kept entries its entries at the next ingest of its package, once', async () => {
+    const storage = new FilesystemStorage(join(root, 'data'));
+    const resources = new ResourceIndex(storage, new RulesPolicy(RULES));
+    const run = async () => {
+      const index = await MiniSearchIndex.open(storage);
+      return {
+        index,
+        report: await ingest([join('node_modules', 'pkg')], { resources, index, actor: SYSTEM, cwd: root }),
+      };
+    };
+    await run();
+    // Generation 2: generation 1 as the seventh round wrote it (glossed, no `cldBridge`).
+    const json = JSON.parse((await storage.get(keyOfGeneration('indexes/chunks', 1))).toString('utf8'));
+    delete json.cldBridge;
+    await storage.put(keyOfGeneration('indexes/chunks', 2), JSON.stringify(json));
+    const second = await run();
+    expect(second.report.index).toBe(keyOfGeneration('indexes/chunks', 3));
+    expect((await second.index.search(question))[0]?.bridge).toEqual(bridged);
+    const third = await run();
+    expect(third.report.index).toBeUndefined();
+    expect((await third.index.search(question))[0]?.bridge).toEqual(bridged);
+  });
+
   it('gives no bridge, and the same hits, for an index stored without the entries', async () => {
     const storage = new FilesystemStorage(join(root, 'data'));
     const index = await MiniSearchIndex.open(storage);
