@@ -24,11 +24,15 @@ import { termsOf } from './terms.js';
 /** A document's stored glossary entries (name → its summaries), as read back from storage. */
 export const BridgeEntriesSchema = z.record(z.string(), z.array(z.string()).min(1));
 
-/** A stored document file of {@link writeBridges}. */
-const BridgeFileSchema = z.object({ source: z.string(), entries: BridgeEntriesSchema });
-
 /** Most bridged names per hit. */
 export const MAX_BRIDGES = 2;
+
+/**
+ * Hits given a bridge: the first ones, those the model reads a passage of (shared/context/
+ * render-results.ts `PASSAGE_HITS`, which renders the bridge in their headers only; a test holds
+ * the two equal). The `tool` function's cold search reads no glossary entries for the others.
+ */
+export const BRIDGED_HITS = 4;
 
 /** Identifiers of code: 4+ characters (as shared/search/api-glossary.ts reads them). */
 const IDENTIFIER = /[A-Za-z_$][\w$]{3,}/g;
@@ -42,16 +46,19 @@ const CODE = /```[\s\S]*?```|`[^`\n]+`/g;
  * shared/search/terms.ts) that the hit's own text and heading trail do not — the words the index
  * matched through the glossary. Most such terms first, then first spelled; a summary once (the
  * first name with it); each summary with its whitespace collapsed. Empty when none.
+ * `summaryTerms` caches each summary's terms across calls (the hits of one search).
  */
 export function bridgeOf(
   hit: Pick<SearchHit, 'text' | 'title'>,
   queryTerms: ReadonlySet<string>,
   entries: BridgeEntries,
+  summaryTerms: Map<string, ReadonlySet<string>> = new Map(),
 ): HitBridge[] {
   if (queryTerms.size === 0) return [];
   const own = new Set(termsOf(`${hit.title ?? ''}\n${hit.text}`));
   const missing = [...queryTerms].filter((term) => !own.has(term));
   if (missing.length === 0) return [];
+  const heads = missing.map((term) => term.slice(0, Math.max(3, term.length - 2)));
   const found: { name: string; summary: string; count: number; order: number }[] = [];
   const seen = new Set<string>();
   for (const [code] of hit.text.matchAll(CODE)) {
@@ -63,7 +70,16 @@ export function bridgeOf(
       let best: { summary: string; count: number } | undefined;
       for (const summary of senses) {
         if (typeof summary !== 'string') continue;
-        const terms = new Set(termsOf(summary));
+        // Stemming every summary of a README's names costs ≈ 10 ms of a cold search: a summary
+        // whose text holds no stem's head (a stem keeps its word's start but for its last letters:
+        // `happi`, `hope` from "hoping") cannot hold the term.
+        const lower = summary.toLowerCase();
+        if (!heads.some((head) => lower.includes(head))) continue;
+        let terms = summaryTerms.get(summary);
+        if (terms === undefined) {
+          terms = new Set(termsOf(summary));
+          summaryTerms.set(summary, terms);
+        }
         const count = missing.filter((term) => terms.has(term)).length;
         if (count > 0 && (best === undefined || count > best.count)) best = { summary, count };
       }
@@ -85,7 +101,10 @@ export function bridgeOf(
     .map(({ name, summary }) => ({ name, summary }));
 }
 
-/** Hits with their {@link bridgeOf} added where it is not empty (`entriesOf` by a hit's document path). */
+/**
+ * Hits with their {@link bridgeOf} added where it is not empty, for the first {@link BRIDGED_HITS}
+ * (`entriesOf` by a hit's document path, asked only for theirs).
+ */
 export async function withBridges(
   hits: SearchHit[],
   query: string,
@@ -93,12 +112,15 @@ export async function withBridges(
 ): Promise<SearchHit[]> {
   const terms = new Set(termsOf(query));
   if (terms.size === 0) return hits;
-  const sources = [...new Set(hits.flatMap((hit) => (hit.source !== undefined ? [hit.source] : [])))];
+  const bridged = hits.slice(0, BRIDGED_HITS);
+  // Summaries' terms, shared by the hits of one document.
+  const summaryTerms = new Map<string, ReadonlySet<string>>();
+  const sources = [...new Set(bridged.flatMap((hit) => (hit.source !== undefined ? [hit.source] : [])))];
   const bySource = new Map(await Promise.all(sources.map(async (s) => [s, await entriesOf(s)] as const)));
-  for (const hit of hits) {
+  for (const hit of bridged) {
     const entries = hit.source !== undefined ? bySource.get(hit.source) : undefined;
     if (!entries) continue;
-    const bridge = bridgeOf(hit, terms, entries);
+    const bridge = bridgeOf(hit, terms, entries, summaryTerms);
     if (bridge.length > 0) hit.bridge = bridge;
   }
   return hits;
@@ -155,6 +177,21 @@ export async function readBridge(
   } catch {
     return undefined;
   }
-  const parsed = BridgeFileSchema.safeParse(json);
-  return parsed.success && parsed.data.source === source ? parsed.data.entries : undefined;
+  return isBridgeFile(json) && json.source === source ? json.entries : undefined;
+}
+
+/**
+ * Whether stored JSON is a document file of {@link writeBridges} (`{ source, entries: name →
+ * non-empty string[] }`), checked by hand: the `tool` function's first search reads these, and
+ * building the zod schema there cost ≈ 3 ms of a cold start ({@link BridgeEntriesSchema} says the
+ * same shape, for the whole generation's `cldBridge`).
+ */
+function isBridgeFile(json: unknown): json is { source: string; entries: BridgeEntries } {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return false;
+  const { source, entries } = json as { source?: unknown; entries?: unknown };
+  if (typeof source !== 'string' || typeof entries !== 'object' || entries === null || Array.isArray(entries))
+    return false;
+  return Object.values(entries).every(
+    (senses) => Array.isArray(senses) && senses.length > 0 && senses.every((s) => typeof s === 'string'),
+  );
 }

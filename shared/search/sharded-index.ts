@@ -4,7 +4,7 @@ import { NotFoundError, ValidationError } from '../errors.js';
 import type { Embedder } from '../llm/port.js';
 import type { StorageInterface } from '../storage/port.js';
 import type { BridgeEntries } from './api-glossary.js';
-import { readBridge, withBridges } from './bridge.js';
+import { BRIDGED_HITS, readBridge, withBridges } from './bridge.js';
 import {
   assertSearchLimit,
   DEFAULT_INDEX_KEY,
@@ -160,7 +160,7 @@ export class ShardedChunkIndex implements ChunkSearch {
     }
     const textShards = new Set(chosen.map((result) => chunks.textShard(result.row)));
     // The hit documents' glossary entries (shared/search/bridge.ts) are read beside the texts.
-    const sources = new Set(chosen.flatMap(({ row }) => chunks.source(row) ?? []));
+    const sources = new Set(chosen.slice(0, BRIDGED_HITS).flatMap(({ row }) => chunks.source(row) ?? []));
     const [texts] = await Promise.all([
       Promise.all([...textShards].map(async (s) => [s, await this.loadTexts(s)] as const)),
       Promise.all([...sources].map((source) => this.bridgeEntries(core.generation, source))),

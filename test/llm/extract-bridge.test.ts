@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { PASSAGE_HITS } from '../../shared/context/render-results.js';
 import { BRIDGE_WEIGHT, type ExtractHit, extractiveAnswer } from '../../shared/llm/extract.js';
+import { BRIDGED_HITS, withBridges } from '../../shared/search/bridge.js';
 import { API_BOOST } from '../../shared/search/minisearch-index.js';
 
 /** The answer's first code block. */
@@ -43,5 +45,35 @@ describe("offline answers: the hit's bridge (issue 21, eighth round)", () => {
 
   it('counts a bridged term at the weight the index gives the api field', () => {
     expect(BRIDGE_WEIGHT).toBe(API_BOOST);
+  });
+});
+
+describe('which hits get a bridge', () => {
+  const entries = { RetentionDays: ['How long, in days, the log contents will be retained.'] };
+  const hit = (i: number) => ({
+    urn: `cld:doc.Document.d${i}/doc.Chunk.c`,
+    type: 'doc.Chunk',
+    source: `docs/d${i}/README.md`,
+    text: '```ts\nnew logs.LogGroup(this, "L", { retention: logs.RetentionDays.ONE_WEEK });\n```',
+    score: 10 - i,
+  });
+
+  it('bridges the hits the model reads a passage of, and reads no entries for the others', async () => {
+    expect(BRIDGED_HITS).toBe(PASSAGE_HITS);
+    const asked: string[] = [];
+    const hits = await withBridges(
+      Array.from({ length: BRIDGED_HITS + 2 }, (_, i) => hit(i)),
+      'How long are the contents kept?',
+      (source) => {
+        asked.push(source);
+        return entries;
+      },
+    );
+    expect(hits.map((h) => h.bridge?.[0]?.name)).toEqual([
+      ...Array.from({ length: BRIDGED_HITS }, () => 'RetentionDays'),
+      undefined,
+      undefined,
+    ]);
+    expect(asked).toEqual(hits.slice(0, BRIDGED_HITS).map((h) => h.source));
   });
 });
