@@ -43,6 +43,17 @@ const IDENTIFIER = /[A-Za-z_$][\w$]{3,}/g;
 /** Fenced code blocks and inline code spans of Markdown. */
 const CODE = /```[\s\S]*?```|`[^`\n]+`/g;
 
+/**
+ * The API names a Markdown text's code spells (identifiers of 4+ characters in its fenced blocks
+ * and inline code spans, never its prose), each once, in the order of first use: what the
+ * glossary expands and what a hit's bridge names (shared/search/bridge.ts).
+ */
+export function codeNames(text: string): Set<string> {
+  const names = new Set<string>();
+  for (const [code] of text.matchAll(CODE)) for (const [name] of code.matchAll(IDENTIFIER)) names.add(name);
+  return names;
+}
+
 /** A document's glossary entries: each API name its code spells → that name's summaries (1 to {@link MAX_SENSES}). */
 export type BridgeEntries = Record<string, string[]>;
 
@@ -96,21 +107,17 @@ export class ApiGlossary {
   expansion(text: string, module: string, common: ReadonlySet<string> = new Set()): string {
     const glossary = this.modules.get(module);
     if (!glossary) return '';
-    const seen = new Set<string>();
     const out: string[] = [];
     let length = 0;
-    for (const [code] of text.matchAll(CODE)) {
-      for (const [name] of code.matchAll(IDENTIFIER)) {
-        if (seen.has(name) || common.has(name)) continue;
-        seen.add(name);
-        const senses = glossary.get(name);
-        if (!senses || senses.length > MAX_SENSES) continue;
-        for (const summary of senses) {
-          if (out.includes(summary)) continue;
-          if (length + summary.length > MAX_EXPANSION_CHARS) continue;
-          out.push(summary);
-          length += summary.length + 1;
-        }
+    for (const name of codeNames(text)) {
+      if (common.has(name)) continue;
+      const senses = glossary.get(name);
+      if (!senses || senses.length > MAX_SENSES) continue;
+      for (const summary of senses) {
+        if (out.includes(summary)) continue;
+        if (length + summary.length > MAX_EXPANSION_CHARS) continue;
+        out.push(summary);
+        length += summary.length + 1;
       }
     }
     return out.join(' ');
@@ -127,12 +134,11 @@ export class ApiGlossary {
     const out: BridgeEntries = {};
     if (!glossary) return out;
     for (const text of texts)
-      for (const [code] of text.matchAll(CODE))
-        for (const [name] of code.matchAll(IDENTIFIER)) {
-          if (common.has(name) || Object.hasOwn(out, name)) continue;
-          const senses = glossary.get(name);
-          if (senses && senses.length <= MAX_SENSES) out[name] = [...senses];
-        }
+      for (const name of codeNames(text)) {
+        if (common.has(name) || Object.hasOwn(out, name)) continue;
+        const senses = glossary.get(name);
+        if (senses && senses.length <= MAX_SENSES) out[name] = [...senses];
+      }
     return out;
   }
 }
@@ -237,11 +243,7 @@ function isWithin(path: string, folder: string): boolean {
 /** Names of code that more than {@link MAX_CHUNKS_WITH_NAME} of `chunks` spell. */
 function commonNames(chunks: readonly string[]): Set<string> {
   const count = new Map<string, number>();
-  for (const text of chunks) {
-    const names = new Set<string>();
-    for (const [code] of text.matchAll(CODE)) for (const [name] of code.matchAll(IDENTIFIER)) names.add(name);
-    for (const name of names) count.set(name, (count.get(name) ?? 0) + 1);
-  }
+  for (const text of chunks) for (const name of codeNames(text)) count.set(name, (count.get(name) ?? 0) + 1);
   return new Set([...count].filter(([, n]) => n > MAX_CHUNKS_WITH_NAME).map(([name]) => name));
 }
 

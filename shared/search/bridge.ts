@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { NotFoundError } from '../errors.js';
 import type { StorageInterface } from '../storage/port.js';
-import type { BridgeEntries } from './api-glossary.js';
+import { type BridgeEntries, codeNames } from './api-glossary.js';
 import type { HitBridge, SearchHit } from './port.js';
 import { termsOf } from './terms.js';
 
@@ -34,12 +34,6 @@ export const MAX_BRIDGES = 2;
  */
 export const BRIDGED_HITS = 4;
 
-/** Identifiers of code: 4+ characters (as shared/search/api-glossary.ts reads them). */
-const IDENTIFIER = /[A-Za-z_$][\w$]{3,}/g;
-
-/** Fenced code blocks and inline code spans of Markdown. */
-const CODE = /```[\s\S]*?```|`[^`\n]+`/g;
-
 /**
  * The bridge of one hit: up to {@link MAX_BRIDGES} names its code spells whose summary (one of
  * its senses in `entries`) holds a term of the query (`queryTerms`, stems of
@@ -60,37 +54,32 @@ export function bridgeOf(
   if (missing.length === 0) return [];
   const heads = missing.map((term) => term.slice(0, Math.max(3, term.length - 2)));
   const found: { name: string; summary: string; count: number; order: number }[] = [];
-  const seen = new Set<string>();
-  for (const [code] of hit.text.matchAll(CODE)) {
-    for (const [name] of code.matchAll(IDENTIFIER)) {
-      if (seen.has(name)) continue;
-      seen.add(name);
-      const senses = Object.hasOwn(entries, name) ? entries[name] : undefined;
-      if (!Array.isArray(senses)) continue;
-      let best: { summary: string; count: number } | undefined;
-      for (const summary of senses) {
-        if (typeof summary !== 'string') continue;
-        // Stemming every summary of a README's names costs ≈ 10 ms of a cold search: a summary
-        // whose text holds no stem's head (a stem keeps its word's start but for its last letters:
-        // `happi`, `hope` from "hoping") cannot hold the term.
-        const lower = summary.toLowerCase();
-        if (!heads.some((head) => lower.includes(head))) continue;
-        let terms = summaryTerms.get(summary);
-        if (terms === undefined) {
-          terms = new Set(termsOf(summary));
-          summaryTerms.set(summary, terms);
-        }
-        const count = missing.filter((term) => terms.has(term)).length;
-        if (count > 0 && (best === undefined || count > best.count)) best = { summary, count };
+  for (const name of codeNames(hit.text)) {
+    const senses = Object.hasOwn(entries, name) ? entries[name] : undefined;
+    if (!Array.isArray(senses)) continue;
+    let best: { summary: string; count: number } | undefined;
+    for (const summary of senses) {
+      if (typeof summary !== 'string') continue;
+      // Stemming every summary of a README's names costs ≈ 10 ms of a cold search: a summary
+      // whose text holds no stem's head (a stem keeps its word's start but for its last letters:
+      // `happi`, `hope` from "hoping") cannot hold the term.
+      const lower = summary.toLowerCase();
+      if (!heads.some((head) => lower.includes(head))) continue;
+      let terms = summaryTerms.get(summary);
+      if (terms === undefined) {
+        terms = new Set(termsOf(summary));
+        summaryTerms.set(summary, terms);
       }
-      if (best)
-        found.push({
-          name,
-          summary: best.summary.replace(/\s+/g, ' ').trim(),
-          count: best.count,
-          order: found.length,
-        });
+      const count = missing.filter((term) => terms.has(term)).length;
+      if (count > 0 && (best === undefined || count > best.count)) best = { summary, count };
     }
+    if (best)
+      found.push({
+        name,
+        summary: best.summary.replace(/\s+/g, ' ').trim(),
+        count: best.count,
+        order: found.length,
+      });
   }
   // A summary is said once: the first name spelled with it stands for the others (`retention`, `RetentionDays`).
   const said = new Set<string>();

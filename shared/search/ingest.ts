@@ -185,8 +185,6 @@ interface FileOutcome {
   items: IndexedItem[];
   /** `items` are indexed anew even where their URN is indexed (with their `api` field). */
   replace: boolean;
-  /** The Document's URN when `items` carry its package's API glossary (MiniSearchIndex.markGlossed). */
-  glossed?: string;
   /** The document's glossary entries, for its hits' bridges (MiniSearchIndex.setBridge, shared/search/bridge.ts). */
   bridge?: { source: string; entries: BridgeEntries };
 }
@@ -282,7 +280,6 @@ export async function ingest(paths: readonly string[], deps: IngestDeps): Promis
   let added = 0;
   for (const outcome of outcomes) {
     added += deps.index.add(outcome.items, { replace: outcome.replace });
-    if (outcome.glossed !== undefined) deps.index.markGlossed(outcome.glossed);
     if (outcome.bridge !== undefined) deps.index.setBridge(outcome.bridge.source, outcome.bridge.entries);
     if (outcome.skipped) {
       report.skipped += 1;
@@ -548,17 +545,16 @@ async function write(
     chunks: pieces.length,
     items,
     replace: false,
-    ...(api !== undefined ? { glossed: file.urn, ...bridgeOf(file, file.name, glossaries, pieces) } : {}),
+    ...(api !== undefined ? bridgeOf(file, file.name, glossaries, pieces) : {}),
   };
 }
 
 /**
  * For a file already ingested: the stored chunks the index lacks (usually none), or all of them
  * when the file belongs to an ingested jsii package and its chunks were indexed without the
- * package's API glossary (MiniSearchIndex.isGlossed: an index stored before the `api` field, a
- * module folder ingested before its package, an assembly that could not be read then) or without
- * the glossary entries its hits' bridges are made of (MiniSearchIndex.hasBridge: glossed before
- * the eighth round of issue 21): they are indexed anew with it, and the entries kept.
+ * package's API glossary and the entries its hits' bridges are made of (MiniSearchIndex.hasBridge:
+ * an index stored before the `api` field, a module folder ingested before its package, an
+ * assembly that could not be read then): they are indexed anew with it, and the entries kept.
  */
 async function reindexExisting(
   file: ReadFile,
@@ -567,12 +563,12 @@ async function reindexExisting(
   glossaries: ApiGlossaries,
 ): Promise<FileOutcome> {
   // The document's chunks as ingest split them (splitting is deterministic), for the names its code spells.
-  const pieces = async () => (await split(file.content, file.markdown)).map((piece) => piece.text);
+  let splitOnce: Promise<string[]> | undefined;
+  const pieces = () =>
+    (splitOnce ??= split(file.content, file.markdown).then((found) => found.map((piece) => piece.text)));
   let api: ApiExpansion;
   let replace = false;
-  // Glossed before the index kept glossary entries for bridges (issue 21, eighth round): anew too, once.
-  const glossed = deps.index.isGlossed(existing.meta.id) && deps.index.hasBridge(existing.path);
-  if (file.markdown && glossaries.covers(file.absolute) && !glossed) {
+  if (file.markdown && glossaries.covers(file.absolute) && !deps.index.hasBridge(existing.path)) {
     api = apiExpansion(file, glossaries, await pieces());
     replace = api !== undefined;
   }
@@ -599,7 +595,6 @@ async function reindexExisting(
     chunks: existing.chunks,
     items,
     replace,
-    ...(api !== undefined ? { glossed: existing.meta.id } : {}),
     ...bridge,
   };
 }

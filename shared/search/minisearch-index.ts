@@ -170,15 +170,11 @@ export class MiniSearchIndex implements ChunkSearch {
   /** Which folder owns which API names, from the code of every indexed chunk (the module prior). */
   private readonly owners = new NameOwners();
   /**
-   * Documents (URNs) whose chunks were indexed with their package's API glossary at hand (the
-   * `api` field, possibly empty), stored as `cldGlossary`: ingest indexes the chunks of any other
-   * document of an ingested jsii package anew (shared/search/ingest.ts).
-   */
-  private readonly glossed = new Set<string>();
-  /**
    * Glossary entries by document path (`source`): the API names its code spells → their
    * summaries, stored as `cldBridge` and beside the shard pack; what a hit's `bridge` is made of
-   * (shared/search/bridge.ts).
+   * (shared/search/bridge.ts). A document with entries (empty ones too) had its chunks indexed
+   * with its package's API glossary at hand; ingest indexes the chunks of any other document of
+   * an ingested jsii package anew (shared/search/ingest.ts).
    */
   private readonly bridges = new Map<string, BridgeEntries>();
 
@@ -286,29 +282,19 @@ export class MiniSearchIndex implements ChunkSearch {
    * Rebuilds an index loaded without a field of {@link ENGINE_OPTIONS} (one stored before the
    * `api` field) with every field, from its stored chunks, so that adding to it cannot corrupt
    * it; search results are the same (the stored chunks have no `api` words). Ingest then indexes
-   * the chunks of the jsii package documents it is given anew, with theirs (no document is
-   * {@link isGlossed} after the rebuild: shared/search/ingest.ts).
+   * the chunks of the jsii package documents it is given anew, with theirs (no document
+   * {@link hasBridge} after the rebuild: shared/search/ingest.ts).
    * @returns true when it rebuilt, false when the index had every field already
    */
   upgradeFields(): boolean {
     if (!this.fieldsOutdated) return false;
-    this.glossed.clear();
+    this.bridges.clear();
     const old = this.engine as unknown as { _storedFields: Map<number, StoredFields> };
     const engine = new MiniSearch<StoredFields>(ENGINE_OPTIONS);
     engine.addAll([...old._storedFields.values()]);
     this.engine = engine;
     this.fieldsOutdated = false;
     return true;
-  }
-
-  /** True when the chunks of the document `documentUrn` were indexed with its API glossary ({@link markGlossed}). */
-  isGlossed(documentUrn: string): boolean {
-    return this.glossed.has(documentUrn);
-  }
-
-  /** Records that the chunks of the document `documentUrn` are indexed with its API glossary (saved with the index). */
-  markGlossed(documentUrn: string): void {
-    this.glossed.add(documentUrn);
   }
 
   /**
@@ -321,9 +307,10 @@ export class MiniSearchIndex implements ChunkSearch {
   }
 
   /**
-   * True when glossary entries (possibly none) are kept for the document at `source`: false for a
-   * document glossed before the index kept them, which ingest then indexes anew
-   * (shared/search/ingest.ts).
+   * True when glossary entries (possibly none) are kept for the document at `source`, that is
+   * when its chunks were indexed with its package's API glossary; false otherwise (a module
+   * folder ingested before its package, an index stored before the `api` field), and ingest then
+   * indexes them anew (shared/search/ingest.ts).
    */
   hasBridge(source: string): boolean {
     return this.bridges.has(source);
@@ -433,14 +420,12 @@ export class MiniSearchIndex implements ChunkSearch {
    */
   toJSON(): AsPlainObject & {
     cldTerms: number;
-    cldGlossary?: string[];
     cldBridge?: Record<string, BridgeEntries>;
     cldVectors?: { model: string; vectors: Record<string, string> };
   } {
     const json = {
       ...this.engine.toJSON(),
       cldTerms: TERMS_VERSION,
-      ...(this.glossed.size > 0 ? { cldGlossary: [...this.glossed] } : {}),
       ...(this.bridges.size > 0 ? { cldBridge: Object.fromEntries(this.bridges) } : {}),
     };
     if (this.vectorModel === undefined || this.vectors.size === 0) return json;
@@ -464,7 +449,6 @@ export class MiniSearchIndex implements ChunkSearch {
   static load(json: string | AsPlainObject): MiniSearchIndex {
     try {
       const plain = (typeof json === 'string' ? JSON.parse(json) : json) as AsPlainObject & {
-        cldGlossary?: unknown;
         cldBridge?: unknown;
         cldVectors?: { model?: unknown; vectors?: Record<string, unknown> };
       };
@@ -472,8 +456,6 @@ export class MiniSearchIndex implements ChunkSearch {
       index.fieldsOutdated = (ENGINE_OPTIONS.fields as string[]).some(
         (field) => !Object.hasOwn(plain.fieldIds ?? {}, field),
       );
-      if (!index.fieldsOutdated && Array.isArray(plain.cldGlossary))
-        for (const urn of plain.cldGlossary) if (typeof urn === 'string') index.glossed.add(urn);
       // Each document's glossary entries (shared/search/bridge.ts); a malformed one is left out.
       const bridge = plain.cldBridge;
       if (!index.fieldsOutdated && bridge && typeof bridge === 'object' && !Array.isArray(bridge))

@@ -165,20 +165,37 @@ describe('ApiGlossary', () => {
   });
 });
 
+/**
+ * A temporary folder with `node_modules/pkg`: {@link assembly} as `.jsii` (`plain`) or behind a
+ * jsii file redirect to `.jsii.gz` (`redirect`, as aws-cdk-lib ships it), and {@link README} in
+ * its `aws-logs` module folder.
+ */
+async function jsiiPackage(
+  prefix: string,
+  form: 'plain' | 'redirect',
+): Promise<{ root: string; pkg: string }> {
+  const root = await mkdtemp(join(tmpdir(), prefix));
+  const pkg = join(root, 'node_modules', 'pkg');
+  await mkdir(join(pkg, 'aws-logs'), { recursive: true });
+  const content = Buffer.from(JSON.stringify(assembly()));
+  if (form === 'plain') await writeFile(join(pkg, '.jsii'), content);
+  else {
+    await writeFile(
+      join(pkg, '.jsii'),
+      JSON.stringify({ schema: 'jsii/file-redirect', filename: '.jsii.gz' }),
+    );
+    await writeFile(join(pkg, '.jsii.gz'), gzipSync(content));
+  }
+  await writeFile(join(pkg, 'aws-logs', 'README.md'), README);
+  return { root, pkg };
+}
+
 describe('ApiGlossaries and ingest', () => {
   let root: string;
   let pkg: string;
 
   beforeEach(async () => {
-    root = await mkdtemp(join(tmpdir(), 'cld-glossary-'));
-    pkg = join(root, 'node_modules', 'pkg');
-    await mkdir(join(pkg, 'aws-logs'), { recursive: true });
-    await writeFile(
-      join(pkg, '.jsii'),
-      JSON.stringify({ schema: 'jsii/file-redirect', filename: '.jsii.gz' }),
-    );
-    await writeFile(join(pkg, '.jsii.gz'), gzipSync(Buffer.from(JSON.stringify(assembly()))));
-    await writeFile(join(pkg, 'aws-logs', 'README.md'), README);
+    ({ root, pkg } = await jsiiPackage('cld-glossary-', 'redirect'));
   });
 
   afterEach(async () => {
@@ -333,14 +350,9 @@ describe('ApiGlossaries and ingest', () => {
 
 describe('the bridge of a hit (shared/search/bridge.ts)', () => {
   let root: string;
-  let pkg: string;
 
   beforeEach(async () => {
-    root = await mkdtemp(join(tmpdir(), 'cld-bridge-'));
-    pkg = join(root, 'node_modules', 'pkg');
-    await mkdir(join(pkg, 'aws-logs'), { recursive: true });
-    await writeFile(join(pkg, '.jsii'), JSON.stringify(assembly()));
-    await writeFile(join(pkg, 'aws-logs', 'README.md'), README);
+    ({ root } = await jsiiPackage('cld-bridge-', 'plain'));
   });
 
   afterEach(async () => {
@@ -350,8 +362,8 @@ describe('the bridge of a hit (shared/search/bridge.ts)', () => {
   const question = 'How long are the contents kept?';
   const bridged = [{ name: 'retention', summary: RETENTION }];
 
-  it('tells which name of the hit matched the query through its summary, in the whole index and in the shard pack', async () => {
-    const storage = new FilesystemStorage(join(root, 'data'));
+  /** Ingests the package folder into `storage`'s index (opened, then saved by ingest) and returns it. */
+  const ingestPackage = async (storage: FilesystemStorage) => {
     const index = await MiniSearchIndex.open(storage);
     await ingest([join('node_modules', 'pkg')], {
       resources: new ResourceIndex(storage, new RulesPolicy(RULES)),
@@ -359,6 +371,12 @@ describe('the bridge of a hit (shared/search/bridge.ts)', () => {
       actor: SYSTEM,
       cwd: root,
     });
+    return index;
+  };
+
+  it('tells which name of the hit matched the query through its summary, in the whole index and in the shard pack', async () => {
+    const storage = new FilesystemStorage(join(root, 'data'));
+    const index = await ingestPackage(storage);
     const [hit] = await index.search(question);
     expect(hit?.title).toContain('Retention');
     // `retention` and `RetentionDays` share the summary: said once, by the first name spelled.
@@ -382,7 +400,7 @@ describe('the bridge of a hit (shared/search/bridge.ts)', () => {
       };
     };
     await run();
-    // Generation 2: generation 1 as the seventh round wrote it (glossed, no `cldBridge`).
+    // Generation 2: generation 1 without its documents' entries (no `cldBridge`), as an index of before them.
     const json = JSON.parse((await storage.get(keyOfGeneration('indexes/chunks', 1))).toString('utf8'));
     delete json.cldBridge;
     await storage.put(keyOfGeneration('indexes/chunks', 2), JSON.stringify(json));
@@ -396,13 +414,7 @@ describe('the bridge of a hit (shared/search/bridge.ts)', () => {
 
   it('gives no bridge, and the same hits, for an index stored without the entries', async () => {
     const storage = new FilesystemStorage(join(root, 'data'));
-    const index = await MiniSearchIndex.open(storage);
-    await ingest([join('node_modules', 'pkg')], {
-      resources: new ResourceIndex(storage, new RulesPolicy(RULES)),
-      index,
-      actor: SYSTEM,
-      cwd: root,
-    });
+    await ingestPackage(storage);
     // Generation 2: generation 1 as it was written before bridges (no `cldBridge`, nothing beside the pack).
     const json = JSON.parse((await storage.get(keyOfGeneration('indexes/chunks', 1))).toString('utf8'));
     delete json.cldBridge;
