@@ -1,4 +1,4 @@
-import type { HitBridge } from '../search/port.js';
+import { type HitBridge, hitBridges } from '../search/port.js';
 import { processTerm, termsOf } from '../search/terms.js';
 
 /**
@@ -121,11 +121,7 @@ export function hitsOf(content: string): ResultHit[] | undefined {
     const title = typeof item.title === 'string' ? item.title : item.heading;
     // `read`'s `document` is a URN: not shown (the model cites and reads by id).
     const source = item.source;
-    const bridge = Array.isArray(item.bridge)
-      ? (item.bridge as Partial<HitBridge>[]).filter(
-          (b): b is HitBridge => typeof b?.name === 'string' && typeof b.summary === 'string',
-        )
-      : [];
+    const bridge = hitBridges(item.bridge);
     hits.push({
       urn: item.urn,
       text: item.text,

@@ -7,7 +7,7 @@ import {
   TASK_TEXT_LIMITS,
   type TaskPayload,
 } from '../domain/payloads.js';
-import type { HitBridge } from '../search/port.js';
+import { type HitBridge, hitBridges } from '../search/port.js';
 import { contentWords, cosine, HashingEmbedder } from '../search/similarity.js';
 import { identifierParts, processTerm, termsOf } from '../search/terms.js';
 import { type ExtractHit, extractiveAnswer, withoutRejected } from './extract.js';
@@ -648,10 +648,7 @@ function toolResults(
 
 /** A hit item's `bridge` (shared/search/bridge.ts) as {@link ExtractHit} carries it; none when absent or malformed. */
 function bridgeOfItem(value: unknown): { bridge?: HitBridge[] } {
-  if (!Array.isArray(value)) return {};
-  const bridge = (value as Partial<HitBridge>[]).filter(
-    (b): b is HitBridge => typeof b?.name === 'string' && typeof b.summary === 'string',
-  );
+  const bridge = hitBridges(value);
   return bridge.length > 0 ? { bridge } : {};
 }
 

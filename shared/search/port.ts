@@ -38,6 +38,18 @@ export interface HitBridge {
   summary: string;
 }
 
+/**
+ * The well-formed {@link HitBridge}s of a hit's `bridge` as a tool result carries it (stored JSON,
+ * read by the rendering and the offline model): `[]` when absent or not an array, malformed
+ * entries left out.
+ */
+export function hitBridges(value: unknown): HitBridge[] {
+  if (!Array.isArray(value)) return [];
+  return (value as Partial<HitBridge>[]).filter(
+    (b): b is HitBridge => typeof b?.name === 'string' && typeof b.summary === 'string',
+  );
+}
+
 /** One hit. */
 export interface SearchHit {
   urn: string;
