@@ -32,7 +32,8 @@ import { processTerm, termsOf } from '../search/terms.js';
  * - a hit with a `bridge` (shared/search/bridge.ts) ends its header with it, compactly
  *   (`· RetentionDays: How long, in days, the log contents will be retained.`), and its passage
  *   counts each bridged name as a query term, so the code that spells it is shown;
- * - hits after the first {@link PASSAGE_HITS} are listed by their header alone;
+ * - hits after the first {@link PASSAGE_HITS} are listed by their header alone, bridge included
+ *   (a model tells by it which to `read`);
  * - a single hit read whole (`read` of a chunk) keeps its whole text: that is what `read` is for;
  * - the score is left out (relative within one query only, it tells the model nothing).
  * Any other tool result (an error, a graph answer, a resource's JSON) is passed through unchanged.
@@ -159,7 +160,7 @@ export function renderToolResult(content: string, ids: CitationIds, query?: stri
   return display
     .map((hit, rank) => {
       const header = `[${ids.idOf(hit.urn)}]${hitLabel(hit, display[rank - 1])}`;
-      if (rank >= PASSAGE_HITS) return header;
+      if (rank >= PASSAGE_HITS) return `${header}${bridgeLabel(hit.bridge)}`;
       // A bridged name counts as a query term: the passage shows the text or code that spells it.
       return `${header}${bridgeLabel(hit.bridge)}\n${withoutHeaders(passageOf(hit.text, terms, hit.bridge))}`;
     })

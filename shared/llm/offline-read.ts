@@ -14,7 +14,13 @@ import { adjacentPairs, type ExtractHit, questionWeights, rankWeight } from './e
  *   the passage showed), or
  * - **its heading names the question better than any passage's**: its trail holds more of the
  *   question's terms (by weight, {@link questionWeights}) than the trail of every hit shown with
- *   a passage.
+ *   a passage, or
+ * - **its header names what every passage leaves out**: its trail or its bridge (the API
+ *   summaries of names its code spells, shared/search/bridge.ts) holds a question term that no
+ *   passage — text, trail or bridge — holds ("email" for "send an email to subscribers of that
+ *   topic", when the passages are the topic's policy); for a part that refers back, only a hit
+ *   whose document path or trail names the referent (the Lambda README's "Grant function access"
+ *   is not read for a Kinesis stream).
  * At most {@link MAX_READS} hits, continuations first; none when the rule does not fire.
  */
 
@@ -79,6 +85,38 @@ export function readPlan(question: string, hits: readonly ExtractHit[]): ReadPla
         [...adjacentPairs(hit.title ?? '')].some((pair) => pairs.has(pair)),
     )
     .sort((a, b) => score(b.title ?? '') - score(a.title ?? ''));
-  const ids = [...new Set([...continuations, ...named].map((hit) => hit.urn))].slice(0, MAX_READS);
+  // What every passage, its trail and its bridge leave out of the question ("email", for the
+  // SNS topic's policy passages): a header-only hit whose trail or bridge names it is read.
+  const held = new Set(passages.flatMap(({ hit }) => [...holds(hit), ...termsOf(hit.text)]));
+  const naming = hits.filter(
+    (hit) =>
+      headerOnly(hit) &&
+      onSubject(hit, subject) &&
+      [...holds(hit)].some((term) => !held.has(term) && (weights.get(term) ?? 0) > 0),
+  );
+  const ids = [...new Set([...continuations, ...named, ...naming].map((hit) => hit.urn))].slice(0, MAX_READS);
   return { ids, rank: best.rank };
+}
+
+/**
+ * The terms a hit's header holds: its heading trail, and the names of its `bridge` with their API
+ * summaries (shared/search/bridge.ts: why the index matched it).
+ */
+function holds(hit: ExtractHit): Set<string> {
+  return new Set(
+    [hit.title ?? '', ...(hit.bridge ?? []).map(({ name, summary }) => `${name} ${summary}`)].flatMap(
+      (text) => termsOf(text),
+    ),
+  );
+}
+
+/**
+ * True when a hit may be about a part's referent (`subject`: the terms of the API it refers back
+ * to, `kinesis.Stream` → `kinesi`, `stream`): its document path or heading trail holds one of
+ * them, or the part has none. A header-only hit is told by its header alone.
+ */
+function onSubject(hit: ExtractHit, subject: readonly string[]): boolean {
+  if (subject.length === 0) return true;
+  const terms = new Set(termsOf(`${hit.source ?? ''}\n${hit.title ?? ''}`));
+  return subject.some((term) => terms.has(term));
 }

@@ -28,11 +28,13 @@ export const BridgeEntriesSchema = z.record(z.string(), z.array(z.string()).min(
 export const MAX_BRIDGES = 2;
 
 /**
- * Hits given a bridge: the first ones, those the model reads a passage of (shared/context/
- * render-results.ts `PASSAGE_HITS`, which renders the bridge in their headers only; a test holds
- * the two equal). The `tool` function's cold search reads no glossary entries for the others.
+ * Hits given a bridge: the first ones, as many as a search returns by default
+ * (shared/search/minisearch-index.ts `DEFAULT_SEARCH_LIMIT`; a test holds the two equal). The
+ * rendering shows the bridge in every header, those listed by their header alone included
+ * (shared/context/render-results.ts), so a model can tell which of them to `read` (issue 21,
+ * ninth round). A literal, so this module does not load the index.
  */
-export const BRIDGED_HITS = 4;
+export const BRIDGED_HITS = 8;
 
 /**
  * The bridge of one hit: up to {@link MAX_BRIDGES} names its code spells whose summary (one of

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { PASSAGE_HITS } from '../../shared/context/render-results.js';
 import { BRIDGE_WEIGHT, type ExtractHit, extractiveAnswer } from '../../shared/llm/extract.js';
 import { BRIDGED_HITS, withBridges } from '../../shared/search/bridge.js';
-import { API_BOOST } from '../../shared/search/minisearch-index.js';
+import { API_BOOST, DEFAULT_SEARCH_LIMIT } from '../../shared/search/minisearch-index.js';
 
 /** The answer's first code block. */
 function firstCode(answer: string): string {
@@ -58,8 +57,8 @@ describe('which hits get a bridge', () => {
     score: 10 - i,
   });
 
-  it('bridges the hits the model reads a passage of, and reads no entries for the others', async () => {
-    expect(BRIDGED_HITS).toBe(PASSAGE_HITS);
+  it('bridges the hits a search returns by default, and reads no entries for the others', async () => {
+    expect(BRIDGED_HITS).toBe(DEFAULT_SEARCH_LIMIT);
     const asked: string[] = [];
     const hits = await withBridges(
       Array.from({ length: BRIDGED_HITS + 2 }, (_, i) => hit(i)),

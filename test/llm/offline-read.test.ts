@@ -1,7 +1,8 @@
 /**
  * The offline model reads a hit the search listed by its header alone (issue 21 item 7): the
- * continuation of the best passage's section, or a hit whose heading names the question better
- * than every passage's; by citation id, at most twice, and composes from the chunk it read.
+ * continuation of the best passage's section, a hit whose heading names the question better
+ * than every passage's, or one whose heading or bridge names a question term no passage holds; by
+ * citation id, at most twice, and composes from the chunk it read.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -201,6 +202,48 @@ describe('which header-only hits the offline model reads', () => {
     expect(readPlan(QUESTION, hits).ids).toEqual([]);
     const unrelated = [...RESULTS.slice(0, 4), hit(5, 'AWS Lambda Event Sources > SQS', EVENT_SOURCES, 'x')];
     expect(readPlan(QUESTION, parseRenderedHits(rendered(unrelated))).ids).toEqual([]);
+  });
+
+  it('reads a hit whose heading or bridge names a question term no passage holds, on the referent only', () => {
+    const TOPIC = 'sns/README.md';
+    const SUBSCRIPTIONS = 'sns-subscriptions/README.md';
+    const question = 'How do I send an email to subscribers of that topic? (that topic: `sns.ITopic`)';
+    const passages = [1, 2, 3, 4].map((n) =>
+      hit(n, `SNS > Topic Policy ${n}`, TOPIC, 'A topic policy lets subscribers publish to the topic.'),
+    );
+    const results = [
+      ...passages,
+      // Neither names "email"; the second is off the referent (its path and trail lack `sns`).
+      hit(5, 'SNS > High-throughput mode', TOPIC, 'x'),
+      hit(6, 'SES > Email sending', 'ses/README.md', 'x'),
+      hit(7, 'SNS Subscriptions > Subscriptions > Email', SUBSCRIPTIONS, 'x'),
+    ];
+    const hits = parseRenderedHits(
+      renderToolResult(JSON.stringify({ results }), new CitationIds(), question),
+    );
+    expect(readPlan(question, hits).ids).toEqual(['[7]']);
+    // Once a passage holds the term, its header names nothing they lack.
+    const covered = [
+      hit(1, 'SNS > Topic Policy', TOPIC, 'Subscribers of a topic get each email it sends.'),
+      ...results.slice(1),
+    ];
+    const shown = parseRenderedHits(
+      renderToolResult(JSON.stringify({ results: covered }), new CitationIds(), question),
+    );
+    expect(readPlan(question, shown).ids).toEqual([]);
+    // A header-only hit named only by its bridge (the API summary of a name its code spells).
+    const bridged = [
+      ...passages,
+      {
+        ...hit(5, 'SNS Subscriptions > Subscriptions', SUBSCRIPTIONS, 'x'),
+        bridge: [{ name: 'EmailSubscription', summary: 'Use an email address as a subscription target.' }],
+      },
+    ];
+    const read = parseRenderedHits(
+      renderToolResult(JSON.stringify({ results: bridged }), new CitationIds(), question),
+    );
+    expect(read[4]?.bridge?.[0]?.name).toBe('EmailSubscription');
+    expect(readPlan(question, read).ids).toEqual(['[5]']);
   });
 
   it('reads at most twice', () => {
