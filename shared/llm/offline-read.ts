@@ -15,12 +15,15 @@ import { adjacentPairs, type ExtractHit, questionWeights, rankWeight } from './e
  * - **its heading names the question better than any passage's**: its trail holds more of the
  *   question's terms (by weight, {@link questionWeights}) than the trail of every hit shown with
  *   a passage, or
- * - **its header names what every passage leaves out**: its trail or its bridge (the API
- *   summaries of names its code spells, shared/search/bridge.ts) holds a question term that no
- *   passage — text, trail or bridge — holds ("email" for "send an email to subscribers of that
- *   topic", when the passages are the topic's policy); for a part that refers back, only a hit
- *   whose document path or trail names the referent (the Lambda README's "Grant function access"
- *   is not read for a Kinesis stream).
+ * - **its heading names what every passage leaves out**: its trail holds a question term that no
+ *   passage — text, trail or bridge (the API summaries of names its code spells,
+ *   shared/search/bridge.ts) — holds ("Subscriptions › Email" for "send an email to subscribers
+ *   of that topic", when the passages are the topic's policy); for a part that refers back, only
+ *   a hit whose document path or trail names the referent (the Lambda README's "Grant function
+ *   access" is not read for a Kinesis stream). A header-only hit's own bridge is shown to the
+ *   model but not counted here: it names one incidental property of the section's code as often
+ *   as what the section is about ("fail" from a dead-letter property's summary, for the EventBridge
+ *   Lambda target).
  * At most {@link MAX_READS} hits, continuations first; none when the rule does not fire.
  */
 
@@ -86,13 +89,13 @@ export function readPlan(question: string, hits: readonly ExtractHit[]): ReadPla
     )
     .sort((a, b) => score(b.title ?? '') - score(a.title ?? ''));
   // What every passage, its trail and its bridge leave out of the question ("email", for the
-  // SNS topic's policy passages): a header-only hit whose trail or bridge names it is read.
+  // SNS topic's policy passages): a header-only hit whose heading names it is read.
   const held = new Set(passages.flatMap(({ hit }) => [...holds(hit), ...termsOf(hit.text)]));
   const naming = hits.filter(
     (hit) =>
       headerOnly(hit) &&
       onSubject(hit, subject) &&
-      [...holds(hit)].some((term) => !held.has(term) && (weights.get(term) ?? 0) > 0),
+      termsOf(hit.title ?? '').some((term) => !held.has(term) && (weights.get(term) ?? 0) > 0),
   );
   const ids = [...new Set([...continuations, ...named, ...naming].map((hit) => hit.urn))].slice(0, MAX_READS);
   return { ids, rank: best.rank };
