@@ -216,8 +216,12 @@ function hitLabel(hit: ResultHit, previous: ResultHit | undefined): string {
   return label ? ` ${label}` : '';
 }
 
-/** Separator of a hit header's bridges: ` · RetentionDays: How long, in days, …` (read back by {@link parseRenderedHits}). */
-const BRIDGE = / · (?=[A-Za-z_$][\w$]*: )/;
+/**
+ * Separator of a hit header's bridges: ` · RetentionDays: How long, in days, …` (read back by
+ * {@link parseRenderedHits}); at the label's start without the space, for a hit with neither
+ * trail nor document (`[5] · RetentionDays: …`).
+ */
+const BRIDGE = /(?:^| )· (?=[A-Za-z_$][\w$]*: )/;
 
 /**
  * A hit's bridge as its header ends (with its leading ` · `, or empty): `· Name: summary` for

@@ -399,4 +399,24 @@ describe('citation ids mapped back', () => {
       bridge: [{ name: 'RetentionDays', summary: 'How long, in days, the log contents will be retained.' }],
     });
   });
+
+  it('reads back the bridge of a hit with neither trail nor document, header-only too', () => {
+    const bridge = [
+      { name: 'RetentionDays', summary: 'How long, in days, the log contents will be retained.' },
+    ];
+    const bare = (n: number) => ({ urn: `${S3}-${n}`, text: 'Some text.', bridge });
+    const shown = renderToolResult(
+      searchResult([1, 2, 3, 4, 5].map(bare)),
+      new CitationIds(),
+      'log retention',
+    );
+    expect(shown.split('\n').at(-1)).toBe(`[5] · RetentionDays: ${bridge[0]?.summary}`);
+    const hits = parseRenderedHits(shown);
+    expect(hits).toHaveLength(5);
+    for (const hit of hits) {
+      // Not a trail of `· RetentionDays: …`, which a reader would take for the hit's heading.
+      expect(hit.title).toBeUndefined();
+      expect(hit.bridge).toEqual(bridge);
+    }
+  });
 });
