@@ -44,7 +44,7 @@ export const PASSAGE_CHARS = 700;
 
 /**
  * Hits of one result shown with their passage, best first; the ones after are listed by their
- * header alone (id, heading trail, document), to be `read` by id when one looks relevant.
+ * header alone (id, heading trail, document, bridge), to be `read` by id when one looks relevant.
  */
 export const PASSAGE_HITS = 4;
 

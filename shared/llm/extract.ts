@@ -29,7 +29,8 @@ export interface ExtractHit {
   source?: string;
   /**
    * The rank (0-based) the hit counts with, when not its place in the list: a chunk the model
-   * read because it continues the best passage's section counts with that passage's rank.
+   * read (shared/llm/offline-read.ts: it continues the best passage's section, or its heading names
+   * the question better or names what the passages lack) counts with the best passage's rank.
    */
   rank?: number;
   /**

@@ -1,4 +1,4 @@
-import { termsOf } from '../search/terms.js';
+import { processTerm, termsOf } from '../search/terms.js';
 import { adjacentPairs, type ExtractHit, questionWeights, rankWeight } from './extract.js';
 
 /**
@@ -19,12 +19,15 @@ import { adjacentPairs, type ExtractHit, questionWeights, rankWeight } from './e
  *   passage — text, trail or bridge (the API summaries of names its code spells,
  *   shared/search/bridge.ts) — holds ("Subscriptions › Email" for "send an email to subscribers
  *   of that topic", when the passages are the topic's policy); for a part that refers back, only
- *   a hit whose document path or trail names the referent (the Lambda README's "Grant function
- *   access" is not read for a Kinesis stream). A header-only hit's own bridge is shown to the
+ *   a hit whose document path or trail names the module of the API the referent was answered with
+ *   (`sns` of `sns.ITopic`: the Lambda README's "Grant function access" is not read for a Kinesis
+ *   stream, nor "DynamoDB Streams" for its records), and none when the referent names no API. A
+ *   header-only hit's own bridge is shown to the
  *   model but not counted here: it names one incidental property of the section's code as often
  *   as what the section is about ("fail" from a dead-letter property's summary, for the EventBridge
  *   Lambda target).
- * At most {@link MAX_READS} hits, continuations first; none when the rule does not fire.
+ * At most {@link MAX_READS} hits, continuations first, never one the result shows with a passage
+ * (another search of the task may list it by header); none when no rule fires.
  */
 
 /** Most hits the offline model reads for one task. */
@@ -36,7 +39,8 @@ export interface ReadPlan {
   ids: string[];
   /**
    * The rank (0-based) of the passage hit that scores best for the question: a chunk read counts
-   * with it (the model read it as the best passage's continuation, or as better named than it).
+   * with it (the model read it as the best passage's continuation, as better named than it, or as
+   * naming what it lacks).
    */
   rank: number;
 }
@@ -91,13 +95,19 @@ export function readPlan(question: string, hits: readonly ExtractHit[]): ReadPla
   // What every passage, its trail and its bridge leave out of the question ("email", for the
   // SNS topic's policy passages): a header-only hit whose heading names it is read.
   const held = new Set(passages.flatMap(({ hit }) => [...holds(hit), ...termsOf(hit.text)]));
+  const module = referentModule(question);
   const naming = hits.filter(
     (hit) =>
       headerOnly(hit) &&
-      onSubject(hit, subject) &&
+      module !== null &&
+      (module === undefined || termsOf(`${hit.source ?? ''}\n${hit.title ?? ''}`).includes(module)) &&
       termsOf(hit.title ?? '').some((term) => !held.has(term) && (weights.get(term) ?? 0) > 0),
   );
-  const ids = [...new Set([...continuations, ...named, ...naming].map((hit) => hit.urn))].slice(0, MAX_READS);
+  // A chunk shown with a passage (by another search of the task: ids are shared) is not read again.
+  const shownUrns = new Set(passages.map(({ hit }) => hit.urn));
+  const ids = [...new Set([...continuations, ...named, ...naming].map((hit) => hit.urn))]
+    .filter((urn) => !shownUrns.has(urn))
+    .slice(0, MAX_READS);
   return { ids, rank: best.rank };
 }
 
@@ -114,12 +124,16 @@ function holds(hit: ExtractHit): Set<string> {
 }
 
 /**
- * True when a hit may be about a part's referent (`subject`: the terms of the API it refers back
- * to, `kinesis.Stream` → `kinesi`, `stream`): its document path or heading trail holds one of
- * them, or the part has none. A header-only hit is told by its header alone.
+ * The module a part's referent belongs to, as an index term: the namespace of the API it names
+ * (`(its: \`kinesis.Stream\`)` → `kinesi`, `(that topic: \`sns.ITopic\`)` → `sn`; the first API
+ * when it names several); `undefined` for a part that refers back to nothing; `null` for a referent
+ * that names no namespaced API (`(that topic: the SNS topic)`: the lookup found none), whose
+ * module cannot be told. The class name is not used: `Stream` or `Topic` names the DynamoDB
+ * stream or an IoT topic as well.
  */
-function onSubject(hit: ExtractHit, subject: readonly string[]): boolean {
-  if (subject.length === 0) return true;
-  const terms = new Set(termsOf(`${hit.source ?? ''}\n${hit.title ?? ''}`));
-  return subject.some((term) => terms.has(term));
+function referentModule(question: string): string | null | undefined {
+  const referent = /\(([^():]+):\s*([^()]+)\)\s*$/.exec(question);
+  if (!referent) return undefined;
+  const namespace = /`([A-Za-z_$][\w$]*)\.[A-Za-z_$][\w$.]*`/.exec(referent[2] as string)?.[1];
+  return (namespace && processTerm(namespace)) || null;
 }

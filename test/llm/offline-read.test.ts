@@ -213,7 +213,8 @@ describe('which header-only hits the offline model reads', () => {
     );
     const results = [
       ...passages,
-      // Neither names "email"; the second is off the referent (its path and trail lack `sns`).
+      // The first names no "email"; the second does, but is off the referent (no `sns` in its
+      // path or trail).
       hit(5, 'SNS > High-throughput mode', TOPIC, 'x'),
       hit(6, 'SES > Email sending', 'ses/README.md', 'x'),
       hit(7, 'SNS Subscriptions > Subscriptions > Email', SUBSCRIPTIONS, 'x'),
@@ -245,6 +246,41 @@ describe('which header-only hits the offline model reads', () => {
     );
     expect(read[4]?.bridge?.[0]?.name).toBe('EmailSubscription');
     expect(readPlan(question, read).ids).toEqual([]);
+    // A referent that names no API (the lookup found none): its module cannot be told, nothing is read.
+    expect(
+      readPlan('How do I send an email to subscribers of that topic? (that topic: the SNS topic)', hits).ids,
+    ).toEqual([]);
+  });
+
+  it("tells a hit on the referent by its module, not by the referent's class name", () => {
+    const question = 'How do I process its records, starting from the latest record? (its: `kinesis.Stream`)';
+    const passages = [1, 2, 3, 4].map((n) =>
+      hit(
+        n,
+        `AWS Lambda Event Sources > Kinesis ${n}`,
+        EVENT_SOURCES,
+        'Kinesis stream records are processed in batches.',
+      ),
+    );
+    const results = [
+      ...passages,
+      // "Streams" is the class name's word, but this is DynamoDB's.
+      hit(5, 'AWS Lambda Event Sources > DynamoDB Streams > Starting position LATEST', EVENT_SOURCES, 'x'),
+      hit(6, 'Amazon Kinesis Construct Library > Streams > Latest records', KINESIS, 'x'),
+    ];
+    const hits = parseRenderedHits(
+      renderToolResult(JSON.stringify({ results }), new CitationIds(), question),
+    );
+    expect(readPlan(question, hits).ids).toEqual(['[6]']);
+  });
+
+  it('never reads a chunk the result already shows with a passage', () => {
+    const hits = parseRenderedHits(rendered(RESULTS));
+    expect(readPlan(QUESTION, hits).ids).toEqual(['[5]']);
+    // The task's other search listed the best passage's own chunk by header (ids are shared): it
+    // matches the passage's section, but the model has its passage already.
+    const copy = { ...(hits[2] as (typeof hits)[number]), text: '' };
+    expect(readPlan(QUESTION, [...hits, copy]).ids).toEqual(['[5]']);
   });
 
   it('reads at most twice', () => {
