@@ -36,6 +36,39 @@ export const MAX_BRIDGES = 2;
  */
 export const BRIDGED_HITS = 8;
 
+/** A word that negates what follows it (`does not support \`retention\``). */
+const NEGATION = /\b(?:not|never|cannot|can't|doesn't|don't|isn't|aren't|won't|without)\b/i;
+
+/** Most words between a negation and a name it negates (`does not support \`a\`, \`b\`, or \`c\``). */
+const NEGATION_REACH = 8;
+
+/**
+ * A Markdown text without the inline code spans its prose negates: a span within
+ * {@link NEGATION_REACH} words after a {@link NEGATION} of the same clause (a clause ends at `;`,
+ * a sentence's end or "but"); fenced code kept whole. A name so spelled is what the section does
+ * *not* do ("the Delivery log class does not support \`retention\`"): its API summary says nothing
+ * of what the section is about. ("If not supplied it is 2 years, but it can be set to one of the
+ * values in the \`RetentionDays\` enum" negates nothing of `RetentionDays`.)
+ */
+function affirmed(text: string): string {
+  return text
+    .split(/(```[\s\S]*?```)/)
+    .map((part, i) =>
+      i % 2 === 1
+        ? part
+        : part.replace(/`[^`\n]+`/g, (span, at: number) => {
+            const clause =
+              part
+                .slice(0, at)
+                .split(/[;.!?]\s|\bbut\b/i)
+                .pop() ?? '';
+            const words = clause.trim().split(/\s+/).slice(-NEGATION_REACH).join(' ');
+            return NEGATION.test(words) ? '' : span;
+          }),
+    )
+    .join('');
+}
+
 /**
  * The bridge of one hit: up to {@link MAX_BRIDGES} names its code spells whose summary (one of
  * its senses in `entries`) holds a term of the query (`queryTerms`, stems of
@@ -56,7 +89,7 @@ export function bridgeOf(
   if (missing.length === 0) return [];
   const heads = missing.map((term) => term.slice(0, Math.max(3, term.length - 2)));
   const found: { name: string; summary: string; count: number; order: number }[] = [];
-  for (const name of codeNames(hit.text)) {
+  for (const name of codeNames(affirmed(hit.text))) {
     const senses = Object.hasOwn(entries, name) ? entries[name] : undefined;
     if (!Array.isArray(senses)) continue;
     let best: { summary: string; count: number } | undefined;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { BRIDGE_WEIGHT, type ExtractHit, extractiveAnswer } from '../../shared/llm/extract.js';
-import { BRIDGED_HITS, withBridges } from '../../shared/search/bridge.js';
-import { API_BOOST, DEFAULT_SEARCH_LIMIT } from '../../shared/search/minisearch-index.js';
+import { BRIDGED_HITS, bridgeOf, withBridges } from '../../shared/search/bridge.js';
+import { DEFAULT_SEARCH_LIMIT } from '../../shared/search/minisearch-index.js';
+import { termsOf } from '../../shared/search/terms.js';
 
 /** The answer's first code block. */
 function firstCode(answer: string): string {
@@ -42,8 +43,23 @@ describe("offline answers: the hit's bridge (issue 21, eighth round)", () => {
     expect(firstCode(plain)).not.toContain('RetentionDays');
   });
 
-  it('counts a bridged term at the weight the index gives the api field', () => {
-    expect(BRIDGE_WEIGHT).toBe(API_BOOST);
+  it('counts a term a sentence holds through its bridged name as one it holds itself (q35)', () => {
+    expect(BRIDGE_WEIGHT).toBe(1);
+    // The first hit's prose shares the question's common words; the third's sentence holds its
+    // rarest one ("long") only through the summary of the name it spells.
+    const encryption: ExtractHit = {
+      urn: 'cld:doc.Document.logs/doc.Chunk.encryption',
+      title: 'Encrypting Log Groups',
+      text: 'By default, log group data is always encrypted. Keep in mind that a log group key is needed to read the log streams later.',
+    };
+    const streams: ExtractHit = {
+      urn: 'cld:doc.Document.logs/doc.Chunk.streams',
+      title: 'Log Groups/Streams',
+      text: 'The default retention period if not supplied is 2 years, but it can be set to one of the values in the `RetentionDays` enum.',
+      bridge: [{ name: 'RetentionDays', summary: 'How long, in days, the log contents will be retained.' }],
+    };
+    const answer = extractiveAnswer(question, [encryption, other, streams]);
+    expect(answer).toContain('`RetentionDays` enum');
   });
 });
 
@@ -74,5 +90,30 @@ describe('which hits get a bridge', () => {
       undefined,
     ]);
     expect(asked).toEqual(hits.slice(0, BRIDGED_HITS).map((h) => h.source));
+  });
+
+  it('bridges no name the prose negates, and one a clause after "but" affirms', () => {
+    const glossary = {
+      retention: ['The number of days log events are kept in CloudWatch Logs.'],
+      dataProtectionPolicy: ['Data Protection Policy for this log group.'],
+      RetentionDays: ['How long, in days, the log contents will be retained.'],
+    };
+    const terms = new Set(termsOf('How do I set how long a log group keeps its logs?'));
+    const negated = {
+      title: 'Log Group Class',
+      text: 'Because of this, the Delivery log class does not support `dataProtectionPolicy` or `RetentionDays`; setting them fails.',
+    };
+    expect(bridgeOf(negated, terms, glossary)).toEqual([]);
+    // The same names in code, or affirmed after "but", are bridged.
+    const code = {
+      title: 'Log Group Class',
+      text: '```ts\nnew logs.LogGroup(this, "L", { retention: logs.RetentionDays.ONE_WEEK });\n```',
+    };
+    expect(bridgeOf(code, terms, glossary).map((b) => b.name)).toEqual(['RetentionDays']);
+    const affirmed = {
+      title: 'Log Groups/Streams',
+      text: 'The default period if not supplied is 2 years, but it can be set to one of the values in the `RetentionDays` enum.',
+    };
+    expect(bridgeOf(affirmed, terms, glossary).map((b) => b.name)).toEqual(['RetentionDays']);
   });
 });
