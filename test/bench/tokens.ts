@@ -27,13 +27,7 @@ import { startConversation } from '../../shared/domain/conversation.js';
 import { BedrockChatModel, createBedrockClient } from '../../shared/llm/bedrock.js';
 import { OfflineChatModel } from '../../shared/llm/offline.js';
 import type { ChatModel } from '../../shared/llm/port.js';
-import {
-  billedEquivalentInput,
-  costOf,
-  type ModelPrice,
-  PRICES_AS_OF,
-  priceOf,
-} from '../../shared/llm/pricing.js';
+import { PRICES_AS_OF, priceOf } from '../../shared/llm/pricing.js';
 import { promptCacheSupport } from '../../shared/llm/prompt-cache.js';
 import { stepModelsOf } from '../../shared/llm/steps.js';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
@@ -42,6 +36,7 @@ import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { type BilledCall, startPromptCacheStub } from '../helpers/prompt-cache-stub.js';
+import { billOf, type TokenBill } from './bill.js';
 
 /** The README's quick-start: its documents and its question. */
 export const QUICK_START = {
@@ -50,19 +45,10 @@ export const QUICK_START = {
     '1. How do I send S3 object events to EventBridge? 2. How do I match only keys with a given prefix in an event rule?',
 } as const;
 
-/** Token totals of one question. */
-export interface QuestionBill {
+/** Token totals of one question, in one cache mode and run. */
+export interface QuestionBill extends TokenBill {
   mode: 'off' | 'auto';
   run: 'cold' | 'warm';
-  calls: number;
-  inputTokens: number;
-  cacheWriteInputTokens: number;
-  cacheReadInputTokens: number;
-  outputTokens: number;
-  /** input + cache writes × 1.25 + cache reads × 0.1 */
-  billedEquivalentInput: number;
-  /** USD per question at the model's price, or undefined for a model without a price. */
-  usd: number | undefined;
 }
 
 function sum(
@@ -70,32 +56,8 @@ function sum(
   mode: QuestionBill['mode'],
   run: QuestionBill['run'],
   modelId: string,
-) {
-  const total = {
-    inputTokens: 0,
-    cacheWriteInputTokens: 0,
-    cacheReadInputTokens: 0,
-    outputTokens: 0,
-  };
-  for (const { usage } of calls) {
-    total.inputTokens += usage.inputTokens;
-    total.cacheWriteInputTokens += usage.cacheWriteInputTokens ?? 0;
-    total.cacheReadInputTokens += usage.cacheReadInputTokens ?? 0;
-    total.outputTokens += usage.outputTokens;
-  }
-  // Each call at the price of the model it went to (a step may have its own, --steps).
-  const prices = calls.map((call) => priceOf(call.modelId || modelId));
-  const usd = prices.every((p) => p !== undefined)
-    ? calls.reduce((sum, call, i) => sum + costOf(call.usage, prices[i] as ModelPrice), 0)
-    : undefined;
-  return {
-    mode,
-    run,
-    calls: calls.length,
-    ...total,
-    billedEquivalentInput: Math.round(billedEquivalentInput(total)),
-    usd,
-  } satisfies QuestionBill;
+): QuestionBill {
+  return { mode, run, ...billOf(calls, modelId) };
 }
 
 async function main(): Promise<void> {

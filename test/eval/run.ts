@@ -22,6 +22,14 @@
  * asks without an answer, and multi-part questions whose every part is right (term in its own
  * section, cites an expected module).
  *
+ * With `--tokens` (issue 25 item 1) the questions go through the Bedrock adapter and the real
+ * `BedrockRuntimeClient` against a local Converse that bills with prompt caching as Bedrock does
+ * (test/helpers/prompt-cache-stub.ts) and answers with the offline model, and a last table gives
+ * each question's input, cache-write, cache-read and output tokens and its price at the model
+ * (`--model <id>`, default `CLD_MODEL_ID`, else Claude Haiku 4.5's `us.` profile; `--cache
+ * auto|off`, default `auto`), by single and multi-part questions; `--json` carries each part's
+ * question's `bill`.
+ *
  * Options: `--data-dir <dir>` (default `.cld-eval`; the ingested corpus is cached under it, keyed by
  * the search and ingest sources, so a change to them re-ingests), `--only q01,m02`, `--set p,m`
  * (questions whose id starts so; `g` for the structural ones), `--tuning` (leave the held-out
@@ -34,6 +42,9 @@ import { parseArgs } from 'node:util';
 import MiniSearch from 'minisearch';
 import { startConversation } from '../../shared/domain/conversation.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
+import { BedrockChatModel, createBedrockClient } from '../../shared/llm/bedrock.js';
+import { OfflineChatModel } from '../../shared/llm/offline.js';
+import { PRICES_AS_OF, priceOf } from '../../shared/llm/pricing.js';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type {
   AnyResource,
@@ -48,6 +59,8 @@ import { parseEnv } from '../../shared/runtime/settings.js';
 import { headingsOf, ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { childUrn, parentOf } from '../../shared/urn.js';
+import { billOf, summarizeBills, type TokenBill } from '../bench/bill.js';
+import { startPromptCacheStub } from '../helpers/prompt-cache-stub.js';
 import {
   containsTerm,
   type EvalPart,
@@ -98,6 +111,8 @@ interface PartResult {
   ms: number;
   answer: string;
   query: string | undefined;
+  /** With `--tokens`: what the part's whole question cost (the same on each of its parts). */
+  bill?: TokenBill;
 }
 
 async function main(): Promise<void> {
@@ -109,8 +124,13 @@ async function main(): Promise<void> {
       tuning: { type: 'boolean', default: false },
       json: { type: 'string' },
       verbose: { type: 'boolean', default: false },
+      tokens: { type: 'boolean', default: false },
+      model: { type: 'string' },
+      cache: { type: 'string', default: 'auto' },
     },
   });
+  if (values.cache !== 'auto' && values.cache !== 'off')
+    throw new Error(`--cache must be auto or off, got ${JSON.stringify(values.cache)}`);
   const only = values.only ? new Set(values.only.split(',')) : undefined;
   const prefixes = values.set?.split(',');
   const chosen = (q: { id: string; heldOut?: boolean | undefined }) =>
@@ -121,7 +141,12 @@ async function main(): Promise<void> {
   const structural = loadStructuralSet().filter(chosen);
   const env = parseEnv(process.env);
   const dataDir = resolve(values['data-dir'] as string, cacheKey());
-  const runtime = await createLocalRuntime({ dataDir, model: modelFor(env) });
+  // --tokens: the real Bedrock client against a local Converse that bills as Bedrock does and
+  // answers with the offline model (issue 25 item 1), so every question's tokens are counted.
+  const billing = values.tokens
+    ? await startBilling(values.model ?? env.CLD_MODEL_ID ?? DEFAULT_BILLED_MODEL, values.cache)
+    : undefined;
+  const runtime = await createLocalRuntime({ dataDir, model: billing?.model ?? modelFor(env) });
   const started = performance.now();
   const report = await ingest([CORPUS], {
     resources: runtime.deps.resources,
@@ -161,13 +186,16 @@ async function main(): Promise<void> {
   const structuralScores: ReturnType<typeof scoreStructural>[] = [];
   try {
     for (const question of questions) {
+      const before = billing?.stub.calls.length ?? 0;
       const parts = await askOne(runtime, question, runId, documents);
+      const bill = billing ? billOf(billing.stub.calls.slice(before), billing.modelId) : undefined;
       for (const [i, part] of question.parts.entries()) {
         const measured = parts[i] as Omit<PartResult, 'baselineRank' | 'codeOnly'>;
         results.push({
           ...measured,
           baselineRank: firstRelevantRank(baseline(part.text), part),
           codeOnly: isCodeOnly(part.modules.map(readmes), part.term),
+          ...(bill ? { bill } : {}),
         });
       }
     }
@@ -179,10 +207,12 @@ async function main(): Promise<void> {
     }
   } finally {
     removeConversations(dataDir);
+    await billing?.stop();
   }
   if (results.length > 0) {
     console.log(`\n${table(results, values.verbose === true)}`);
     console.log(`\n${summary(results)}`);
+    if (billing) console.log(`\n${tokenTable(results, billing.modelId, values.cache)}`);
   }
   if (structuralScores.length > 0)
     console.log(`\nStructural questions (graph):\n${structuralTable(structuralScores)}`);
@@ -536,6 +566,61 @@ function summary(results: readonly PartResult[]): string {
     ...rows.map(
       (row) => `| ${row.name} | ${keys.map((k) => (row as Record<string, string>)[k]).join(' | ')} |`,
     ),
+  ].join('\n');
+}
+
+/** The model `--tokens` prices when neither `--model` nor `CLD_MODEL_ID` names one (as `bench:tokens`). */
+const DEFAULT_BILLED_MODEL = 'us.anthropic.claude-haiku-4-5-20251001-v1:0';
+
+/**
+ * The billing side of `--tokens`: a local Converse stub with Bedrock's prompt-cache billing
+ * (test/helpers/prompt-cache-stub.ts) answering with the offline model, and the Bedrock adapter on
+ * the real `BedrockRuntimeClient` against it, with cache points `cache` (`auto` or `off`).
+ */
+async function startBilling(modelId: string, cache: 'auto' | 'off') {
+  const offline = new OfflineChatModel();
+  const stub = await startPromptCacheStub({ answer: (request) => offline.converse(request) });
+  const client = createBedrockClient({
+    region: 'us-east-1',
+    endpoint: stub.endpoint,
+    credentials: { accessKeyId: 'AKIDEVAL', secretAccessKey: 'eval' },
+  });
+  const model = new BedrockChatModel({ client, modelId, promptCache: cache });
+  return {
+    modelId,
+    stub,
+    model,
+    stop: async () => {
+      client.destroy();
+      await stub.stop();
+    },
+  };
+}
+
+/** The `--tokens` table: per question, by set (each question once), with the price's arithmetic. */
+function tokenTable(results: readonly PartResult[], modelId: string, cache: string): string {
+  const perQuestion = questionsOf(results).flatMap((parts) => (parts[0]?.bill ? [parts[0]] : []));
+  const groups: [string, PartResult[]][] = [
+    ['single', perQuestion.filter((r) => !r.id.includes('.'))],
+    ['multi-part', perQuestion.filter((r) => r.id.includes('.'))],
+    ['all', perQuestion],
+  ];
+  const price = priceOf(modelId);
+  const n = (x: number) => Math.round(x).toLocaleString('en-US');
+  const rows = groups.flatMap(([name, rs]) => {
+    if (rs.length === 0) return [];
+    const s = summarizeBills(rs.map((r) => r.bill as TokenBill));
+    const usd = s.meanUsd === undefined ? '–' : s.meanUsd.toFixed(5);
+    const per1000 = s.meanUsd === undefined ? '–' : (s.meanUsd * 1000).toFixed(2);
+    return [
+      `| ${name} | ${s.questions} | ${s.meanCalls.toFixed(1)} | ${n(s.meanInput)} | ${n(s.meanCacheWrite)} | ${n(s.meanCacheRead)} | ${n(s.meanOutput)} | ${n(s.meanBilledInput)} | ${n(s.medianBilledInput)} | ${n(s.p90BilledInput)} | ${usd} | ${per1000} |`,
+    ];
+  });
+  return [
+    `Tokens per question (model ${modelId}, cache points ${cache}; ${price ? `USD at ${price.profile} prices as of ${PRICES_AS_OF}: input ${price.input}, output ${price.output}, cache write ${price.cacheWrite}, cache read ${price.cacheRead} per MTok` : 'no price in shared/llm/pricing.ts'}; means unless said; the cache persists across questions within its TTL, as under steady traffic):`,
+    '| set | questions | calls | input | cache write | cache read | output | billed-eq. input | median | p90 | USD / question | USD / 1,000 |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
   ].join('\n');
 }
 
