@@ -1,5 +1,42 @@
+import type { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
+import { createBedrockClient } from '../../shared/llm/bedrock.js';
+import { OfflineChatModel } from '../../shared/llm/offline.js';
 import { billedEquivalentInput, costOf, type ModelPrice, priceOf } from '../../shared/llm/pricing.js';
-import type { BilledCall } from '../helpers/prompt-cache-stub.js';
+import { type BilledCall, type PromptCacheStub, startPromptCacheStub } from '../helpers/prompt-cache-stub.js';
+
+/** The model a bill is priced at when none is named (`--model`, `CLD_MODEL_ID`): Claude Haiku 4.5, `us.` profile. */
+export const DEFAULT_BILLED_MODEL = 'us.anthropic.claude-haiku-4-5-20251001-v1:0';
+
+/** A local Converse that bills as Bedrock does, and the real Bedrock Runtime client pointed at it. */
+export interface BilledBedrock {
+  stub: PromptCacheStub;
+  client: BedrockRuntimeClient;
+  /** Destroys the client and stops the stub. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a prompt-cache stub (test/helpers/prompt-cache-stub.ts) that answers with the offline
+ * model, and a `BedrockRuntimeClient` (shared/llm/bedrock.ts `createBedrockClient`) against it
+ * with static test credentials: what `bench:tokens` and `eval --tokens` send their questions through.
+ */
+export async function startBilledBedrock(): Promise<BilledBedrock> {
+  const offline = new OfflineChatModel();
+  const stub = await startPromptCacheStub({ answer: (request) => offline.converse(request) });
+  const client = createBedrockClient({
+    region: 'us-east-1',
+    endpoint: stub.endpoint,
+    credentials: { accessKeyId: 'AKIDBILLED', secretAccessKey: 'billed' },
+  });
+  return {
+    stub,
+    client,
+    stop: async () => {
+      client.destroy();
+      await stub.stop();
+    },
+  };
+}
 
 /**
  * What one question cost in Bedrock tokens, from the calls a local Converse stub billed as Bedrock

@@ -24,8 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startConversation } from '../../shared/domain/conversation.js';
-import { BedrockChatModel, createBedrockClient } from '../../shared/llm/bedrock.js';
-import { OfflineChatModel } from '../../shared/llm/offline.js';
+import { BedrockChatModel } from '../../shared/llm/bedrock.js';
 import type { ChatModel } from '../../shared/llm/port.js';
 import { PRICES_AS_OF, priceOf } from '../../shared/llm/pricing.js';
 import { promptCacheSupport } from '../../shared/llm/prompt-cache.js';
@@ -35,8 +34,8 @@ import type { Message } from '../../shared/resources/schemas.js';
 import { createLocalRuntime } from '../../shared/runtime/local.js';
 import { ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
-import { type BilledCall, startPromptCacheStub } from '../helpers/prompt-cache-stub.js';
-import { billOf, type TokenBill } from './bill.js';
+import type { BilledCall } from '../helpers/prompt-cache-stub.js';
+import { billOf, DEFAULT_BILLED_MODEL, startBilledBedrock, type TokenBill } from './bill.js';
 
 /** The README's quick-start: its documents and its question. */
 export const QUICK_START = {
@@ -71,15 +70,10 @@ async function main(): Promise<void> {
       steps: { type: 'string' },
     },
   });
-  const modelId = values.model ?? process.env.CLD_MODEL_ID ?? 'us.anthropic.claude-haiku-4-5-20251001-v1:0';
+  const modelId = values.model ?? process.env.CLD_MODEL_ID ?? DEFAULT_BILLED_MODEL;
   const dataDir = values['data-dir'] ?? mkdtempSync(join(tmpdir(), 'cld-bench-tokens-'));
-  const offline = new OfflineChatModel();
-  const stub = await startPromptCacheStub({ answer: (request) => offline.converse(request) });
-  const client = createBedrockClient({
-    region: 'us-east-1',
-    endpoint: stub.endpoint,
-    credentials: { accessKeyId: 'AKIDBENCH', secretAccessKey: 'bench' },
-  });
+  const billed = await startBilledBedrock();
+  const { stub, client } = billed;
   const stepModels = stepModelsOf({ CLD_MODELS: values.steps ?? process.env.CLD_MODELS });
   const models = {
     off: new BedrockChatModel({ client, modelId, promptCache: 'off', stepModels }),
@@ -130,8 +124,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    client.destroy();
-    await stub.stop();
+    await billed.stop();
     if (!values['data-dir']) rmSync(dataDir, { recursive: true, force: true });
   }
   report(modelId, bills);

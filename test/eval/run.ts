@@ -42,8 +42,7 @@ import { parseArgs } from 'node:util';
 import MiniSearch from 'minisearch';
 import { startConversation } from '../../shared/domain/conversation.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
-import { BedrockChatModel, createBedrockClient } from '../../shared/llm/bedrock.js';
-import { OfflineChatModel } from '../../shared/llm/offline.js';
+import { BedrockChatModel } from '../../shared/llm/bedrock.js';
 import { PRICES_AS_OF, priceOf } from '../../shared/llm/pricing.js';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type {
@@ -59,8 +58,13 @@ import { parseEnv } from '../../shared/runtime/settings.js';
 import { headingsOf, ingest } from '../../shared/search/ingest.js';
 import type { MiniSearchIndex } from '../../shared/search/minisearch-index.js';
 import { childUrn, parentOf } from '../../shared/urn.js';
-import { billOf, summarizeBills, type TokenBill } from '../bench/bill.js';
-import { startPromptCacheStub } from '../helpers/prompt-cache-stub.js';
+import {
+  billOf,
+  DEFAULT_BILLED_MODEL,
+  startBilledBedrock,
+  summarizeBills,
+  type TokenBill,
+} from '../bench/bill.js';
 import {
   containsTerm,
   type EvalPart,
@@ -569,31 +573,16 @@ function summary(results: readonly PartResult[]): string {
   ].join('\n');
 }
 
-/** The model `--tokens` prices when neither `--model` nor `CLD_MODEL_ID` names one (as `bench:tokens`). */
-const DEFAULT_BILLED_MODEL = 'us.anthropic.claude-haiku-4-5-20251001-v1:0';
-
 /**
- * The billing side of `--tokens`: a local Converse stub with Bedrock's prompt-cache billing
- * (test/helpers/prompt-cache-stub.ts) answering with the offline model, and the Bedrock adapter on
- * the real `BedrockRuntimeClient` against it, with cache points `cache` (`auto` or `off`).
+ * The billing side of `--tokens`: the Bedrock adapter on the real `BedrockRuntimeClient` against a
+ * local Converse that bills as Bedrock does (test/bench/bill.ts), with cache points `cache`.
  */
 async function startBilling(modelId: string, cache: 'auto' | 'off') {
-  const offline = new OfflineChatModel();
-  const stub = await startPromptCacheStub({ answer: (request) => offline.converse(request) });
-  const client = createBedrockClient({
-    region: 'us-east-1',
-    endpoint: stub.endpoint,
-    credentials: { accessKeyId: 'AKIDEVAL', secretAccessKey: 'eval' },
-  });
-  const model = new BedrockChatModel({ client, modelId, promptCache: cache });
+  const billed = await startBilledBedrock();
   return {
     modelId,
-    stub,
-    model,
-    stop: async () => {
-      client.destroy();
-      await stub.stop();
-    },
+    ...billed,
+    model: new BedrockChatModel({ client: billed.client, modelId, promptCache: cache }),
   };
 }
 
