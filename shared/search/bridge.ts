@@ -37,18 +37,33 @@ export const MAX_BRIDGES = 2;
 export const BRIDGED_HITS = 8;
 
 /** A word that negates what follows it (`does not support \`retention\``). */
-const NEGATION = /\b(?:not|never|cannot|can't|doesn't|don't|isn't|aren't|won't|without)\b/i;
+const NEGATION = /\b(?:not|never|cannot|can['’]t|doesn['’]t|don['’]t|isn['’]t|aren['’]t|won['’]t|without)\b/i;
 
 /** Most words between a negation and a name it negates (`does not support \`a\`, \`b\`, or \`c\``). */
 const NEGATION_REACH = 8;
 
 /**
+ * Where a clause ends: `;`, or `.!?` then whitespace (not the dot of "e.g." or "i.e.": "does not
+ * support some, e.g. \`retention\`" negates it), "but", and Markdown's own breaks, which need no
+ * punctuation — a blank line, a line that starts a list item, the end of a heading's line, a
+ * table's cell.
+ */
+const CLAUSE_END =
+  /(?:[;!?]|(?<!\b(?:e\.g|i\.e))\.)\s|\bbut\b|\n\s*\n|\n(?=[ \t]*(?:[-*+]|\d+[.)])[ \t])|(?<=^[ \t]{0,3}#{1,6}[ \t][^\n]*)\n|\|/im;
+
+/** Inline code spans of Markdown (shared/search/api-glossary.ts `CODE` less its fences). */
+const INLINE_CODE = /`[^`\n]+`/g;
+
+/**
  * A Markdown text without the inline code spans its prose negates: a span within
- * {@link NEGATION_REACH} words after a {@link NEGATION} of the same clause (a clause ends at `;`,
- * a sentence's end or "but"); fenced code kept whole. A name so spelled is what the section does
- * *not* do ("the Delivery log class does not support \`retention\`"): its API summary says nothing
- * of what the section is about. ("If not supplied it is 2 years, but it can be set to one of the
- * values in the \`RetentionDays\` enum" negates nothing of `RetentionDays`.)
+ * {@link NEGATION_REACH} words after a {@link NEGATION} of the same clause ({@link CLAUSE_END}), the
+ * clause read without its code (each earlier span one word: \`--not-empty\` negates nothing);
+ * fenced code kept whole. A name so spelled is what the section does *not* do ("the Delivery log
+ * class does not support \`retention\`"): its API summary says nothing of what the section is
+ * about. ("If not supplied it is 2 years, but it can be set to one of the values in the
+ * \`RetentionDays\` enum" negates nothing of `RetentionDays`.) A span left out leaves an empty one,
+ * so the backticks about it pair as they did (in \`\`a\`b\`\`, one left out as nothing would pair
+ * the first with the third).
  */
 function affirmed(text: string): string {
   return text
@@ -56,14 +71,10 @@ function affirmed(text: string): string {
     .map((part, i) =>
       i % 2 === 1
         ? part
-        : part.replace(/`[^`\n]+`/g, (span, at: number) => {
-            const clause =
-              part
-                .slice(0, at)
-                .split(/[;.!?]\s|\bbut\b/i)
-                .pop() ?? '';
+        : part.replace(INLINE_CODE, (span, at: number) => {
+            const clause = part.slice(0, at).replace(INLINE_CODE, 'code').split(CLAUSE_END).pop() ?? '';
             const words = clause.trim().split(/\s+/).slice(-NEGATION_REACH).join(' ');
-            return NEGATION.test(words) ? '' : span;
+            return NEGATION.test(words) ? '` `' : span;
           }),
     )
     .join('');

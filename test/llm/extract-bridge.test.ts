@@ -101,4 +101,33 @@ describe('which hits get a bridge', () => {
     };
     expect(bridgeOf(affirmed, terms, glossary).map((b) => b.name)).toEqual(['RetentionDays']);
   });
+
+  it("ends a negation's clause where Markdown does, and reads it without its code", () => {
+    const glossary = { RetentionDays: ['How long, in days, the log contents will be retained.'] };
+    const terms = new Set(termsOf('How do I set how long a log group keeps its logs?'));
+    const names = (text: string) =>
+      bridgeOf({ title: 'Log Groups', text }, terms, glossary).map((b) => b.name);
+    // A list item or table row after one that says "not" (aws-stepfunctions' list of conditions,
+    // aws-bedrockagentcore's tables of properties): no punctuation ends the earlier one.
+    expect(
+      names('* `Condition.isNotPresent` - matches if a path is not present\n* `RetentionDays` - the period'),
+    ).toEqual(['RetentionDays']);
+    expect(
+      names('| `role` | A new role is created if not provided |\n| `retention` | `RetentionDays` |'),
+    ).toEqual(['RetentionDays']);
+    expect(names('Not for the Delivery class\n\nSet the period with `RetentionDays`.')).toEqual([
+      'RetentionDays',
+    ]);
+    expect(names('## Not for the Delivery class\nSet the period with `RetentionDays`.')).toEqual([
+      'RetentionDays',
+    ]);
+    // "not" in code negates nothing.
+    expect(names('Combine `sfn.Condition.not(c)` with `RetentionDays` for the group.')).toEqual([
+      'RetentionDays',
+    ]);
+    // Negated all the same: after "e.g.", with a typographic apostrophe, inside a double-backtick span.
+    expect(names('The Delivery class does not support some properties, e.g. `RetentionDays`.')).toEqual([]);
+    expect(names('The Delivery class doesn’t support `RetentionDays`.')).toEqual([]);
+    expect(names('The Delivery class does not support ``x`RetentionDays`` at all.')).toEqual([]);
+  });
 });
