@@ -153,77 +153,82 @@ async function main(): Promise<void> {
   const billing = values.tokens
     ? await startBilling(values.model ?? env.CLD_MODEL_ID ?? DEFAULT_BILLED_MODEL, values.cache)
     : undefined;
-  const runtime = await createLocalRuntime({ dataDir, model: billing?.model ?? modelFor(env) });
-  const started = performance.now();
-  const report = await ingest([CORPUS], {
-    resources: runtime.deps.resources,
-    index: runtime.deps.search as MiniSearchIndex,
-    actor: SYSTEM_ACTOR,
-    cwd: process.cwd(),
-  });
-  await runtime.bus.idle();
-  console.log(
-    `model: ${runtime.deps.model.name}   data: ${dataDir}\n` +
-      `corpus: ${report.files} files (${report.documents} ingested now, ${report.skipped} cached), ` +
-      `${(runtime.deps.search as MiniSearchIndex).size} chunks, ${((performance.now() - started) / 1000).toFixed(1)} s`,
-  );
-  const indexStorage = (runtime.deps.search as MiniSearchIndex).location?.storage;
-  if (!indexStorage) throw new Error('the chunk index has no storage after ingest');
-  const graph = await ingestGraph([CORPUS], {
-    resources: runtime.deps.resources,
-    indexStorage,
-    actor: SYSTEM_ACTOR,
-    cwd: process.cwd(),
-  });
-  console.log(
-    `graph: ${graph.files} assembly (${graph.files - graph.skipped} ingested now), ${(graph.ms / 1000).toFixed(1)} s`,
-  );
-  const documents = documentPaths();
-  const baseline = buildBaseline();
-  const readmes = (module: string) => {
-    try {
-      return readFileSync(join(CORPUS, module, 'README.md'), 'utf8');
-    } catch {
-      return '';
-    }
-  };
-
-  const runId = Date.now().toString(36);
-  const results: PartResult[] = [];
-  const structuralScores: ReturnType<typeof scoreStructural>[] = [];
+  // Stopped however the run ends: its server would keep the process alive after an error
+  // (an ingest that throws, a data directory that cannot be made).
   try {
-    for (const question of questions) {
-      const before = billing?.stub.calls.length ?? 0;
-      const parts = await askOne(runtime, question, runId, documents);
-      const bill = billing ? billOf(billing.stub.calls.slice(before), billing.modelId) : undefined;
-      for (const [i, part] of question.parts.entries()) {
-        const measured = parts[i] as Omit<PartResult, 'baselineRank' | 'codeOnly'>;
-        results.push({
-          ...measured,
-          baselineRank: firstRelevantRank(baseline(part.text), part),
-          codeOnly: isCodeOnly(part.modules.map(readmes), part.term),
-          ...(bill ? { bill } : {}),
-        });
+    const runtime = await createLocalRuntime({ dataDir, model: billing?.model ?? modelFor(env) });
+    const started = performance.now();
+    const report = await ingest([CORPUS], {
+      resources: runtime.deps.resources,
+      index: runtime.deps.search as MiniSearchIndex,
+      actor: SYSTEM_ACTOR,
+      cwd: process.cwd(),
+    });
+    await runtime.bus.idle();
+    console.log(
+      `model: ${runtime.deps.model.name}   data: ${dataDir}\n` +
+        `corpus: ${report.files} files (${report.documents} ingested now, ${report.skipped} cached), ` +
+        `${(runtime.deps.search as MiniSearchIndex).size} chunks, ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+    const indexStorage = (runtime.deps.search as MiniSearchIndex).location?.storage;
+    if (!indexStorage) throw new Error('the chunk index has no storage after ingest');
+    const graph = await ingestGraph([CORPUS], {
+      resources: runtime.deps.resources,
+      indexStorage,
+      actor: SYSTEM_ACTOR,
+      cwd: process.cwd(),
+    });
+    console.log(
+      `graph: ${graph.files} assembly (${graph.files - graph.skipped} ingested now), ${(graph.ms / 1000).toFixed(1)} s`,
+    );
+    const documents = documentPaths();
+    const baseline = buildBaseline();
+    const readmes = (module: string) => {
+      try {
+        return readFileSync(join(CORPUS, module, 'README.md'), 'utf8');
+      } catch {
+        return '';
       }
+    };
+
+    const runId = Date.now().toString(36);
+    const results: PartResult[] = [];
+    const structuralScores: ReturnType<typeof scoreStructural>[] = [];
+    try {
+      for (const question of questions) {
+        const before = billing?.stub.calls.length ?? 0;
+        const parts = await askOne(runtime, question, runId, documents);
+        const bill = billing ? billOf(billing.stub.calls.slice(before), billing.modelId) : undefined;
+        for (const [i, part] of question.parts.entries()) {
+          const measured = parts[i] as Omit<PartResult, 'baselineRank' | 'codeOnly'>;
+          results.push({
+            ...measured,
+            baselineRank: firstRelevantRank(baseline(part.text), part),
+            codeOnly: isCodeOnly(part.modules.map(readmes), part.term),
+            ...(bill ? { bill } : {}),
+          });
+        }
+      }
+      for (const question of structural) {
+        const observed = await askStructural(runtime, question, `eval-${runId}-${question.id}`);
+        structuralScores.push(scoreStructural(question, observed));
+        if (values.verbose)
+          console.log(`${question.id}: ${observed.answer.replace(/\s+/g, ' ').slice(0, 300)}`);
+      }
+    } finally {
+      removeConversations(dataDir);
     }
-    for (const question of structural) {
-      const observed = await askStructural(runtime, question, `eval-${runId}-${question.id}`);
-      structuralScores.push(scoreStructural(question, observed));
-      if (values.verbose)
-        console.log(`${question.id}: ${observed.answer.replace(/\s+/g, ' ').slice(0, 300)}`);
+    if (results.length > 0) {
+      console.log(`\n${table(results, values.verbose === true)}`);
+      console.log(`\n${summary(results)}`);
+      if (billing) console.log(`\n${tokenTable(results, billing.modelId, values.cache)}`);
     }
+    if (structuralScores.length > 0)
+      console.log(`\nStructural questions (graph):\n${structuralTable(structuralScores)}`);
+    if (values.json) writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
   } finally {
-    removeConversations(dataDir);
     await billing?.stop();
   }
-  if (results.length > 0) {
-    console.log(`\n${table(results, values.verbose === true)}`);
-    console.log(`\n${summary(results)}`);
-    if (billing) console.log(`\n${tokenTable(results, billing.modelId, values.cache)}`);
-  }
-  if (structuralScores.length > 0)
-    console.log(`\nStructural questions (graph):\n${structuralTable(structuralScores)}`);
-  if (values.json) writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
 }
 
 /** Cache key of the ingested corpus: the code that decides chunks and index, and the corpus version. */
