@@ -15,10 +15,12 @@ describe('npm run eval -- --tokens', () => {
     const run = spawnSync(
       process.execPath,
       ['--import', 'tsx', 'test/eval/run.ts', '--tokens', '--only', 'q01', '--data-dir', notADirectory],
-      { encoding: 'utf8', timeout: 30_000 },
+      // Generous: a cold tsx start of the eval's module graph on a loaded 2-core machine; the run
+      // itself fails in about a second, and without the fix it never ends (the signal below).
+      { encoding: 'utf8', timeout: 120_000 },
     );
     expect(run.signal).toBeNull();
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('ENOTDIR');
-  });
+  }, 150_000);
 });
