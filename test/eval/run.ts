@@ -27,7 +27,8 @@
  * (test/helpers/prompt-cache-stub.ts) and answers with the offline model, and a last table gives
  * each question's input, cache-write, cache-read and output tokens and its price at the model
  * (`--model <id>`, default `CLD_MODEL_ID`, else Claude Haiku 4.5's `us.` profile; `--cache
- * auto|off`, default `auto`), by single and multi-part questions; `--json` carries each part's
+ * auto|off`, default `auto`; per-step models from `CLD_MODELS`, as deployed), by single and
+ * multi-part questions; `--json` carries each part's
  * question's `bill`.
  *
  * Options: `--questions <file>` (another set of the same shape instead of test/eval/questions.json,
@@ -45,6 +46,7 @@ import { startConversation } from '../../shared/domain/conversation.js';
 import { ingestGraph } from '../../shared/graph/ingest.js';
 import { BedrockChatModel } from '../../shared/llm/bedrock.js';
 import { PRICES_AS_OF, priceOf } from '../../shared/llm/pricing.js';
+import { stepModelsOf } from '../../shared/llm/steps.js';
 import { SYSTEM_ACTOR } from '../../shared/policy/port.js';
 import type {
   AnyResource,
@@ -135,6 +137,11 @@ async function main(): Promise<void> {
       cache: { type: 'string', default: 'auto' },
     },
   });
+  if (
+    !values.tokens &&
+    (values.model !== undefined || process.argv.some((a) => a === '--cache' || a.startsWith('--cache=')))
+  )
+    throw new Error('--model and --cache price the questions: give them with --tokens');
   if (values.cache !== 'auto' && values.cache !== 'off')
     throw new Error(`--cache must be auto or off, got ${JSON.stringify(values.cache)}`);
   const only = values.only ? new Set(values.only.split(',')) : undefined;
@@ -583,14 +590,17 @@ function summary(results: readonly PartResult[]): string {
 
 /**
  * The billing side of `--tokens`: the Bedrock adapter on the real `BedrockRuntimeClient` against a
- * local Converse that bills as Bedrock does (test/bench/bill.ts), with cache points `cache`.
+ * local Converse that bills as Bedrock does (test/bench/bill.ts), with cache points `cache` and the
+ * per-step models of `CLD_MODELS` / `CLD_MODEL_ID_<STEP>` (each call priced at its own model).
+ * @throws ConfigError for malformed step models (shared/llm/steps.ts)
  */
 async function startBilling(modelId: string, cache: 'auto' | 'off') {
+  const stepModels = stepModelsOf(process.env);
   const billed = await startBilledBedrock();
   return {
     modelId,
     ...billed,
-    model: new BedrockChatModel({ client: billed.client, modelId, promptCache: cache }),
+    model: new BedrockChatModel({ client: billed.client, modelId, promptCache: cache, stepModels }),
   };
 }
 
