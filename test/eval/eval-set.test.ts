@@ -58,6 +58,11 @@ describe('the evaluation set', () => {
     );
   });
 
+  const answerable = (part: { modules: string[]; term: string }) =>
+    part.modules
+      .map((m) => readFileSync(`node_modules/aws-cdk-lib/${m}/README.md`, 'utf8'))
+      .some((text) => text.includes(part.term));
+
   it('has a fresh validation set of the same shape whose terms its modules spell', () => {
     const fresh = loadEvalSet(new URL('./fresh.json', import.meta.url));
     expect(fresh.map((q) => q.id)).toEqual(fresh.map((_, i) => `d${String(i + 1).padStart(2, '0')}`));
@@ -65,10 +70,13 @@ describe('the evaluation set', () => {
     for (const part of fresh.flatMap((q) => q.parts)) {
       // Written from READMEs the main set does not use, and answerable from them.
       expect(part.modules.some((m) => !own.has(m))).toBe(true);
-      const readmes = part.modules.map((m) =>
-        readFileSync(`node_modules/aws-cdk-lib/${m}/README.md`, 'utf8'),
-      );
-      expect(readmes.some((text) => text.includes(part.term))).toBe(true);
+      expect(answerable(part)).toBe(true);
     }
+  });
+
+  it("has a plain-words validation set whose every term its module's README spells", () => {
+    const plain = loadEvalSet(new URL('./plain.json', import.meta.url));
+    expect(plain).toHaveLength(20);
+    for (const part of plain.flatMap((q) => q.parts)) expect(answerable(part)).toBe(true);
   });
 });
