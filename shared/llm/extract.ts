@@ -194,8 +194,9 @@ interface Scored<T> {
 }
 
 /**
- * What a question rules out: the words after "instead of", "rather than", "without" or "not", up
- * to the end of their clause, that the rest of the question does not use ("read it at synthesis
+ * What a question rules out: the words after "instead of", "rather than", "without" or "not" (not
+ * before a verb in -ing: {@link NEGATION}), up to the end of their clause, that the rest of the
+ * question does not use ("read it at synthesis
  * time rather than with a deploy-time token" → `deploy`, `token`; "the message body rather than
  * message attributes" → `attribut`, not `messag`). Stems of shared/search/terms.ts.
  */
@@ -210,9 +211,14 @@ export function rejectedTerms(question: string): string[] {
   return [...rejected].filter((term) => !kept.has(term));
 }
 
-/** A negation and the clause it rules out (to the next punctuation or conjunction). */
+/**
+ * A negation and the clause it rules out (to the next punctuation or conjunction). "not" and
+ * "without" before a verb in -ing state what the user wants to be without ("save money by not
+ * having any NAT gateways", "deploy without creating a role"), which the answer is about: that is
+ * no alternative ruled out, unlike "rather than filtering on message attributes".
+ */
 const NEGATION =
-  /\b(?:instead\s+of|rather\s+than|without|not)\s+((?:(?!\b(?:and|but|so|then|or)\b)[^?.!,;()])+)/gi;
+  /\b(?:instead\s+of|rather\s+than|(?:without|not)(?!\s+[a-z]+ing\b))\s+((?:(?!\b(?:and|but|so|then|or)\b)[^?.!,;()])+)/gi;
 
 /** The question with what it rules out ({@link NEGATION}) taken out: what a search should look for. */
 export function withoutRejected(question: string): string {

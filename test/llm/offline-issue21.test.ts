@@ -16,6 +16,7 @@ import {
   questionNames,
   rejectedTerms,
   sourceLabel,
+  withoutRejected,
 } from '../../shared/llm/extract.js';
 import {
   apiOf,
@@ -368,6 +369,19 @@ describe('answers that lead with the fact (item 4)', () => {
         ? Number.POSITIVE_INFINITY
         : answer.indexOf('valueForStringParameter'),
     );
+  });
+
+  it('keeps what "not" or "without" before a verb in -ing asks to be without: that is the subject', () => {
+    const question = 'How do I save money by not having any NAT gateways in my VPC?';
+    expect(rejectedTerms(question)).toEqual([]);
+    expect(withoutRejected(question)).toBe(question);
+    expect(rejectedTerms('How do I deploy it without creating a new role?')).toEqual([]);
+    // An alternative ruled out stays ruled out, -ing or not.
+    expect(withoutRejected('How do I filter on the body rather than filtering on attributes?')).toBe(
+      'How do I filter on the body?',
+    );
+    expect(rejectedTerms('How do I connect with Session Manager instead of SSH?')).toEqual(['ssh']);
+    expect(withoutRejected('How do I make it work without a NAT gateway?')).toBe('How do I make it work?');
   });
 
   it('opens with the code that holds the question terms and drops leading sentences holding none of its key terms', () => {
