@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 /** The per-part scoring of `npm run eval` (issue 21 item 7): sections, the lead block, question terms. */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { firstBlock, holdsQuestionTerm, loadEvalSet, sectionsOf } from './eval-set.js';
 

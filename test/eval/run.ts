@@ -28,8 +28,7 @@
  * each question's input, cache-write, cache-read and output tokens and its price at the model
  * (`--model <id>`, default `CLD_MODEL_ID`, else Claude Haiku 4.5's `us.` profile; `--cache
  * auto|off`, default `auto`; per-step models from `CLD_MODELS`, as deployed), by single and
- * multi-part questions; `--json` carries each part's
- * question's `bill`.
+ * multi-part questions; `--json` gives each part the `bill` of its whole question.
  *
  * Options: `--questions <file>` (another set of the same shape instead of test/eval/questions.json,
  * e.g. test/eval/fresh.json; no structural questions then), `--data-dir <dir>` (default `.cld-eval`; the ingested corpus is cached under it, keyed by
