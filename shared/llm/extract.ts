@@ -215,10 +215,12 @@ export function rejectedTerms(question: string): string[] {
  * A negation and the clause it rules out (to the next punctuation or conjunction). "not" and
  * "without" before a verb in -ing state what the user wants to be without ("save money by not
  * having any NAT gateways", "deploy without creating a role"), which the answer is about: that is
- * no alternative ruled out, unlike "rather than filtering on message attributes".
+ * no alternative ruled out, unlike "rather than filtering on message attributes". Told by spelling:
+ * three letters or more before the -ing ("without using X" still rules X out), and not the nouns
+ * "string", "spring", "something", "anything", "nothing", "everything" ("a number, not string").
  */
 const NEGATION =
-  /\b(?:instead\s+of|rather\s+than|(?:without|not)(?!\s+[a-z]+ing\b))\s+((?:(?!\b(?:and|but|so|then|or)\b)[^?.!,;()])+)/gi;
+  /\b(?:instead\s+of|rather\s+than|(?:without|not)(?!\s+(?!(?:string|spring|something|anything|nothing|everything)\b)[a-z]{3,}ing\b))\s+((?:(?!\b(?:and|but|so|then|or)\b)[^?.!,;()])+)/gi;
 
 /** The question with what it rules out ({@link NEGATION}) taken out: what a search should look for. */
 export function withoutRejected(question: string): string {

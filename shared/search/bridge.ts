@@ -44,12 +44,13 @@ const NEGATION_REACH = 8;
 
 /**
  * Where a clause ends: `;`, or `.!?` then whitespace (not the dot of "e.g." or "i.e.": "does not
- * support some, e.g. \`retention\`" negates it), "but", and Markdown's own breaks, which need no
+ * support some, e.g. \`retention\`" negates it), "but", the comma after a conditional negation ("If
+ * not set, the service defaults to \`GLOBAL\`"), and Markdown's own breaks, which need no
  * punctuation — a blank line, a line that starts a list item, the end of a heading's line, a
  * table's cell.
  */
 const CLAUSE_END =
-  /(?:[;!?]|(?<!\b(?:e\.g|i\.e))\.)\s|\bbut\b|\n\s*\n|\n(?=[ \t]*(?:[-*+]|\d+[.)])[ \t])|(?<=^[ \t]{0,3}#{1,6}[ \t][^\n]*)\n|\|/im;
+  /(?:[;!?]|(?<!\b(?:e\.g|i\.e))\.)\s|\bbut\b|\n\s*\n|\n(?=[ \t]*(?:[-*+]|\d+[.)])[ \t])|(?<=^[ \t]{0,3}#{1,6}[ \t][^\n]*)\n|\||(?<=\b(?:if|when|unless)\s+not\s+\w+(?:\s+\w+)?),/im;
 
 /** Inline code spans of Markdown (shared/search/api-glossary.ts `CODE` less its fences). */
 const INLINE_CODE = /`[^`\n]+`/g;

@@ -596,11 +596,13 @@ function summary(results: readonly PartResult[]): string {
 async function startBilling(modelId: string, cache: 'auto' | 'off') {
   const stepModels = stepModelsOf(process.env);
   const billed = await startBilledBedrock();
-  return {
-    modelId,
-    ...billed,
-    model: new BedrockChatModel({ client: billed.client, modelId, promptCache: cache, stepModels }),
-  };
+  try {
+    const model = new BedrockChatModel({ client: billed.client, modelId, promptCache: cache, stepModels });
+    return { modelId, ...billed, model };
+  } catch (error) {
+    await billed.stop();
+    throw error;
+  }
 }
 
 /** The `--tokens` table: per question, by set (each question once), with the price's arithmetic. */

@@ -130,4 +130,16 @@ describe('which hits get a bridge', () => {
     expect(names('The Delivery class doesn’t support `RetentionDays`.')).toEqual([]);
     expect(names('The Delivery class does not support ``x`RetentionDays`` at all.')).toEqual([]);
   });
+
+  it('ends a conditional negation at its comma: what follows is affirmed', () => {
+    const glossary = { RetentionDays: ['How long, in days, the log contents will be retained.'] };
+    const terms = new Set(termsOf('How do I set how long a log group keeps its logs?'));
+    const conditional = {
+      title: 'Log Groups',
+      text: 'If not set, it defaults to one of the `RetentionDays` values.',
+    };
+    expect(bridgeOf(conditional, terms, glossary).map((b) => b.name)).toEqual(['RetentionDays']);
+    const negated = { title: 'Log Groups', text: 'This class does not support `RetentionDays`.' };
+    expect(bridgeOf(negated, terms, glossary)).toEqual([]);
+  });
 });

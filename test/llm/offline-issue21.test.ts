@@ -382,6 +382,11 @@ describe('answers that lead with the fact (item 4)', () => {
     );
     expect(rejectedTerms('How do I connect with Session Manager instead of SSH?')).toEqual(['ssh']);
     expect(withoutRejected('How do I make it work without a NAT gateway?')).toBe('How do I make it work?');
+    // Nouns in -ing, and a verb too short to tell, still rule out.
+    expect(rejectedTerms('How do I pass it a number, not string?')).toEqual(['string']);
+    expect(rejectedTerms('How do I deploy it without using CloudFormation?')).toEqual(
+      expect.arrayContaining(['cloudform']),
+    );
   });
 
   it('opens with the code that holds the question terms and drops leading sentences holding none of its key terms', () => {
