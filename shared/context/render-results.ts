@@ -159,10 +159,10 @@ export function renderToolResult(content: string, ids: CitationIds, query?: stri
   );
   return display
     .map((hit, rank) => {
-      const header = `[${ids.idOf(hit.urn)}]${hitLabel(hit, display[rank - 1])}`;
-      if (rank >= PASSAGE_HITS) return `${header}${bridgeLabel(hit.bridge)}`;
+      const header = `[${ids.idOf(hit.urn)}]${hitLabel(hit, display[rank - 1])}${bridgeLabel(hit.bridge)}`;
+      if (rank >= PASSAGE_HITS) return header;
       // A bridged name counts as a query term: the passage shows the text or code that spells it.
-      return `${header}${bridgeLabel(hit.bridge)}\n${withoutHeaders(passageOf(hit.text, terms, hit.bridge))}`;
+      return `${header}\n${withoutHeaders(passageOf(hit.text, terms, hit.bridge))}`;
     })
     .join('\n\n');
 }

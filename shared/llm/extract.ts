@@ -326,7 +326,7 @@ export function adjacentPairs(text: string): Set<string> {
 }
 
 /** What a part refers back to, at the end of its question: `(that bucket: \`s3.Bucket\`)`. */
-const REFERENT = /\(([^():]+):\s*([^()]+)\)\s*$/;
+export const REFERENT = /\(([^():]+):\s*([^()]+)\)\s*$/;
 
 /**
  * The weight of each of the question's terms (stems of shared/search/terms.ts; what the question

@@ -1,5 +1,5 @@
 import { processTerm, termsOf } from '../search/terms.js';
-import { adjacentPairs, type ExtractHit, questionWeights, rankWeight } from './extract.js';
+import { adjacentPairs, type ExtractHit, questionWeights, REFERENT, rankWeight } from './extract.js';
 
 /**
  * What the offline model reads before it answers (issue 21 item 7). A search result shows its
@@ -132,7 +132,7 @@ function holds(hit: ExtractHit): Set<string> {
  * stream or an IoT topic as well.
  */
 function referentModule(question: string): string | null | undefined {
-  const referent = /\(([^():]+):\s*([^()]+)\)\s*$/.exec(question);
+  const referent = REFERENT.exec(question);
   if (!referent) return undefined;
   const namespace = /`([A-Za-z_$][\w$]*)\.[A-Za-z_$][\w$.]*`/.exec(referent[2] as string)?.[1];
   return (namespace && processTerm(namespace)) || null;

@@ -133,16 +133,14 @@ async function main(): Promise<void> {
       questions: { type: 'string' },
       tokens: { type: 'boolean', default: false },
       model: { type: 'string' },
-      cache: { type: 'string', default: 'auto' },
+      cache: { type: 'string' },
     },
   });
-  if (
-    !values.tokens &&
-    (values.model !== undefined || process.argv.some((a) => a === '--cache' || a.startsWith('--cache=')))
-  )
+  if (!values.tokens && (values.model !== undefined || values.cache !== undefined))
     throw new Error('--model and --cache price the questions: give them with --tokens');
-  if (values.cache !== 'auto' && values.cache !== 'off')
-    throw new Error(`--cache must be auto or off, got ${JSON.stringify(values.cache)}`);
+  const cache = values.cache ?? 'auto';
+  if (cache !== 'auto' && cache !== 'off')
+    throw new Error(`--cache must be auto or off, got ${JSON.stringify(cache)}`);
   const only = values.only ? new Set(values.only.split(',')) : undefined;
   const prefixes = values.set?.split(',');
   const chosen = (q: { id: string; heldOut?: boolean | undefined }) =>
@@ -157,7 +155,7 @@ async function main(): Promise<void> {
   // --tokens: the real Bedrock client against a local Converse that bills as Bedrock does and
   // answers with the offline model (issue 25 item 1), so every question's tokens are counted.
   const billing = values.tokens
-    ? await startBilling(values.model ?? env.CLD_MODEL_ID ?? DEFAULT_BILLED_MODEL, values.cache)
+    ? await startBilling(values.model ?? env.CLD_MODEL_ID ?? DEFAULT_BILLED_MODEL, cache)
     : undefined;
   // Stopped however the run ends: its server would keep the process alive after an error
   // (an ingest that throws, a data directory that cannot be made).
@@ -227,7 +225,7 @@ async function main(): Promise<void> {
     if (results.length > 0) {
       console.log(`\n${table(results, values.verbose === true)}`);
       console.log(`\n${summary(results)}`);
-      if (billing) console.log(`\n${tokenTable(results, billing.modelId, values.cache)}`);
+      if (billing) console.log(`\n${tokenTable(results, billing.modelId, cache)}`);
     }
     if (structuralScores.length > 0)
       console.log(`\nStructural questions (graph):\n${structuralTable(structuralScores)}`);
