@@ -177,6 +177,21 @@ export function rankWeight(rank: number): number {
   return 1 / (1 + rank / 2);
 }
 
+/**
+ * A sentence that points at material around it ("the code snippet below", "in the above
+ * example", "as described above"): said on its own it points at nothing the answer shows.
+ */
+const POINTER = /\b(?:below|above|the following|this (?:example|snippet)|these examples)\b/i;
+
+/**
+ * True for a sentence that points at material around it ({@link POINTER}) and names no API in
+ * inline code: out of place, it says nothing a user can act on ("In the above example, the
+ * function defined in `MyTrigger`…" names one and stays).
+ */
+export function dangles(sentence: string): boolean {
+  return POINTER.test(sentence) && !/`[^`]+`/.test(sentence);
+}
+
 /** Most sentences in an answer. */
 const MAX_SENTENCES = 3;
 /** A second code block (of another document) is quoted when it scores at least this share of the best one. */
@@ -467,7 +482,9 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   });
   // A sentence ending in ":" introduces what follows it: said only before its own code, so it
   // takes no place among the sentences the answer says.
-  const chosen = pickSentences(sentences.filter((c) => !c.item.text.endsWith(':')));
+  // A sentence pointing at code it does not name ("The code snippet below creates…") points at
+  // nothing on its own: said only before its own block.
+  const chosen = pickSentences(sentences.filter((c) => !c.item.text.endsWith(':') && !dangles(c.item.text)));
   // A block lacking a name the question gives, which another block holds, is about something else.
   const fewest = Math.min(...codes.map((c) => c.unnamed ?? 0));
   for (const c of codes) c.score *= UNNAMED_WEIGHT ** ((c.unnamed ?? 0) - fewest);

@@ -11,6 +11,7 @@ import {
   type TaskPayload,
 } from '../../shared/domain/payloads.js';
 import {
+  dangles,
   excerpt,
   extractiveAnswer,
   questionNames,
@@ -521,6 +522,45 @@ describe('answers that lead with the fact (item 4)', () => {
     expect(answer.split('\n\n')[0]).toBe(`${overview.text} ${intro}`);
     expect(answer.split(intro)).toHaveLength(2);
     expect(answer).toContain(`${intro}\n\n\`\`\`ts\nnew ecr.Repository`);
+  });
+
+  it('says a sentence pointing at code ("the snippet below") only before its own block', () => {
+    const pointer = 'The code snippet below creates a queue that is encrypted with a customer managed key.';
+    const encryption = {
+      urn: 'cld:doc.Document.sqs/doc.Chunk.0',
+      text: [
+        'Queues can be encrypted with a KMS key that you manage.',
+        '',
+        pointer,
+        '',
+        '```ts',
+        "new sqs.Queue(this, 'Queue', { encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: key });",
+        '```',
+      ].join('\n'),
+    };
+    // Its sentence holds the question's terms, its code none of them: out of place, the
+    // sentence would point at code the answer does not show.
+    const scheduler = {
+      urn: 'cld:doc.Document.scheduler/doc.Chunk.1',
+      text: [
+        'The code snippet below creates a schedule that sends to an encrypted SQS queue with a customer managed KMS key.',
+        '',
+        '```ts',
+        "new Schedule(this, 'Schedule', { schedule: ScheduleExpression.rate(Duration.hours(1)), target });",
+        '```',
+      ].join('\n'),
+    };
+    const answer = extractiveAnswer('How do I encrypt an SQS queue with a customer managed KMS key?', [
+      encryption,
+      scheduler,
+    ]);
+    // Said right before the block it introduces, never as prose on its own.
+    expect(answer).toContain(`${pointer}\n\n\`\`\`ts\nnew sqs.Queue(this, 'Queue'`);
+    expect(answer.split(pointer)).toHaveLength(2);
+    expect(answer).not.toContain('creates a schedule');
+    expect(dangles('In the above example, the function is invoked when the stack is deployed.')).toBe(true);
+    expect(dangles('In the above example, the function defined in `MyTrigger` is invoked.')).toBe(false);
+    expect(dangles('Queues can be encrypted with a KMS key that you manage.')).toBe(false);
   });
 
   it('cites the document and heading, not only the URN', () => {
