@@ -452,7 +452,10 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     // A hit counts by its rank and by how much of the question its heading and text cover.
     const weight = rankWeight(rank) * (most > 0 ? 0.5 + (0.5 * (coverage[place] ?? 0)) / most : 1);
     for (const segment of segmentChunk(hit.text)) {
-      const matched = weigh(segment.text, hit.bridge);
+      const matched = weigh(
+        segment.kind === 'sentence' ? visibleText(segment.text) : segment.text,
+        hit.bridge,
+      );
       if (matched === 0) continue;
       if (segment.kind === 'sentence') {
         const bridgedKey =
@@ -460,7 +463,7 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
           [...bridgedTerms(new Set(termsOf(segment.text)), hit.bridge, weights).keys()].some((t) =>
             key.has(t),
           );
-        if (!holdsAny(segment.text, key) && !bridgedKey) continue;
+        if (!holdsAny(visibleText(segment.text), key) && !bridgedKey) continue;
         const identifier = /`[^`]+`/.test(segment.text) ? 0.5 : 0;
         sentences.push({
           item: segment,
@@ -474,7 +477,7 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
         // (each once: the heading names what the code under it does), plus
         // those the code itself spells (an intro that restates the question is no second match).
         const identifiers = codeIdentifiers(segment.text);
-        const scope = `${hit.title ?? ''}\n${segment.intro ?? ''}\n${identifiers}`;
+        const scope = `${hit.title ?? ''}\n${visibleText(segment.intro ?? '')}\n${identifiers}`;
         const score = weight * (weigh(scope, hit.bridge) + weigh(identifiers, hit.bridge)) ** MATCH_EXPONENT;
         codes.push({ item: segment, urn: hit.urn, rank, score, unnamed: lacks(scope) });
       }
@@ -517,7 +520,7 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   const said = new Set<string>();
   const sayCode = (code: (typeof ranked)[number]) => {
     const intro = code.item.intro;
-    if (intro && !said.has(intro) && holdsAny(intro, key)) {
+    if (intro && !said.has(intro) && holdsAny(visibleText(intro), key)) {
       parts.push(intro);
       said.add(intro);
     }
@@ -549,6 +552,15 @@ function keyTerms(weights: ReadonlyMap<string, number>): Set<string> {
   if (found.length === 0) return new Set();
   const median = found[Math.floor((found.length - 1) / 2)] as number;
   return new Set([...weights].filter(([, w]) => w > 0 && w >= median).map(([term]) => term));
+}
+
+/**
+ * What a reader sees of Markdown prose: a link's text without its target, bare URLs left out.
+ * A sentence counts by the words it shows: "[dead letter queue](https://…/eventbridge/…/rule-dlq.html)"
+ * says nothing about EventBridge rules.
+ */
+export function visibleText(text: string): string {
+  return text.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/<?https?:\/\/[^\s>)]+>?/g, ' ');
 }
 
 function holdsAny(text: string, terms: ReadonlySet<string>): boolean {

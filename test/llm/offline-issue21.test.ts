@@ -17,6 +17,7 @@ import {
   questionNames,
   rejectedTerms,
   sourceLabel,
+  visibleText,
   withoutRejected,
 } from '../../shared/llm/extract.js';
 import {
@@ -561,6 +562,31 @@ describe('answers that lead with the fact (item 4)', () => {
     expect(dangles('In the above example, the function is invoked when the stack is deployed.')).toBe(true);
     expect(dangles('In the above example, the function defined in `MyTrigger` is invoked.')).toBe(false);
     expect(dangles('Queues can be encrypted with a KMS key that you manage.')).toBe(false);
+  });
+
+  it("weighs a sentence by the words a reader sees, not by its links' addresses", () => {
+    const linked =
+      'You can optionally attach a [dead letter queue](https://docs.aws.amazon.com/eventbridge/latest/userguide/rule-dlq.html).';
+    const target = {
+      urn: 'cld:doc.Document.targets/doc.Chunk.0',
+      text: [
+        linked,
+        '',
+        '```ts',
+        'rule.addTarget(new targets.LambdaFunction(fn, { retryAttempts: 2 }));',
+        '```',
+        '',
+        'Use the `LambdaFunction` target to invoke a Lambda function when an EventBridge rule matches.',
+      ].join('\n'),
+    };
+    const answer = extractiveAnswer('How do I make a Lambda function the target of an EventBridge rule?', [
+      target,
+    ]);
+    expect(answer).toContain('Use the `LambdaFunction` target');
+    expect(answer).toContain('rule.addTarget(new targets.LambdaFunction');
+    expect(answer).not.toContain('dead letter queue');
+    expect(visibleText(linked)).toBe('You can optionally attach a dead letter queue.');
+    expect(visibleText('See <https://example.com/rule> or https://example.com/x.')).toBe('See   or  ');
   });
 
   it('cites the document and heading, not only the URN', () => {
