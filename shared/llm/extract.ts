@@ -346,7 +346,7 @@ export const REFERENT = /\(([^():]+):\s*([^()]+)\)\s*$/;
 /**
  * The weight of each of the question's terms (stems of shared/search/terms.ts; what the question
  * rules out, {@link rejectedTerms}, is none) in these hits: 1 + ln(hits / hits whose heading
- * trail, text or bridge summaries hold the term), 0 for a term no hit holds; a term only the part's referent
+ * trail, text as a reader sees it ({@link visibleText}) or bridge summaries hold the term), 0 for a term no hit holds; a term only the part's referent
  * (`(that bucket: \`s3.Bucket\`)`) uses counts {@link REFERENT_WEIGHT} of it — the earlier part
  * was about it, this part asks the rest.
  */
@@ -356,7 +356,7 @@ export function questionWeights(question: string, hits: readonly ExtractHit[]): 
   const hitTerms = hits.map(
     (hit) =>
       new Set([
-        ...termsOf(`${hit.title ?? ''}\n${hit.text}`),
+        ...termsOf(`${hit.title ?? ''}\n${visibleText(hit.text)}`),
         ...(hit.bridge ?? []).flatMap(({ summary }) => termsOf(summary)),
       ]),
   );
@@ -405,7 +405,7 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   if (hits.length === 0)
     return 'Nothing matched: no passage of the ingested documents contains the words of this question.';
   const rejected = new Set(rejectedTerms(question));
-  const hitTerms = hits.map((hit) => new Set(termsOf(`${hit.title ?? ''}\n${hit.text}`)));
+  const hitTerms = hits.map((hit) => new Set(termsOf(`${hit.title ?? ''}\n${visibleText(hit.text)}`)));
   const referent = REFERENT.exec(question);
   const weights = questionWeights(question, hits);
   const key = keyTerms(weights);
