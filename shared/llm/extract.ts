@@ -17,7 +17,7 @@ import { identifierParts, processTerm, termsOf } from '../search/terms.js';
 /** A piece of a chunk: a complete sentence of prose, or a fenced code block. */
 export type Segment =
   | { kind: 'sentence'; text: string; order: number }
-  | { kind: 'code'; text: string; lang: string; order: number; intro?: string };
+  | { kind: 'code'; text: string; lang: string; order: number; intro?: string; antecedent?: string };
 
 /** A search hit as the model sees it in a tool result. */
 export interface ExtractHit {
@@ -95,11 +95,13 @@ export function segmentChunk(text: string): Segment[] {
   let order = 0;
   let paragraph: string[] = [];
   let lastSentence: string | undefined;
+  let beforeLast: string | undefined;
   const flushParagraph = () => {
     if (paragraph.length === 0) return;
     const joined = paragraph.join(' ').replace(/\s+/g, ' ').trim();
     paragraph = [];
     lastSentence = undefined;
+    beforeLast = undefined;
     // Inline code (`.AMAZONAWS.COM`, `s3.Bucket`) is shielded so its dots end no sentence.
     const spans: string[] = [];
     const shielded = joined.replace(/`[^`]*`/g, (span) => `\uE000${spans.push(span) - 1}\uE001`);
@@ -107,6 +109,7 @@ export function segmentChunk(text: string): Segment[] {
       const sentence = segment.trim().replace(/\uE000(\d+)\uE001/g, (_, i: string) => spans[Number(i)] ?? '');
       if (!isCompleteSentence(sentence)) continue;
       segments.push({ kind: 'sentence', text: sentence, order: order++ });
+      beforeLast = lastSentence;
       lastSentence = sentence;
     }
   };
@@ -137,9 +140,13 @@ export function segmentChunk(text: string): Segment[] {
           lang: fence[2] || '',
           order: order++,
           ...(lastSentence ? { intro: lastSentence } : {}),
+          ...(lastSentence && beforeLast && dependent(lastSentence) && !dependent(beforeLast)
+            ? { antecedent: beforeLast }
+            : {}),
         });
       }
       lastSentence = undefined;
+      beforeLast = undefined;
       i = j;
       continue;
     }
@@ -190,6 +197,19 @@ const POINTER = /\b(?:below|above|the following|this (?:example|snippet)|these e
  */
 export function dangles(sentence: string): boolean {
   return POINTER.test(sentence) && !/`[^`]+`/.test(sentence);
+}
+
+/**
+ * A sentence that leans on the one before it: it opens with a pronoun or determiner that points
+ * back ("This method uses…", "For instance, you could use it to…"), not an expletive "It is
+ * possible to…".
+ */
+const DEPENDENT = /^(?:This|These|That|Those|It|Its|They|Their|Such|For instance)\b/;
+const EXPLETIVE = /^It(?:'s| is)(?: \w+){1,2} (?:to|that)\b/;
+
+/** True for a sentence that leans on the one before it ({@link DEPENDENT}). */
+export function dependent(sentence: string): boolean {
+  return DEPENDENT.test(sentence) && !EXPLETIVE.test(sentence);
 }
 
 /** Most sentences in an answer. */
@@ -521,8 +541,11 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   const sayCode = (code: (typeof ranked)[number]) => {
     const intro = code.item.intro;
     if (intro && !said.has(intro) && holdsAny(visibleText(intro), key)) {
-      parts.push(intro);
+      // An intro that leans on the sentence before it ("This method uses…") is said with it.
+      const antecedent = code.item.antecedent;
+      parts.push(antecedent && !said.has(antecedent) ? `${antecedent} ${intro}` : intro);
       said.add(intro);
+      if (antecedent) said.add(antecedent);
     }
     parts.push(quote(code));
   };
