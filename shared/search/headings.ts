@@ -10,6 +10,17 @@ export interface Heading {
   title: string;
 }
 
+/** Separator of a chunk's heading trail (`title`) as ingest stores it: `Amazon EC2 Construct Library > VPC`. */
+export const TRAIL_SEPARATOR = ' > ';
+
+/** A chunk's own heading: the last of its heading trail (`title`, {@link TRAIL_SEPARATOR}); undefined for none. */
+export function ownHeading(title: string | undefined): string | undefined {
+  if (title === undefined) return undefined;
+  const at = title.lastIndexOf(TRAIL_SEPARATOR);
+  const heading = (at < 0 ? title : title.slice(at + TRAIL_SEPARATOR.length)).trim();
+  return heading === '' ? undefined : heading;
+}
+
 const ATX_HEADING = /^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
 const SETEXT_UNDERLINE = /^ {0,3}(=+|-+)[ \t]*$/;
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;

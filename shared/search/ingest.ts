@@ -15,7 +15,7 @@ import type { Chunk, Document } from '../resources/schemas.js';
 import { childUrn } from '../urn.js';
 import { ApiGlossaries, type BridgeEntries } from './api-glossary.js';
 import { markdownChunks } from './chunking.js';
-import { type Heading, headingsOf } from './headings.js';
+import { type Heading, headingsOf, TRAIL_SEPARATOR } from './headings.js';
 import type { MiniSearchIndex } from './minisearch-index.js';
 import type { IndexedItem } from './port.js';
 
@@ -60,7 +60,6 @@ export const INGEST_EXTENSIONS: readonly string[] = ['.md', '.markdown', '.txt']
 const MAX_NAME_LENGTH = 512;
 
 /** Separator between the headings of a heading trail. */
-const TRAIL_SEPARATOR = ' > ';
 
 /** Progress of one file, reported once per file in completion order. */
 export interface IngestProgress {

@@ -2,6 +2,7 @@ import type { AsPlainObject } from 'minisearch';
 import SearchableMap from 'minisearch/SearchableMap';
 import { ValidationError } from '../errors.js';
 import type { StorageInterface } from '../storage/port.js';
+import { ownHeading } from './headings.js';
 import type { ResolvedOwners } from './owners.js';
 
 /**
@@ -34,7 +35,7 @@ import type { ResolvedOwners } from './owners.js';
  */
 
 /** Version of the pack layout; a reader treats a pack of another version as absent. */
-export const SHARD_PACK_VERSION = 4;
+export const SHARD_PACK_VERSION = 5;
 
 /** Target size of a posting shard, in bytes (a shard holds whole terms, so it may exceed it). */
 export const POSTING_SHARD_BYTES = 48 * 1024;
@@ -67,8 +68,11 @@ export function vectorsKey(stem: string, generation: number): string {
   return `${packPrefix(stem, generation)}vectors.json`;
 }
 
-/** Numbers per chunk in a core's `docs`: shortId, URN prefix index, type index, source index or -1, text shard. */
-export const DOC_WIDTH = 5;
+/**
+ * Numbers per chunk in a core's `docs`: shortId, URN prefix index, type index, source index or -1,
+ * text shard, own heading index (`headings`) or -1 (v5: the section prior ranks by it).
+ */
+export const DOC_WIDTH = 6;
 
 /** A core's `fieldLengths` entry for a field minisearch stored as null (JSON's NaN). */
 export const FIELD_LENGTH_NULL = -1;
@@ -100,6 +104,8 @@ export interface PackCore {
   fieldLengths: number[];
   types: string[];
   sources: string[];
+  /** The chunks' own headings (the last of their heading trails; minisearch-index.ts `ownHeading`), each once. */
+  headings: string[];
   /**
    * The term dictionary: minisearch's radix tree (`SearchableMap`) built by inserting every term in
    * the order of minisearch's serialisation, as `MiniSearch.loadJS` builds it, written node by node
@@ -142,6 +148,7 @@ export function parseCore(raw: unknown): PackCore | undefined {
     fieldLengths,
     types,
     sources,
+    headings,
     tree,
     bounds,
     owners,
@@ -164,6 +171,7 @@ export function parseCore(raw: unknown): PackCore | undefined {
     !isStrings(prefixes) ||
     !isStrings(types) ||
     !isStrings(sources) ||
+    !isStrings(headings) ||
     !isStrings(bounds) ||
     typeof suffixes !== 'string' ||
     typeof tree !== 'string' ||
@@ -178,7 +186,8 @@ export function parseCore(raw: unknown): PackCore | undefined {
       !isIndex(docs[at + 1], prefixes.length) ||
       !isIndex(docs[at + 2], types.length) ||
       !(docs[at + 3] === -1 || isIndex(docs[at + 3], sources.length)) ||
-      !isIndex(docs[at + 4], textShards)
+      !isIndex(docs[at + 4], textShards) ||
+      !(docs[at + 5] === -1 || isIndex(docs[at + 5], headings.length))
     )
       return undefined;
   }
@@ -223,6 +232,7 @@ export function parseCore(raw: unknown): PackCore | undefined {
     fieldLengths: fieldLengths as number[],
     types,
     sources,
+    headings,
     tree,
     bounds,
     owners: owners as ResolvedOwners,
@@ -515,6 +525,8 @@ export async function writeShardPack(
   };
   const typeAt = new Map<string, number>();
   const sourceAt = new Map<string, number>();
+  const headings: string[] = [];
+  const headingAt = new Map<string, number>();
   const prefixes: string[] = [];
   const prefixAt = new Map<string, number>();
   const suffixes: string[] = [];
@@ -534,6 +546,7 @@ export async function writeShardPack(
       text: typeof stored.text === 'string' ? stored.text : '',
     };
     if (typeof stored.title === 'string') entry.title = stored.title;
+    const heading = ownHeading(entry.title);
     const bytes = entry.text.length + (entry.title?.length ?? 0) + 32;
     if (currentBytes > 0 && currentBytes + bytes > TEXT_SHARD_BYTES) {
       textShards.push(current);
@@ -550,6 +563,7 @@ export async function writeShardPack(
       intern(types, typeAt, typeof stored.type === 'string' ? stored.type : ''),
       typeof stored.source === 'string' ? intern(sources, sourceAt, stored.source) : -1,
       textShards.length,
+      heading === undefined ? -1 : intern(headings, headingAt, heading),
     );
     const lengths = fieldLength[shortId] ?? [];
     for (let field = 0; field < fieldCount; field += 1) {
@@ -610,6 +624,7 @@ export async function writeShardPack(
     fieldLengths,
     types,
     sources,
+    headings,
     tree,
     bounds,
     owners,

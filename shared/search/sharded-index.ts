@@ -33,6 +33,7 @@ import {
   textsKey,
   treeFromString,
 } from './shard-pack.js';
+import { termsOf } from './terms.js';
 
 /** The loaded core: what every query needs. */
 interface Core {
@@ -140,13 +141,15 @@ export class ShardedChunkIndex implements ChunkSearch {
       score: (n: number) => scores[n] as number,
       source: (n: number) => chunks.source(rows[n] as number),
       urn: (n: number) => chunks.urn(rows[n] as number),
+      heading: (n: number) => chunks.heading(rows[n] as number),
     };
     const prior = core.owners.prior(query);
+    const terms = new Set(termsOf(query));
     // The ranking's head, enough for `limit` hits unless `accept` refuses many; then all of it.
     let depth = Math.min(rows.length, 2 * limit + 8);
     let chosen: { row: number; urn: string; score: number }[];
     for (;;) {
-      const ranked = rankWithPriors(input, prior, depth);
+      const ranked = rankWithPriors(input, prior, depth, terms);
       chosen = [];
       for (const n of ranked.order) {
         if (chosen.length >= limit) break;
@@ -317,6 +320,11 @@ class ChunkTable implements RankingData {
 
   textShard(row: number): number {
     return this.core.docs[row * DOC_WIDTH + 4] as number;
+  }
+
+  /** The chunk's own heading (the section prior); undefined for a chunk without one. */
+  heading(row: number): string | undefined {
+    return this.core.headings[this.core.docs[row * DOC_WIDTH + 5] as number];
   }
 }
 

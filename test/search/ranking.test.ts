@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { type PriorInput, rankWithPriors } from '../../shared/search/minisearch-index.js';
+import { ownHeading } from '../../shared/search/headings.js';
+import {
+  namesQuery,
+  type PriorInput,
+  rankWithPriors,
+  SECTION_WEIGHT,
+} from '../../shared/search/minisearch-index.js';
+import { termsOf } from '../../shared/search/terms.js';
 
 /** Results over a few documents and folders, with tied scores (a seeded generator: the same every run). */
 function results(count: number): PriorInput {
@@ -49,5 +56,51 @@ describe('rankWithPriors', () => {
 
     expect(rankWithPriors(input, new Map()).order).toEqual([1, 0, 2, 3]);
     expect(rankWithPriors(input, new Map(), 2).order).toEqual([1, 0]);
+  });
+
+  it('raises a result whose own heading names the query by 1 + SECTION_WEIGHT (the section prior)', () => {
+    const titles = [
+      'Amazon EC2 Construct Library > VPC > Importing an existing VPC',
+      'Amazon EC2 Construct Library > VPC',
+      'Amazon EC2 Construct Library > VPC > Disabling the creation of the default internet gateway',
+    ];
+    const input: PriorInput = {
+      count: 3,
+      score: (i) => [10, 9.5, 10.2][i] as number,
+      source: () => 'node_modules/aws-cdk-lib/aws-ec2/README.md',
+      urn: (i) => `u/${i}`,
+      heading: (i) => ownHeading(titles[i]),
+    };
+    const query = new Set(termsOf('How do I create a VPC?'));
+
+    const plain = rankWithPriors(input, new Map());
+    const ranked = rankWithPriors(input, new Map(), 3, query);
+
+    expect(plain.order).toEqual([2, 0, 1]);
+    expect(ranked.order).toEqual([1, 2, 0]);
+    expect(ranked.scores[1]).toBeCloseTo((plain.scores[1] as number) * (1 + SECTION_WEIGHT), 10);
+    expect(ranked.scores[0]).toBe(plain.scores[0]);
+  });
+});
+
+describe('the section prior', () => {
+  it("reads a chunk's own heading: the last of its trail", () => {
+    expect(ownHeading('Amazon EC2 Construct Library > VPC > Importing an existing VPC')).toBe(
+      'Importing an existing VPC',
+    );
+    expect(ownHeading('Amazon SNS Construct Library')).toBe('Amazon SNS Construct Library');
+    expect(ownHeading(undefined)).toBeUndefined();
+    expect(ownHeading('A >  ')).toBeUndefined();
+  });
+
+  it('names the query only when every term of the heading is one of the query', () => {
+    const query = new Set(termsOf('How do I turn on DynamoDB Streams for a table?'));
+
+    expect(namesQuery('DynamoDB Streams', query)).toBe(true);
+    expect(namesQuery('Streams', query)).toBe(true);
+    expect(namesQuery('Kinesis Streams', query)).toBe(false);
+    expect(namesQuery('The', query)).toBe(false);
+    expect(namesQuery(undefined, query)).toBe(false);
+    expect(namesQuery('Streams', new Set())).toBe(false);
   });
 });

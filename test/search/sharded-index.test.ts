@@ -51,7 +51,11 @@ function corpus(): IndexedItem[] {
   return items;
 }
 
-// Exact terms, prefixes, typos (fuzzy), API names (the module prior), words absent from the corpus.
+// A query that names a section's own heading ("Encryption" in the SQS README): the section prior.
+const SECTION_QUERY = 'How do I turn on encryption for a queue?';
+
+// Exact terms, prefixes, typos (fuzzy), API names (the module prior), the section prior, words
+// absent from the corpus.
 const QUERIES = [
   'How do I grant a Lambda function read access to an S3 bucket?',
   'custom event bus rule with a schedule',
@@ -66,6 +70,7 @@ const QUERIES = [
   'provisioned concurrency autoscaling',
   'cross account role assume',
   'TableV2 replicas in another region',
+  SECTION_QUERY,
   'zebra quantum xylophone',
 ];
 
@@ -209,8 +214,27 @@ describe('ShardedChunkIndex', () => {
 
     const hits = await sharded.search(QUERIES[0] as string);
 
-    expect(SHARD_PACK_VERSION).toBe(4);
+    expect(SHARD_PACK_VERSION).toBe(5);
     expect(summary(hits)).toEqual(summary(await whole.search(QUERIES[0] as string)));
+    expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
+  });
+
+  it('reads the whole generation when the pack is of the previous layout (v4: no own headings)', async () => {
+    const old = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-v4-')));
+    await old.put('indexes/chunks.1.json', JSON.stringify(whole));
+    const current = JSON.parse((await storage.get(coreKey('indexes/chunks', 1))).toString('utf8'));
+    // The v4 core: five numbers per chunk (no heading index) and no `headings`, under the v4 prefix.
+    const docs = (current.docs as number[]).filter((_, i) => i % 6 !== 5);
+    const { headings: _headings, ...rest } = current;
+    await old.put('indexes/chunks-shards/1/v4/core.json', JSON.stringify({ ...rest, pack: 4, docs }));
+    for (const key of await storage.findByPrefix(packPrefix('indexes/chunks', 1)))
+      if (key !== coreKey('indexes/chunks', 1))
+        await old.put(key.replace(`/v${SHARD_PACK_VERSION}/`, '/v4/'), await storage.get(key));
+    const sharded = await ShardedChunkIndex.open(old);
+
+    const hits = await sharded.search(SECTION_QUERY);
+
+    expect(summary(hits)).toEqual(summary(await whole.search(SECTION_QUERY)));
     expect(sharded.reads).toEqual([coreKey('indexes/chunks', 1)]);
   });
 
@@ -235,6 +259,8 @@ describe('ShardedChunkIndex', () => {
     ['a shard bound that is not a string', { bounds: [1] }],
     ['an average field length that is not a number', { averageFieldLength: ['1'] }],
     ['a vectors model that is not a string', { vectors: 1 }],
+    ['own headings that are not strings', { headings: [1] }],
+    ['a heading index past the table', { headings: [] }],
   ])('refuses a core with %s, and reads the whole generation', async (_, change) => {
     const bad = new FilesystemStorage(await mkdtemp(join(tmpdir(), 'cld-sharded-core-')));
     await bad.put('indexes/chunks.1.json', JSON.stringify(whole));
