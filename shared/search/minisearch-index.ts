@@ -65,6 +65,27 @@ export const SECTION_WEIGHT = 0.1;
 const headingTerms = new Map<string, string[]>();
 const HEADING_CACHE = 20_000;
 
+/** Query term sets seen, by the first two letters of their terms (the pre-check of {@link namesQuery}). */
+const initialsOf = new WeakMap<ReadonlySet<string>, Set<string>>();
+
+/**
+ * False when a word of `heading` (articles and prepositions aside) starts unlike every query term:
+ * a term is its word's lower-cased stem (shared/search/terms.ts), so the two share their first two
+ * letters, or the word is a stopword and names nothing. True does not mean it names the query.
+ */
+function mayName(heading: string, queryTerms: ReadonlySet<string>): boolean {
+  let initials = initialsOf.get(queryTerms);
+  if (initials === undefined) {
+    initials = new Set([...queryTerms].map((term) => term.slice(0, 2)));
+    initialsOf.set(queryTerms, initials);
+  }
+  for (const word of heading.match(/[\p{L}\p{N}_$]+/gu) ?? []) {
+    const lower = word.toLowerCase();
+    if (!LINKING_WORDS.has(lower) && !initials.has(lower.replace(/^[_$]+/, '').slice(0, 2))) return false;
+  }
+  return true;
+}
+
 /** Words a heading may hold beside the query's own and still name it ("Encryption of a queue"). */
 const LINKING_WORDS = new Set('a an the of for to in on with and or by'.split(' '));
 
@@ -78,6 +99,8 @@ const LINKING_WORDS = new Set('a an the of for to in on with and or by'.split(' 
  */
 export function namesQuery(heading: string | undefined, queryTerms: ReadonlySet<string>): boolean {
   if (heading === undefined || queryTerms.size === 0) return false;
+  // Most headings fail at their first word: no stemming for them (a cold search ranks thousands).
+  if (!mayName(heading, queryTerms)) return false;
   let terms = headingTerms.get(heading);
   if (terms === undefined) {
     if (headingTerms.size >= HEADING_CACHE) headingTerms.clear();
