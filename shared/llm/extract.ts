@@ -289,6 +289,39 @@ const REJECTED_WEIGHT = 0.25;
 const UNNAMED_WEIGHT = 0.25;
 
 /**
+ * A code block that uses nothing of the module of the API a part refers back to (`(its:
+ * \`kinesis.Stream\`)`: no `kinesis.…`, nor `sm.…` with `sm` imported from `aws-secretsmanager`)
+ * counts this share of its score when another block of the hits uses it: asked to process a
+ * Kinesis stream's records, Amazon Data Firehose's Lambda processor is about something else.
+ */
+const OFF_REFERENT_WEIGHT = 0.25;
+
+/**
+ * The module aliases of the APIs a referent names (`` `lambda.Function`, `dynamodb.Table` `` →
+ * `lambda`, `dynamodb`).
+ */
+export function referentAliases(names: string): string[] {
+  return [...new Set([...names.matchAll(/`([\w$]+)\.[\w$]+`/g)].map((m) => m[1] as string))];
+}
+
+/**
+ * True when `code` uses a type of one of these modules: `alias.Name` (a capitalised name) with
+ * the alias itself, or with another alias the code imports the module as (`import * as sm from
+ * 'aws-cdk-lib/aws-secretsmanager'` for `secretsmanager`).
+ */
+export function usesModule(code: string, aliases: readonly string[]): boolean {
+  for (const [, used] of code.matchAll(/\b([\w$]+)\.[A-Z][\w$]*/g)) {
+    if (aliases.includes(used as string)) return true;
+    const imported = new RegExp(
+      `import \\* as ${(used as string).replace(/\$/g, '\\$')} from '([^']*)'`,
+    ).exec(code);
+    const module = imported?.[1]?.split('/').at(-1)?.replace(/^aws-/, '');
+    if (module !== undefined && aliases.includes(module)) return true;
+  }
+  return false;
+}
+
+/**
  * A word the question writes as a name: capitalised (`EventBridge`, `SQS`) or of letters and digits
  * (`s3`, `ec2`); a number alone is none, though it continues one (`Route 53`).
  */
@@ -410,7 +443,8 @@ export function questionWeights(question: string, hits: readonly ExtractHit[]): 
  * block counts {@link UNNAMED_WEIGHT} for each name the part gives ({@link questionNames}: `S3`,
  * `EventBridge`) that its heading trail, introducing sentence and identifiers lack, beyond those
  * the block lacking fewest lacks: asked about S3 events, the Scheduler's EventBridge code is about
- * something else.
+ * something else. For a part that refers back, a block using nothing of the referent's module
+ * counts {@link OFF_REFERENT_WEIGHT} when another block uses it ({@link usesModule}).
  *
  * The answer leads with the fact: it opens with the best-scoring sentence or code block (a code
  * block with the sentence that introduces it), then up to two more sentences in reading order and
@@ -511,6 +545,11 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   // A block lacking a name the question gives, which another block holds, is about something else.
   const fewest = Math.min(...codes.map((c) => c.unnamed ?? 0));
   for (const c of codes) c.score *= UNNAMED_WEIGHT ** ((c.unnamed ?? 0) - fewest);
+  // A block using nothing of the module of what the part refers back to, when another does, is
+  // about something else.
+  const aliases = referent ? referentAliases(referent[2] ?? '') : [];
+  if (aliases.length > 0 && codes.some((c) => usesModule(c.item.text, aliases)))
+    for (const c of codes) if (!usesModule(c.item.text, aliases)) c.score *= OFF_REFERENT_WEIGHT;
   const ranked = [...codes].sort(
     (a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order,
   );

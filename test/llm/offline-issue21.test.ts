@@ -15,8 +15,10 @@ import {
   excerpt,
   extractiveAnswer,
   questionNames,
+  referentAliases,
   rejectedTerms,
   sourceLabel,
+  usesModule,
   visibleText,
   withoutRejected,
 } from '../../shared/llm/extract.js';
@@ -587,6 +589,45 @@ describe('answers that lead with the fact (item 4)', () => {
     expect(answer).not.toContain('dead letter queue');
     expect(visibleText(linked)).toBe('You can optionally attach a dead letter queue.');
     expect(visibleText('See <https://example.com/rule> or https://example.com/x.')).toBe('See   or  ');
+  });
+
+  it("prefers, for a part that refers back, code using the referent's module over another module's", () => {
+    const firehose = {
+      urn: 'cld:doc.Document.firehose/doc.Chunk.0',
+      title: 'Amazon Data Firehose Construct Library > Data transformation with AWS Lambda',
+      text: [
+        'Provide a Lambda function that processes records, starting with the latest record batch:',
+        '',
+        '```ts',
+        "const lambdaFunction = new lambda.Function(this, 'Processor', { runtime: lambda.Runtime.NODEJS_LATEST });",
+        'const processor = new firehose.LambdaFunctionProcessor(lambdaFunction, { retries: 5 });',
+        '```',
+      ].join('\n'),
+    };
+    const kinesis = {
+      urn: 'cld:doc.Document.event-sources/doc.Chunk.4',
+      title: 'AWS Lambda Event Sources > Kinesis',
+      text: [
+        '```ts',
+        "import * as ks from 'aws-cdk-lib/aws-kinesis';",
+        "const stream = new ks.Stream(this, 'MyStream');",
+        'myFunction.addEventSource(new KinesisEventSource(stream, { startingPosition: lambda.StartingPosition.LATEST }));',
+        '```',
+      ].join('\n'),
+    };
+    const answer = extractiveAnswer(
+      'How do I process its records with a Lambda function, starting from the latest record? (its: `kinesis.Stream`)',
+      [firehose, { ...kinesis, rank: 3 }],
+    );
+
+    expect(answer.indexOf('KinesisEventSource')).toBeGreaterThan(-1);
+    expect(answer.indexOf('KinesisEventSource')).toBeLessThan(
+      answer.indexOf('LambdaFunctionProcessor') >>> 0,
+    );
+    expect(referentAliases('`lambda.Function`, `dynamodb.Table`')).toEqual(['lambda', 'dynamodb']);
+    expect(usesModule(kinesis.text, ['kinesis'])).toBe(true);
+    expect(usesModule('declare const s: secretsmanager.ISecret;', ['secretsmanager'])).toBe(true);
+    expect(usesModule(firehose.text, ['kinesis'])).toBe(false);
   });
 
   it('cites the document and heading, not only the URN', () => {
