@@ -188,7 +188,8 @@ export function rankWeight(rank: number): number {
  * A sentence that points at material around it ("the code snippet below", "in the above
  * example", "as described above"): said on its own it points at nothing the answer shows.
  */
-const POINTER = /\b(?:below|above|the following|this (?:example|snippet)|these examples)\b/i;
+const POINTER =
+  /\b(?:(?:code|example|snippet|sample)s? (?:below|above)|(?:above|below|preceding|previous) (?:code|example|snippet|sample)s?|(?:shown|described|listed|covered|explained|mentioned|noted|see) (?:below|above)|the (?:following|preceding) (?:code|example|snippet|sample)s?|th(?:is|ese) (?:example|snippet|sample)s?)\b/i;
 
 /**
  * True for a sentence that points at material around it ({@link POINTER}) and names no API in
@@ -205,7 +206,7 @@ export function dangles(sentence: string): boolean {
  * possible to…".
  */
 const DEPENDENT = /^(?:This|These|That|Those|It|Its|They|Their|Such|For instance)\b/;
-const EXPLETIVE = /^It(?:'s| is)(?: \w+){1,2} (?:to|that)\b/;
+const EXPLETIVE = /^It(?:'s| is)(?: \w+){1,3} (?:to|that|if|when)\b/;
 
 /** True for a sentence that leans on the one before it ({@link DEPENDENT}). */
 export function dependent(sentence: string): boolean {
@@ -301,7 +302,7 @@ const OFF_REFERENT_WEIGHT = 0.25;
  * `lambda`, `dynamodb`).
  */
 export function referentAliases(names: string): string[] {
-  return [...new Set([...names.matchAll(/`([\w$]+)\.[\w$]+`/g)].map((m) => m[1] as string))];
+  return [...new Set([...names.matchAll(/`([\w$]+)\.[\w$]+[^`]*`/g)].map((m) => m[1] as string))];
 }
 
 /**
@@ -310,12 +311,14 @@ export function referentAliases(names: string): string[] {
  * 'aws-cdk-lib/aws-secretsmanager'` for `secretsmanager`).
  */
 export function usesModule(code: string, aliases: readonly string[]): boolean {
-  for (const [, used] of code.matchAll(/\b([\w$]+)\.[A-Z][\w$]*/g)) {
+  // The modules the block imports, by the alias it gives them: `import * as sm from '…/aws-secretsmanager'`.
+  const imports = new Map<string, string>();
+  for (const [, alias, path] of code.matchAll(/import \* as ([\w$]+) from ['"]([^'"]*)['"]/g))
+    imports.set(alias as string, (path as string).split('/').at(-1)?.replace(/^aws-/, '') ?? '');
+  // Uses in the code itself, not in its comments and strings.
+  for (const [, used] of codeIdentifiers(code).matchAll(/(?<![\w$])([\w$]+)\.[A-Z][\w$]*/g)) {
     if (aliases.includes(used as string)) return true;
-    const imported = new RegExp(
-      `import \\* as ${(used as string).replace(/\$/g, '\\$')} from '([^']*)'`,
-    ).exec(code);
-    const module = imported?.[1]?.split('/').at(-1)?.replace(/^aws-/, '');
+    const module = imports.get(used as string);
     if (module !== undefined && aliases.includes(module)) return true;
   }
   return false;
@@ -514,8 +517,8 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
       if (segment.kind === 'sentence') {
         const bridgedKey =
           hit.bridge !== undefined &&
-          [...bridgedTerms(new Set(termsOf(segment.text)), hit.bridge, weights).keys()].some((t) =>
-            key.has(t),
+          [...bridgedTerms(new Set(termsOf(visibleText(segment.text))), hit.bridge, weights).keys()].some(
+            (t) => key.has(t),
           );
         if (!holdsAny(visibleText(segment.text), key) && !bridgedKey) continue;
         const identifier = /`[^`]+`/.test(segment.text) ? 0.5 : 0;
@@ -622,7 +625,9 @@ function keyTerms(weights: ReadonlyMap<string, number>): Set<string> {
  * says nothing about EventBridge rules.
  */
 export function visibleText(text: string): string {
-  return text.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/<?https?:\/\/[^\s>)]+>?/g, ' ');
+  return text
+    .replace(/\[([^\]]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+"[^"]*")?\)/g, '$1')
+    .replace(/<?https?:\/\/[^\s>`]+>?/g, ' ');
 }
 
 function holdsAny(text: string, terms: ReadonlySet<string>): boolean {

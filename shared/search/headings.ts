@@ -13,7 +13,11 @@ export interface Heading {
 /** Separator of a chunk's heading trail (`title`) as ingest stores it: `Amazon EC2 Construct Library > VPC`. */
 export const TRAIL_SEPARATOR = ' > ';
 
-/** A chunk's own heading: the last of its heading trail (`title`, {@link TRAIL_SEPARATOR}); undefined for none. */
+/**
+ * A chunk's own heading: the last of its heading trail (`title`, {@link TRAIL_SEPARATOR}); undefined
+ * for none. A chunk before a document's first heading has the trail ingest gives it (the
+ * document's title or name), and a heading that itself holds " > " is cut there.
+ */
 export function ownHeading(title: string | undefined): string | undefined {
   if (title === undefined) return undefined;
   const at = title.lastIndexOf(TRAIL_SEPARATOR);

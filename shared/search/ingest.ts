@@ -59,8 +59,6 @@ export const INGEST_EXTENSIONS: readonly string[] = ['.md', '.markdown', '.txt']
 /** Longest document name `meta.name` accepts. */
 const MAX_NAME_LENGTH = 512;
 
-/** Separator between the headings of a heading trail. */
-
 /** Progress of one file, reported once per file in completion order. */
 export interface IngestProgress {
   /** Files finished so far, this one included. */

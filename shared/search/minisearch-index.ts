@@ -55,9 +55,9 @@ const OWNER_WEIGHT = 0.3;
 
 /**
  * Weight of the section prior ({@link namesQuery}): a chunk whose own heading is made only of the
- * query's words scores × (1 + w). The eval's tuning share: 0.1 raised hit@3 90 → 92 % with the
- * answers' terms unchanged; 0.3 raised hit@3 further and lowered the answers (docs/search.md, issue
- * 21 tenth round).
+ * query's words scores × (1 + w). The eval's tuning share: 0.1 raised hit@3 90 → 92 % and the
+ * term in own section 104 → 105; 0.2 and 0.3 raised hit@3 as much and lowered the answers
+ * (docs/search.md, issue 21 tenth round).
  */
 export const SECTION_WEIGHT = 0.1;
 
@@ -65,23 +65,24 @@ export const SECTION_WEIGHT = 0.1;
 const headingTerms = new Map<string, string[]>();
 const HEADING_CACHE = 20_000;
 
-/** Query term sets seen, by the first two letters of their terms (the pre-check of {@link namesQuery}). */
+/** Query term sets seen, by the first characters of their terms (the pre-check of {@link namesQuery}). */
 const initialsOf = new WeakMap<ReadonlySet<string>, Set<string>>();
 
 /**
- * False when a word of `heading` (articles and prepositions aside) starts unlike every query term:
- * a term is its word's lower-cased stem (shared/search/terms.ts), so the two share their first two
- * letters, or the word is a stopword and names nothing. True does not mean it names the query.
+ * False only when {@link namesQuery} is: a word of `heading` (articles and prepositions aside)
+ * starts unlike every query term. A word names the query only if its own term (its lower-cased
+ * stem, shared/search/terms.ts, which keeps the word's first character: `$states`, `ied` → `i`) is
+ * a query term; a stopword has none and names nothing. Saves stemming most headings of a search.
  */
 function mayName(heading: string, queryTerms: ReadonlySet<string>): boolean {
   let initials = initialsOf.get(queryTerms);
   if (initials === undefined) {
-    initials = new Set([...queryTerms].map((term) => term.slice(0, 2)));
+    initials = new Set([...queryTerms].map((term) => term.charAt(0)));
     initialsOf.set(queryTerms, initials);
   }
   for (const word of heading.match(/[\p{L}\p{N}_$]+/gu) ?? []) {
     const lower = word.toLowerCase();
-    if (!LINKING_WORDS.has(lower) && !initials.has(lower.replace(/^[_$]+/, '').slice(0, 2))) return false;
+    if (!LINKING_WORDS.has(lower) && !initials.has(lower.charAt(0))) return false;
   }
   return true;
 }

@@ -10,8 +10,9 @@ import type { ResolvedOwners } from './owners.js';
  * `<stem>.<n>.json`, cut so that a cold `search` reads only what its query needs.
  *
  * - `<stem>-shards/<n>/v<version>/core.json`: what every query needs and nothing more — BM25 statistics
- *   (document count, field lengths, average field lengths), the document ids, each chunk's type
- *   and source path (filters and the document and module priors), the term dictionary (terms
+ *   (document count, field lengths, average field lengths), the document ids, each chunk's type,
+ *   source path and own heading (filters and the document, module and section priors, v5), the
+ *   term dictionary (terms
  *   only, in the serialisation's order so the reader's radix tree iterates as minisearch's own),
  *   the resolved module prior ({@link ResolvedOwners}) and where everything else lives. The
  *   per-chunk data are flat number arrays and the URNs a table of prefixes plus one string of
@@ -104,7 +105,7 @@ export interface PackCore {
   fieldLengths: number[];
   types: string[];
   sources: string[];
-  /** The chunks' own headings (the last of their heading trails; minisearch-index.ts `ownHeading`), each once. */
+  /** The chunks' own headings (the last of their heading trails; headings.ts `ownHeading`), each once. */
   headings: string[];
   /**
    * The term dictionary: minisearch's radix tree (`SearchableMap`) built by inserting every term in

@@ -564,6 +564,9 @@ describe('answers that lead with the fact (item 4)', () => {
     expect(dangles('In the above example, the function is invoked when the stack is deployed.')).toBe(true);
     expect(dangles('In the above example, the function defined in `MyTrigger` is invoked.')).toBe(false);
     expect(dangles('Queues can be encrypted with a KMS key that you manage.')).toBe(false);
+    expect(dangles('As shown below, the queue is encrypted.')).toBe(true);
+    expect(dangles('Set the threshold above 80 percent.')).toBe(false);
+    expect(dangles('Values below 1 are rejected.')).toBe(false);
   });
 
   it("weighs a sentence by the words a reader sees, not by its links' addresses", () => {
@@ -625,9 +628,21 @@ describe('answers that lead with the fact (item 4)', () => {
       answer.indexOf('LambdaFunctionProcessor') >>> 0,
     );
     expect(referentAliases('`lambda.Function`, `dynamodb.Table`')).toEqual(['lambda', 'dynamodb']);
-    expect(usesModule(kinesis.text, ['kinesis'])).toBe(true);
+    // A block's code, as the composer passes it (without its fences).
+    expect(usesModule(kinesis.text.split('\n').slice(1, -1).join('\n'), ['kinesis'])).toBe(true);
     expect(usesModule('declare const s: secretsmanager.ISecret;', ['secretsmanager'])).toBe(true);
-    expect(usesModule(firehose.text, ['kinesis'])).toBe(false);
+    expect(usesModule(firehose.text.split('\n').slice(3, -1).join('\n'), ['kinesis'])).toBe(false);
+    expect(
+      usesModule(
+        'import * as sm from "aws-cdk-lib/aws-secretsmanager";\nsm.Secret.fromSecretNameV2(this, "S", "n");',
+        ['secretsmanager'],
+      ),
+    ).toBe(true);
+    // A mention in a comment or a string is no use of the module.
+    expect(
+      usesModule("// see kinesis.Stream\nconst s = 'kinesis.Stream';\nfirehose.DeliveryStream;", ['kinesis']),
+    ).toBe(false);
+    expect(referentAliases('`s3.Bucket.fromBucketName`')).toEqual(['s3']);
   });
 
   it('cites the document and heading, not only the URN', () => {

@@ -103,4 +103,15 @@ describe('the section prior', () => {
     expect(namesQuery(undefined, query)).toBe(false);
     expect(namesQuery('Streams', new Set())).toBe(false);
   });
+
+  it('names the query with words whose terms keep a prefix or shrink to one letter', () => {
+    expect(
+      namesQuery('Reserved variable : $states', new Set(termsOf('use the reserved variable $states'))),
+    ).toBe(true);
+    expect(namesQuery('__name', new Set(termsOf('set __name')))).toBe(true);
+    expect(namesQuery('ied', new Set(termsOf('ied')))).toBe(true);
+    expect(namesQuery('Into a bucket you own', new Set(termsOf('let a function read that bucket')))).toBe(
+      false,
+    );
+  });
 });
