@@ -297,6 +297,22 @@ const UNNAMED_WEIGHT = 0.25;
  */
 const OFF_REFERENT_WEIGHT = 0.25;
 
+/** A part that asks to make something: "How do I create / define / make / set up / provision …". */
+const CREATES = /^How (?:do|can|should|would) (?:I|we|you) (?:create|define|make|set up|provision)\b/i;
+
+/**
+ * A code block that only imports what exists (`kms.Key.fromKeyArn(…)`, `ec2.Vpc.fromLookup(…)`)
+ * counts this share of its score for a part that asks to create something ({@link CREATES}), when
+ * another block does more: "How do I create a KMS key?" is not answered by importing one.
+ */
+const IMPORT_WEIGHT = 0.25;
+
+/** True for code that calls a `from…` factory of a type (`Key.fromKeyArn(`) and constructs nothing (`new x.Y(`). */
+export function importsOnly(code: string): boolean {
+  const identifiers = codeIdentifiers(code);
+  return /\.from[A-Z][\w$]*\(/.test(identifiers) && !/\bnew\s+[\w$.]*[A-Z][\w$]*\s*\(/.test(identifiers);
+}
+
 /**
  * The module aliases of the APIs a referent names (`` `lambda.Function`, `dynamodb.Table` `` →
  * `lambda`, `dynamodb`).
@@ -447,7 +463,9 @@ export function questionWeights(question: string, hits: readonly ExtractHit[]): 
  * `EventBridge`) that its heading trail, introducing sentence and identifiers lack, beyond those
  * the block lacking fewest lacks: asked about S3 events, the Scheduler's EventBridge code is about
  * something else. For a part that refers back, a block using nothing of the referent's module
- * counts {@link OFF_REFERENT_WEIGHT} when another block uses it ({@link usesModule}).
+ * counts {@link OFF_REFERENT_WEIGHT} when another block uses it ({@link usesModule}); for a part
+ * that asks to create something, a block that only imports an existing one counts
+ * {@link IMPORT_WEIGHT} ({@link importsOnly}).
  *
  * The answer leads with the fact: it opens with the best-scoring sentence or code block (a code
  * block with the sentence that introduces it), then up to two more sentences in reading order and
@@ -548,6 +566,9 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   // A block lacking a name the question gives, which another block holds, is about something else.
   const fewest = Math.min(...codes.map((c) => c.unnamed ?? 0));
   for (const c of codes) c.score *= UNNAMED_WEIGHT ** ((c.unnamed ?? 0) - fewest);
+  // Asked to create something, code that only imports an existing one is the alternative not asked for.
+  if (CREATES.test(question) && codes.some((c) => !importsOnly(c.item.text)))
+    for (const c of codes) if (importsOnly(c.item.text)) c.score *= IMPORT_WEIGHT;
   // A block using nothing of the module of what the part refers back to, when another does, is
   // about something else.
   const aliases = referent ? referentAliases(referent[2] ?? '') : [];

@@ -14,6 +14,7 @@ import {
   dangles,
   excerpt,
   extractiveAnswer,
+  importsOnly,
   questionNames,
   referentAliases,
   rejectedTerms,
@@ -643,6 +644,44 @@ describe('answers that lead with the fact (item 4)', () => {
       usesModule("// see kinesis.Stream\nconst s = 'kinesis.Stream';\nfirehose.DeliveryStream;", ['kinesis']),
     ).toBe(false);
     expect(referentAliases('`s3.Bucket.fromBucketName`')).toEqual(['s3']);
+  });
+
+  it('answers a question to create something with code that creates it, not code that imports one', () => {
+    const importing = {
+      urn: 'cld:doc.Document.kms/doc.Chunk.2',
+      title: 'AWS Key Management Service Construct Library > Importing existing keys',
+      text: [
+        'To use a KMS key that is not defined in this CDK app, use `Key.fromKeyArn(parent, name, ref)`:',
+        '',
+        '```ts',
+        "const myKeyImported = kms.Key.fromKeyArn(this, 'MyImportedKey', 'arn:aws:...');",
+        "myKeyImported.addAlias('alias/foo');",
+        '```',
+      ].join('\n'),
+    };
+    const defining = {
+      urn: 'cld:doc.Document.kms/doc.Chunk.0',
+      title: 'AWS Key Management Service Construct Library',
+      text: [
+        'Define a KMS key:',
+        '',
+        '```ts',
+        "new kms.Key(this, 'MyKey', { enableKeyRotation: true });",
+        '```',
+      ].join('\n'),
+    };
+
+    const answer = extractiveAnswer('How do I create a KMS key?', [importing, { ...defining, rank: 2 }]);
+
+    expect(answer.startsWith('Define a KMS key:')).toBe(true);
+    const imported = answer.indexOf('kms.Key.fromKeyArn');
+    expect(imported === -1 || imported > answer.indexOf('new kms.Key')).toBe(true);
+    expect(importsOnly("const k = kms.Key.fromKeyArn(this, 'K', arn);")).toBe(true);
+    expect(importsOnly("new lambda.Function(this, 'F', { code: lambda.Code.fromInline('x') });")).toBe(false);
+    // Asked to import, the importing code stays first.
+    expect(
+      extractiveAnswer('How do I use an existing KMS key by its ARN?', [importing, { ...defining, rank: 2 }]),
+    ).toContain('fromKeyArn');
   });
 
   it('cites the document and heading, not only the URN', () => {
