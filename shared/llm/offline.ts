@@ -185,7 +185,9 @@ function clip(text: string, max: number): string {
 }
 
 /**
- * Splits a request into parts: numbered or bulleted items, questions, or then/; clauses. Linear
+ * Splits a request into parts: numbered or bulleted items, questions, or then/; clauses; of a
+ * message that sets the scene before its one question, the question's (the statements before it
+ * are no parts: "We use TypeScript. How do I …?" asks one thing). Linear
  * in the length of `text`: no pattern here can backtrack over an unbounded run (a 1 MB message
  * splits in milliseconds).
  */
@@ -206,11 +208,31 @@ export function splitParts(text: string): string[] {
     .filter((q) => q.length > 0)
     .map((q) => `${q}?`.trim());
   if (questions.length >= 2) return questions;
+  // One question after sentences that only set the scene ("We use TypeScript. Cost matters. How do
+  // I …?"): the question is what to answer; the statements before it are no parts.
+  const asked = questions.length === 1 ? questionAfterContext(clean) : undefined;
+  if (asked !== undefined) return splitParts(asked);
   const clauses = clean
     .split(/;|\bthen\b/i)
     .map((p) => p.trim().replace(/^(and|,)\s*/i, ''))
     .filter((p) => p.length > 0);
   return clauses.length >= 2 ? clauses : [clean];
+}
+
+const sentences = new Intl.Segmenter('en', { granularity: 'sentence' });
+
+/**
+ * The one question of a message that opens with statements, from the sentence that asks it (and
+ * what follows it, up to its `?`); undefined when the message starts with its question.
+ */
+function questionAfterContext(clean: string): string | undefined {
+  const end = clean.indexOf('?') + 1;
+  let start = 0;
+  for (const { index, segment } of sentences.segment(clean.slice(0, end))) {
+    if (index + segment.length >= end) break;
+    start = index + segment.length;
+  }
+  return start > 0 ? clean.slice(start, end).trim() : undefined;
 }
 
 /** Key terms of a question: its distinct content words, at most five, minus generic verbs. */

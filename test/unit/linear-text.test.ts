@@ -34,6 +34,20 @@ describe('text splitting on pathological input', () => {
     expect(splitParts('one question only?')).toEqual(['one question only?']);
   });
 
+  it('answers the one question of a message that opens with statements, not the statements', () => {
+    const message =
+      'I am building a data pipeline for images. We use TypeScript and then we need to process them. ' +
+      'Cost matters too. How do I trigger a Lambda function when a file is uploaded to an S3 bucket?';
+    expect(splitParts(message)).toEqual([
+      'How do I trigger a Lambda function when a file is uploaded to an S3 bucket?',
+    ]);
+    // A question's own abbreviation is no sentence end; its own then-clauses still split.
+    expect(splitParts('How do I set e.g. the timeout of a function?')).toEqual([
+      'How do I set e.g. the timeout of a function?',
+    ]);
+    expect(splitParts('I have a bucket. Create it; then add a rule?')).toEqual(['Create it', 'add a rule?']);
+  });
+
   it('still splits bullets after blank lines', () => {
     expect(splitParts('Please:\n\n- make a bucket\n   * add a rule')).toEqual([
       'Please:',
