@@ -202,7 +202,7 @@ export async function askCommand(args: string[], dataDir: string, settings: CliS
     throw new CliFailure(`no answer was produced for ${asked.message} (${letters.length} dead letters)`);
   console.log(`\n${answerForTerminal(answer)}\n`);
   console.log(`conversation: ${asked.conversation} (${asked.messageName})`);
-  console.log(`continue with: cld ask --conversation ${asked.conversation} "…"`);
+  console.log(`continue with: ${invocation()} ask --conversation ${asked.conversation} "…"`);
   console.log(
     `${resources.length} resources, ${runtime.bus.stats.routed - routedBefore} events routed, ask ${((Date.now() - askStarted) / 1000).toFixed(2)} s (total ${((Date.now() - started) / 1000).toFixed(2)} s)`,
   );
@@ -285,7 +285,7 @@ async function showResumed(runtime: LocalRuntime, turn: UnfinishedTurn, started:
     throw new CliFailure(`no answer was produced for ${turn.message}: cld show ${turn.conversation}`);
   console.log(`\n${answer.content}\n`);
   console.log(`conversation: ${turn.conversation} (resumed)`);
-  console.log(`continue with: cld ask --conversation ${turn.conversation} "…"`);
+  console.log(`continue with: ${invocation()} ask --conversation ${turn.conversation} "…"`);
   console.log(`total ${((Date.now() - started) / 1000).toFixed(2)} s`);
   if (answer.error) throw new CliFailure(`the request failed: ${answer.error.message}`);
   return EXIT.OK;
@@ -346,4 +346,14 @@ function ofThisMessage(resources: readonly AnyResource[], asked: StartedConversa
     (r) =>
       r.meta.id === asked.conversation || r.meta.id === asked.answer || isWithin(r.meta.id, asked.message),
   );
+}
+
+/**
+ * How the user ran `cld`, for the commands it suggests: `npm start --` under `npm start` (the
+ * README's way), `npx cld` under `npx`, else `cld` (the installed bin).
+ */
+export function invocation(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.npm_lifecycle_event === 'start') return 'npm start --';
+  if (env.npm_command === 'exec') return 'npx cld';
+  return 'cld';
 }

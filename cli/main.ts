@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CldError } from '../shared/errors.js';
 import { CliFailure, EXIT, exitCodeOf, UsageError } from './errors.js';
+import { COMMANDS, HELP, meant, USAGE, usageOf } from './usage.js';
 
 /**
  * `cld` — the local CLI (`npm start -- <command>`): `ingest`, `ask`, `show`. Runs the embedded
@@ -15,40 +16,25 @@ import { CliFailure, EXIT, exitCodeOf, UsageError } from './errors.js';
  * 3 not found, 4 a partial answer of `ask`, 5 waiting for an approval, 130 interrupted).
  */
 
-const USAGE = `usage:
-  cld ingest <dir-or-file>...             split documents into chunks and index them
-                                          (into the deployed bucket when CLD_BUCKET is set)
-  cld ask [--docs <dir>]... [--conversation <urn-or-name> [--new]] "<message>" | - | --file <path>
-                                          plan, run and answer (ingests --docs first); the
-                                          message as arguments, from standard input (-) or a
-                                          file, at most 16,000 characters; --conversation adds
-                                          it to the conversation whose URN ask printed, or to a
-                                          stored name (--new: start it); a tool call waiting for
-                                          approval is asked y/N (piped: exit 5, see approvals)
-  cld show <urn>                          a chunk's source file and text, or a stored subtree
-  cld resume [<conversation-urn>]         re-drive what an interrupted run left pending
-  cld replay <conversation-urn> [--rebuild]
-                                          recompute projections from storage, print differences
-  cld serve [--port 8787] [--data-dir <dir>] [--docs <dir>]...
-                                          HTTP API, Slack and Teams endpoints on 127.0.0.1
-  cld tools list [--json]                 discovered MCP tools and their approval status
-  cld tools discover [<server>]...        tools/list the configured MCP servers (CLD_MCP_SERVERS
-                                          or CLD_MCP_CONFIG); a changed tool is pending again
-  cld tools approve|revoke <server>__<tool> [--reason <text>]
-                                          record an operator's decision on a discovered tool
-  cld approvals list [--all] [<conversation-urn>]
-                                          tool calls waiting for your approval
-  cld approvals approve|deny <request-urn> [--reason <text>]
-                                          decide one, then run the conversation on and answer
-exit codes: 0 done, 1 failed, 2 bad usage, input or setting (CLD_*), 3 not found,
-  4 partial answer (some parts not answered), 5 waiting for an approval (ask without a
-  terminal), 130 interrupted`;
-
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (command === undefined || command === 'help' || command === '--help') {
-    console.log(USAGE);
+  if (command === undefined || command === 'help' || HELP.has(command)) {
+    const topic = command === 'help' ? rest[0] : undefined;
+    console.log(topic ? usageOf(topic) : USAGE);
     return command === undefined ? EXIT.USAGE : EXIT.OK;
+  }
+  if (command === '--version' || command === '-v') {
+    // Bundled into its own chunk of the built bin (esbuild), read from the tree under tsx.
+    const { default: manifest } = await import('../package.json', { with: { type: 'json' } });
+    console.log(manifest.version);
+    return EXIT.OK;
+  }
+  // `cld ask --help`: that command's usage, before anything it would parse or load.
+  // After `--`, `--help` is a message, not an option.
+  const end = rest.indexOf('--');
+  if ((end < 0 ? rest : rest.slice(0, end)).some((arg) => HELP.has(arg))) {
+    console.log(usageOf(command));
+    return (COMMANDS as readonly string[]).includes(command) ? EXIT.OK : EXIT.USAGE;
   }
   // Loaded here, not at the top: `cld --help` loads no more than this file (issue 23).
   const settings = (await import('./settings.js')).loadCliSettings(process.env);
@@ -102,8 +88,10 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./tools.js')).toolsCommand(rest, dataDir, settings);
     case 'approvals':
       return (await import('./approvals.js')).approvalsCommand(rest, dataDir, settings);
-    default:
-      throw new UsageError(`unknown command "${command}"`);
+    default: {
+      const guess = meant(command);
+      throw new UsageError(`unknown command "${command}"${guess ? ` (did you mean "${guess}"?)` : ''}`);
+    }
   }
 }
 

@@ -42,8 +42,11 @@ interface CliResult {
 const CLI_RUN_MS = 60_000;
 vi.setConfig({ testTimeout: CLI_RUN_MS, hookTimeout: CLI_RUN_MS });
 
-/** Variables of this process that would change the model or the data directory of the CLI. */
-const CONFIG = /^(CLD_|AWS_)/;
+/**
+ * Variables of this process that would change the model or the data directory of the CLI, or how
+ * it says it was run (`npm start`, `npx`: cli/ask.ts `invocation`).
+ */
+const CONFIG = /^(CLD_|AWS_|npm_lifecycle_event$|npm_command$)/;
 
 /**
  * Runs the CLI with `args`; `stdin` is written to its standard input (closed either way);
@@ -104,6 +107,33 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'cld-cli-reader-'));
   const ingested = await cli(['ingest', ...DOCS], { dataDir });
   expect(ingested.code).toBe(0);
+});
+
+describe('help, as a new user asks for it', () => {
+  it("prints a command's own usage for --help and -h, the version for --version, and a near miss's name", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'cld-help-'));
+
+    const help = await cli(['ask', '--help'], { dataDir });
+    const short = await cli(['approvals', '-h'], { dataDir });
+    const version = await cli(['--version'], { dataDir });
+    const typo = await cli(['aks', 'hi'], { dataDir });
+    const message = await cli(['help', 'show'], { dataDir });
+
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('cld ask [--docs <dir>]');
+    expect(help.stdout).not.toContain('cld ingest');
+    expect(help.stdout).toContain('exit codes:');
+    expect(short.code).toBe(0);
+    expect(short.stdout).toContain('cld approvals approve|deny');
+    expect(short.stdout).not.toContain('cld ask');
+    const { version: expected } = JSON.parse(await readFile('package.json', 'utf8')) as { version: string };
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toBe(expected);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('unknown command "aks" (did you mean "ask"?)');
+    expect(message.stdout).toContain('cld show <urn>');
+    expect(message.stdout).not.toContain('cld serve');
+  });
 });
 
 describe('ask and show, piped', () => {

@@ -26,7 +26,11 @@ export interface SpawnCliOptions {
 /** Runs the `cld` bin built from this tree's source (test/helpers/run-cache.ts), `node <bin> …`. */
 export async function spawnCli(args: string[], options: SpawnCliOptions): Promise<CliRun> {
   const bin = await cliBin();
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(CLD_|AWS_)/.test(key)));
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([key]) => !/^(CLD_|AWS_|npm_lifecycle_event$|npm_command$)/.test(key),
+    ),
+  );
   const command = [process.execPath, bin, ...args];
   const child = options.tty
     ? spawn('script', ['-qec', command.map(shellQuote).join(' '), '/dev/null'], {
