@@ -10,16 +10,24 @@ import { COMMANDS, HELP, meant, USAGE, usageOf } from './usage.js';
  * default: data in `.cld/` under the working directory unless `CLD_DATA_DIR` names another
  * place; the model is offline unless configured (`CLD_MODEL_ID` alone: Bedrock;
  * `CLD_MODEL_PROVIDER=openai` with `CLD_OPENAI_BASE_URL`: an OpenAI-compatible server; see
- * shared/llm/config.ts). Every command but `help` first parses the whole environment
+ * shared/llm/config.ts). Every command but `help`, `--help`/`-h` (also after a command: its own
+ * usage) and `--version` first parses the whole environment
  * (cli/settings.ts): a bad setting stops it with exit code 2 naming the variable. Exit codes, the
  * same for every command: cli/errors.ts {@link EXIT} (0 done, 1 failed, 2 usage or bad input,
  * 3 not found, 4 a partial answer of `ask`, 5 waiting for an approval, 130 interrupted).
  */
 
+/** The error for a command {@link USAGE} does not describe, naming the one it was likely meant to be. */
+function unknownCommand(command: string): UsageError {
+  const guess = meant(command);
+  return new UsageError(`unknown command "${command}"${guess ? ` (did you mean "${guess}"?)` : ''}`);
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || HELP.has(command)) {
     const topic = command === 'help' ? rest[0] : undefined;
+    if (topic !== undefined && !(COMMANDS as readonly string[]).includes(topic)) throw unknownCommand(topic);
     console.log(topic ? usageOf(topic) : USAGE);
     return command === undefined ? EXIT.USAGE : EXIT.OK;
   }
@@ -29,12 +37,13 @@ async function main(argv: string[]): Promise<number> {
     console.log(manifest.version);
     return EXIT.OK;
   }
+  if (!(COMMANDS as readonly string[]).includes(command)) throw unknownCommand(command);
   // `cld ask --help`: that command's usage, before anything it would parse or load.
   // After `--`, `--help` is a message, not an option.
   const end = rest.indexOf('--');
   if ((end < 0 ? rest : rest.slice(0, end)).some((arg) => HELP.has(arg))) {
     console.log(usageOf(command));
-    return (COMMANDS as readonly string[]).includes(command) ? EXIT.OK : EXIT.USAGE;
+    return EXIT.OK;
   }
   // Loaded here, not at the top: `cld --help` loads no more than this file (issue 23).
   const settings = (await import('./settings.js')).loadCliSettings(process.env);
@@ -88,10 +97,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./tools.js')).toolsCommand(rest, dataDir, settings);
     case 'approvals':
       return (await import('./approvals.js')).approvalsCommand(rest, dataDir, settings);
-    default: {
-      const guess = meant(command);
-      throw new UsageError(`unknown command "${command}"${guess ? ` (did you mean "${guess}"?)` : ''}`);
-    }
+    default:
+      throw unknownCommand(command);
   }
 }
 

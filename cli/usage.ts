@@ -55,7 +55,10 @@ export function usageOf(command: string): string {
   return picked.length === 0 ? USAGE : ['usage:', ...picked, ...lines.slice(exits)].join('\n');
 }
 
-/** The command `typed` was likely meant to be: one of {@link COMMANDS} within two edits, if any. */
+/**
+ * The command `typed` was likely meant to be: one of {@link COMMANDS} within two edits, a command
+ * it begins preferred (for two letters, only one it begins; for one, none); undefined when none is.
+ */
 export function meant(typed: string): string | undefined {
   const distance = (a: string, b: string): number => {
     let row = Array.from({ length: b.length + 1 }, (_, j) => j);
@@ -71,7 +74,11 @@ export function meant(typed: string): string | undefined {
     }
     return row[b.length] as number;
   };
-  return COMMANDS.map((c) => [c, distance(typed, c)] as const)
+  // A word of two letters names only a command it begins ("sh" → show); one letter names none.
+  if (typed.length < 2) return undefined;
+  if (typed.length === 2) return COMMANDS.find((c) => c.startsWith(typed));
+  // A command it begins wins a tie.
+  return COMMANDS.map((c) => [c, distance(typed, c) - (c.startsWith(typed) ? 0.5 : 0)] as const)
     .filter(([, d]) => d <= 2)
     .sort((x, y) => x[1] - y[1])[0]?.[0];
 }

@@ -297,8 +297,8 @@ const UNNAMED_WEIGHT = 0.25;
  */
 const OFF_REFERENT_WEIGHT = 0.25;
 
-/** A part that asks to make something: "How do I create / define / make / set up / provision …". */
-const CREATES = /^How (?:do|can|should|would) (?:I|we|you) (?:create|define|make|set up|provision)\b/i;
+/** A part that asks to make something: "How do I create / define / set up / provision …". */
+const CREATES = /^How (?:do|can|should|would) (?:I|we|you) (?:create|define|set up|provision)\b/i;
 
 /**
  * A code block that only imports what exists (`kms.Key.fromKeyArn(…)`, `ec2.Vpc.fromLookup(…)`)
@@ -307,10 +307,17 @@ const CREATES = /^How (?:do|can|should|would) (?:I|we|you) (?:create|define|make
  */
 const IMPORT_WEIGHT = 0.25;
 
-/** True for code that calls a `from…` factory of a type (`Key.fromKeyArn(`) and constructs nothing (`new x.Y(`). */
+/**
+ * True for code that imports an existing resource — a `from…` factory taking the construct scope
+ * first (`Key.fromKeyArn(this, …)`, not a value factory such as `Code.fromAsset(…)`) — and
+ * constructs nothing (`new x.Y(`, generics included).
+ */
 export function importsOnly(code: string): boolean {
   const identifiers = codeIdentifiers(code);
-  return /\.from[A-Z][\w$]*\(/.test(identifiers) && !/\bnew\s+[\w$.]*[A-Z][\w$]*\s*\(/.test(identifiers);
+  return (
+    /\.from[A-Z][\w$]*\(\s*(?:this|scope|stack)\b/.test(identifiers) &&
+    !/\bnew\s+[\w$.]*[A-Z][\w$]*\s*(?:<[^>]*>)?\s*\(/.test(identifiers)
+  );
 }
 
 /**

@@ -186,10 +186,10 @@ function clip(text: string, max: number): string {
 
 /**
  * Splits a request into parts: numbered or bulleted items, questions, or then/; clauses; of a
- * message that sets the scene before its one question, the question's (the statements before it
- * are no parts: "We use TypeScript. How do I …?" asks one thing). Linear
- * in the length of `text`: no pattern here can backtrack over an unbounded run (a 1 MB message
- * splits in milliseconds).
+ * message that sets the scene and ends with its one question, the question's (the statements
+ * before it are no parts: "We use TypeScript. Cost matters. How do I …?" asks one thing;
+ * {@link questionAfterContext}). Linear in the length of `text`: no pattern here can backtrack
+ * over an unbounded run (a 1 MB message splits in milliseconds).
  */
 export function splitParts(text: string): string[] {
   const clean = text.replace(/\s+/g, ' ').trim();
@@ -219,20 +219,31 @@ export function splitParts(text: string): string[] {
   return clauses.length >= 2 ? clauses : [clean];
 }
 
-const sentences = new Intl.Segmenter('en', { granularity: 'sentence' });
+/**
+ * Where a sentence that asks starts: after `.` or `!` and a space, a question word ("How", "What",
+ * "Can", …). A capital after an abbreviation ("the U.S. East region", "e.g. Lambda") is no such start.
+ */
+const QUESTION_START =
+  /[.!]\s+(?=(?:How|What|Which|Why|When|Where|Who|Can|Could|Should|Would|Will|Is|Are|Do|Does|Did)\b)/g;
+
+/** Words that point back at something the message said before its question. */
+const POINTS_BACK = /\b(?:it|its|them|they|their|these|those|this one)\b/i;
 
 /**
- * The one question of a message that opens with statements, from the sentence that asks it (and
- * what follows it, up to its `?`); undefined when the message starts with its question.
+ * The one question of a message that opens with statements and ends with it (`?` last): from the
+ * start of the last sentence that asks, after `.`/`!` ({@link QUESTION_START}), to the end.
+ * Undefined — the message stays whole — when it starts with its question, when anything follows
+ * the `?` (a requirement after the question, a `?` inside a URL or code), or when the question
+ * points back at what the statements said ("I have a bucket. How do I add a rule to it?").
+ * Linear in the length of `clean`: one pass of a pattern without nested repetition.
  */
 function questionAfterContext(clean: string): string | undefined {
-  const end = clean.indexOf('?') + 1;
+  if (!clean.endsWith('?')) return undefined;
   let start = 0;
-  for (const { index, segment } of sentences.segment(clean.slice(0, end))) {
-    if (index + segment.length >= end) break;
-    start = index + segment.length;
-  }
-  return start > 0 ? clean.slice(start, end).trim() : undefined;
+  for (const match of clean.matchAll(QUESTION_START)) start = match.index + match[0].length;
+  if (start === 0) return undefined;
+  const question = clean.slice(start);
+  return POINTS_BACK.test(question) ? undefined : question;
 }
 
 /** Key terms of a question: its distinct content words, at most five, minus generic verbs. */

@@ -133,6 +133,15 @@ describe('help, as a new user asks for it', () => {
     expect(typo.stderr).toContain('unknown command "aks" (did you mean "ask"?)');
     expect(message.stdout).toContain('cld show <urn>');
     expect(message.stdout).not.toContain('cld serve');
+    // Help for a command that does not exist is the unknown-command error, however it is asked.
+    for (const args of [
+      ['nonsense', '--help'],
+      ['help', 'nonsense'],
+    ]) {
+      const unknown = await cli(args, { dataDir });
+      expect(unknown.code, args.join(' ')).toBe(2);
+      expect(unknown.stderr, args.join(' ')).toContain('unknown command "nonsense"');
+    }
   });
 });
 

@@ -678,6 +678,11 @@ describe('answers that lead with the fact (item 4)', () => {
     expect(imported === -1 || imported > answer.indexOf('new kms.Key')).toBe(true);
     expect(importsOnly("const k = kms.Key.fromKeyArn(this, 'K', arn);")).toBe(true);
     expect(importsOnly("new lambda.Function(this, 'F', { code: lambda.Code.fromInline('x') });")).toBe(false);
+    // A value factory imports nothing; a generic construction constructs.
+    expect(importsOnly("const code = lambda.Code.fromAsset('dist');")).toBe(false);
+    expect(
+      importsOnly("const t = ddb.Table.fromTableName(this, 'T', 'n');\nconst m = new Map<string, number>();"),
+    ).toBe(false);
     // Asked to import, the importing code stays first.
     expect(
       extractiveAnswer('How do I use an existing KMS key by its ARN?', [importing, { ...defining, rank: 2 }]),

@@ -32,5 +32,8 @@ describe('usage', () => {
     expect(meant('ingets')).toBe('ingest');
     expect(meant('approval')).toBe('approvals');
     expect(meant('frobnicate')).toBeUndefined();
+    // Short words: within half their length, a command they begin first.
+    expect(meant('sh')).toBe('show');
+    expect(meant('a')).toBeUndefined();
   });
 });

@@ -45,7 +45,24 @@ describe('text splitting on pathological input', () => {
     expect(splitParts('How do I set e.g. the timeout of a function?')).toEqual([
       'How do I set e.g. the timeout of a function?',
     ]);
-    expect(splitParts('I have a bucket. Create it; then add a rule?')).toEqual(['Create it', 'add a rule?']);
+    expect(splitParts('How do I deploy to the U.S. East region?')).toEqual([
+      'How do I deploy to the U.S. East region?',
+    ]);
+    expect(splitParts('How do I use e.g. Lambda with S3?')).toEqual(['How do I use e.g. Lambda with S3?']);
+  });
+
+  it('keeps a message whole when something follows its question or its question points back', () => {
+    // A requirement after the question, a `?` inside a URL: the message is no "context, question".
+    expect(splitParts('We use TS. How do I create a bucket? It must be encrypted with KMS.')).toEqual([
+      'We use TS. How do I create a bucket? It must be encrypted with KMS.',
+    ]);
+    expect(splitParts('We use this. See https://example.com/a?b=1 for the setup.')).toEqual([
+      'We use this. See https://example.com/a?b=1 for the setup.',
+    ]);
+    // "it" is the bucket the statement names: the statement stays.
+    expect(splitParts('I have a bucket named logs. How do I add a lifecycle rule to it?')).toEqual([
+      'I have a bucket named logs. How do I add a lifecycle rule to it?',
+    ]);
   });
 
   it('still splits bullets after blank lines', () => {

@@ -3,7 +3,8 @@ export const PATHOLOGICAL_SIZE = 256 * 1024;
 
 /**
  * The inputs that made the old text splitters quadratic (issue 11, item 7): no `?`, one endless
- * word, runs of newlines or spaces, unspaced CJK text; each {@link PATHOLOGICAL_SIZE} long.
+ * word, runs of newlines or spaces, unspaced CJK text, and sentences before one question (what a
+ * sentence segmenter took seconds over); each about {@link PATHOLOGICAL_SIZE} long.
  * Shared by test/unit/linear-text.test.ts (what the splitters return) and
  * test/bench/linear-text.ts (how long they take).
  */
@@ -15,4 +16,8 @@ export const PATHOLOGICAL_TEXTS: [name: string, text: string][] = [
   ['question marks only', '?'.repeat(PATHOLOGICAL_SIZE)],
   ['dash-newline pairs', '-\n'.repeat(PATHOLOGICAL_SIZE / 2)],
   ['unspaced CJK text', '事件'.repeat(PATHOLOGICAL_SIZE / 2)],
+  [
+    'statements before one question',
+    `${'We use x. '.repeat(PATHOLOGICAL_SIZE / 10 - 3)}How do I create a queue?`,
+  ],
 ];
