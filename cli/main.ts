@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CldError } from '../shared/errors.js';
 import { CliFailure, EXIT, exitCodeOf, UsageError } from './errors.js';
-import { COMMANDS, HELP, meant, USAGE, usageOf } from './usage.js';
+import { HELP, isCommand, meant, USAGE, usageOf } from './usage.js';
 
 /**
  * `cld` — the local CLI (`npm start -- <command>`): `ingest`, `ask`, `show`. Runs the embedded
@@ -27,7 +27,7 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || HELP.has(command)) {
     const topic = command === 'help' ? rest[0] : undefined;
-    if (topic !== undefined && !(COMMANDS as readonly string[]).includes(topic)) throw unknownCommand(topic);
+    if (topic !== undefined && !isCommand(topic)) throw unknownCommand(topic);
     console.log(topic ? usageOf(topic) : USAGE);
     return command === undefined ? EXIT.USAGE : EXIT.OK;
   }
@@ -37,7 +37,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(manifest.version);
     return EXIT.OK;
   }
-  if (!(COMMANDS as readonly string[]).includes(command)) throw unknownCommand(command);
+  if (!isCommand(command)) throw unknownCommand(command);
   // `cld ask --help`: that command's usage, before anything it would parse or load.
   // After `--`, `--help` is a message, not an option.
   const end = rest.indexOf('--');

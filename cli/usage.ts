@@ -36,6 +36,11 @@ exit codes: 0 done, 1 failed, 2 bad usage, input or setting (CLD_*), 3 not found
 /** The commands {@link USAGE} describes. */
 export const COMMANDS = ['ingest', 'ask', 'show', 'resume', 'replay', 'serve', 'tools', 'approvals'] as const;
 
+/** True for a command {@link USAGE} describes. */
+export function isCommand(name: string): boolean {
+  return (COMMANDS as readonly string[]).includes(name);
+}
+
 /** Options that ask for help wherever they stand (`cld ask --help`). */
 export const HELP = new Set(['--help', '-h']);
 

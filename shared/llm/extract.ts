@@ -321,6 +321,22 @@ export function importsOnly(code: string): boolean {
 }
 
 /**
+ * Scales by `weight` the score of each code block `holds` refuses, when it accepts another (each
+ * block tested once): a block lacking what another holds is about something else.
+ */
+function demoteUnless(
+  codes: readonly Scored<Extract<Segment, { kind: 'code' }>>[],
+  holds: (code: string) => boolean,
+  weight: number,
+): void {
+  const fits = codes.map((c) => holds(c.item.text));
+  if (!fits.some(Boolean)) return;
+  codes.forEach((c, i) => {
+    if (!fits[i]) c.score *= weight;
+  });
+}
+
+/**
  * The module aliases of the APIs a referent names (`` `lambda.Function`, `dynamodb.Table` `` →
  * `lambda`, `dynamodb`).
  */
@@ -534,18 +550,15 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
     // A hit counts by its rank and by how much of the question its heading and text cover.
     const weight = rankWeight(rank) * (most > 0 ? 0.5 + (0.5 * (coverage[place] ?? 0)) / most : 1);
     for (const segment of segmentChunk(hit.text)) {
-      const matched = weigh(
-        segment.kind === 'sentence' ? visibleText(segment.text) : segment.text,
-        hit.bridge,
-      );
+      // A sentence counts by what a reader sees of it; code as it is.
+      const seen = segment.kind === 'sentence' ? visibleText(segment.text) : segment.text;
+      const matched = weigh(seen, hit.bridge);
       if (matched === 0) continue;
       if (segment.kind === 'sentence') {
         const bridgedKey =
           hit.bridge !== undefined &&
-          [...bridgedTerms(new Set(termsOf(visibleText(segment.text))), hit.bridge, weights).keys()].some(
-            (t) => key.has(t),
-          );
-        if (!holdsAny(visibleText(segment.text), key) && !bridgedKey) continue;
+          [...bridgedTerms(new Set(termsOf(seen)), hit.bridge, weights).keys()].some((t) => key.has(t));
+        if (!holdsAny(seen, key) && !bridgedKey) continue;
         const identifier = /`[^`]+`/.test(segment.text) ? 0.5 : 0;
         sentences.push({
           item: segment,
@@ -574,13 +587,11 @@ export function extractiveAnswer(question: string, hits: readonly ExtractHit[]):
   const fewest = Math.min(...codes.map((c) => c.unnamed ?? 0));
   for (const c of codes) c.score *= UNNAMED_WEIGHT ** ((c.unnamed ?? 0) - fewest);
   // Asked to create something, code that only imports an existing one is the alternative not asked for.
-  if (CREATES.test(question) && codes.some((c) => !importsOnly(c.item.text)))
-    for (const c of codes) if (importsOnly(c.item.text)) c.score *= IMPORT_WEIGHT;
+  if (CREATES.test(question)) demoteUnless(codes, (code) => !importsOnly(code), IMPORT_WEIGHT);
   // A block using nothing of the module of what the part refers back to, when another does, is
   // about something else.
   const aliases = referent ? referentAliases(referent[2] ?? '') : [];
-  if (aliases.length > 0 && codes.some((c) => usesModule(c.item.text, aliases)))
-    for (const c of codes) if (!usesModule(c.item.text, aliases)) c.score *= OFF_REFERENT_WEIGHT;
+  if (aliases.length > 0) demoteUnless(codes, (code) => usesModule(code, aliases), OFF_REFERENT_WEIGHT);
   const ranked = [...codes].sort(
     (a, b) => b.score - a.score || a.rank - b.rank || a.item.order - b.item.order,
   );

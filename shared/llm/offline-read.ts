@@ -1,5 +1,12 @@
 import { processTerm, termsOf } from '../search/terms.js';
-import { adjacentPairs, type ExtractHit, questionWeights, REFERENT, rankWeight } from './extract.js';
+import {
+  adjacentPairs,
+  type ExtractHit,
+  questionWeights,
+  REFERENT,
+  rankWeight,
+  referentAliases,
+} from './extract.js';
 
 /**
  * What the offline model reads before it answers (issue 21 item 7). A search result shows its
@@ -134,6 +141,6 @@ function holds(hit: ExtractHit): Set<string> {
 function referentModule(question: string): string | null | undefined {
   const referent = REFERENT.exec(question);
   if (!referent) return undefined;
-  const namespace = /`([A-Za-z_$][\w$]*)\.[A-Za-z_$][\w$.]*`/.exec(referent[2] as string)?.[1];
+  const namespace = referentAliases(referent[2] ?? '')[0];
   return (namespace && processTerm(namespace)) || null;
 }

@@ -65,6 +65,9 @@ export const SECTION_WEIGHT = 0.1;
 const headingTerms = new Map<string, string[]>();
 const HEADING_CACHE = 20_000;
 
+/** A word of a heading, as {@link namesQuery} reads it. */
+const HEADING_WORD = /[\p{L}\p{N}_$]+/gu;
+
 /** Query term sets seen, by the first characters of their terms (the pre-check of {@link namesQuery}). */
 const initialsOf = new WeakMap<ReadonlySet<string>, Set<string>>();
 
@@ -80,7 +83,7 @@ function mayName(heading: string, queryTerms: ReadonlySet<string>): boolean {
     initials = new Set([...queryTerms].map((term) => term.charAt(0)));
     initialsOf.set(queryTerms, initials);
   }
-  for (const word of heading.match(/[\p{L}\p{N}_$]+/gu) ?? []) {
+  for (const word of heading.match(HEADING_WORD) ?? []) {
     const lower = word.toLowerCase();
     if (!LINKING_WORDS.has(lower) && !initials.has(lower.charAt(0))) return false;
   }
@@ -106,7 +109,7 @@ export function namesQuery(heading: string | undefined, queryTerms: ReadonlySet<
   if (terms === undefined) {
     if (headingTerms.size >= HEADING_CACHE) headingTerms.clear();
     // A word with no term (a stopword such as "you") stands for itself, which no query term is.
-    terms = (heading.match(/[\p{L}\p{N}_$]+/gu) ?? [])
+    terms = (heading.match(HEADING_WORD) ?? [])
       .filter((word) => !LINKING_WORDS.has(word.toLowerCase()))
       .flatMap((word) => {
         const own = termsOf(word);
